@@ -1,0 +1,298 @@
+"""The `self-refine` program.
+
+Heavy imports (LangGraph, LangChain) happen inside the commands, so that
+`self-refine --help` answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import uuid
+from typing import Any
+from urllib.parse import urlparse
+
+__all__ = ["main"]
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+SETTING_KEYS = (
+    "model",
+    "critic_model",
+    "refiner_model",
+    "base_url",
+    "max_iterations",
+    "score_threshold",
+    "patience",
+    "history_window",
+    "select",
+    "profile",
+)
+
+
+class UsageError(Exception):
+    """A command-line mistake; exit code 2."""
+
+
+def _add_settings(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        default=os.environ.get("SELF_REFINE_MODEL", "offline"),
+        help="model for every role: 'offline' (deterministic stand-in, the default), "
+        "'gpt-4o-mini', 'openai:gpt-4o-mini', ... (env SELF_REFINE_MODEL)",
+    )
+    parser.add_argument("--critic-model", help="model for the critic (default: --model)")
+    parser.add_argument("--refiner-model", help="model for the refiner (default: --model)")
+    parser.add_argument(
+        "--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"
+    )
+    parser.add_argument("--max-iterations", type=int, default=3, help="most refine steps (3)")
+    parser.add_argument("--score-threshold", type=float, help="stop at this score (0..1)")
+    parser.add_argument("--patience", type=int, help="stop after N rounds without a better score")
+    parser.add_argument(
+        "--history-window", type=int, help="earlier attempts the refine prompt carries (all)"
+    )
+    parser.add_argument("--select", choices=("best", "last"), default="best", help="answer pick")
+    parser.add_argument("--profile", default="general", help="prompt set (general)")
+
+
+def _add_db(parser: argparse.ArgumentParser) -> None:
+    from_env = os.environ.get("SELF_REFINE_DB")
+    parser.add_argument(
+        "--db",
+        default=from_env or ".self-refine/checkpoints.sqlite",
+        help="SQLite checkpoint file (default .self-refine/checkpoints.sqlite; env SELF_REFINE_DB)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command."""
+    parser = argparse.ArgumentParser(
+        prog="self-refine",
+        description="Generate a draft, critique it, refine it from the critique, repeat.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="refine a response to a task, step by step")
+    run.add_argument("task", help="the task text")
+    run.add_argument("--draft", help="start from this response instead of generating one")
+    run.add_argument("--thread-id", help="name the thread (default: a new UUID)")
+    run.add_argument("--json", action="store_true", help="print the final result as JSON")
+    _add_settings(run)
+    _add_db(run)
+
+    resume = commands.add_parser("resume", help="continue a thread that did not finish")
+    resume.add_argument("thread_id")
+    resume.add_argument("--json", action="store_true", help="print the final result as JSON")
+    _add_db(resume)
+
+    show = commands.add_parser("show", help="print a thread's attempts as a table")
+    show.add_argument("thread_id")
+    show.add_argument("--json", action="store_true", help="print the thread's state as JSON")
+    _add_db(show)
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    settings = {key: getattr(args, key) for key in SETTING_KEYS}
+    if not args.task.strip():
+        raise UsageError("the task is empty: give the text of the task in quotes")
+    if not 1 <= settings["max_iterations"] <= 50:
+        raise UsageError(f"--max-iterations must be between 1 and 50, got {args.max_iterations}")
+    threshold = settings["score_threshold"]
+    if threshold is not None and not 0 <= threshold <= 1:
+        raise UsageError(f"--score-threshold must be between 0 and 1, got {threshold}")
+    if settings["patience"] is not None and settings["patience"] < 1:
+        raise UsageError(f"--patience must be >= 1, got {settings['patience']}")
+    if settings["history_window"] is not None and settings["history_window"] < 0:
+        raise UsageError(f"--history-window must be >= 0, got {settings['history_window']}")
+    return settings
+
+
+def _check_reachable(base_url: str | None) -> None:
+    """Fail fast, before any model call, when the server at base_url cannot be reached."""
+    if not base_url:
+        return
+    parsed = urlparse(base_url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise UsageError(f"--base-url must look like http://HOST:PORT/v1, got {base_url!r}")
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        socket.create_connection((parsed.hostname, port), timeout=5).close()
+    except OSError as error:
+        raise RuntimeError(
+            f"cannot reach {base_url} ({error.strerror or error}): "
+            "start the server or fix --base-url"
+        ) from None
+
+
+def _graph(settings: dict[str, Any]) -> Any:
+    from self_refine.graphs import create_self_refine_graph
+    from self_refine.models import resolve_model
+
+    def model(name: str | None) -> Any:
+        return resolve_model(name, base_url=settings["base_url"]) if name else None
+
+    return create_self_refine_graph(
+        model(settings["model"]),
+        critic_model=model(settings["critic_model"]),
+        refiner_model=model(settings["refiner_model"]),
+        max_iterations=settings["max_iterations"],
+        score_threshold=settings["score_threshold"],
+        patience=settings["patience"],
+        history_window=settings["history_window"],
+        select=settings["select"],
+        profile=settings["profile"],
+    )
+
+
+def _stream(
+    args: argparse.Namespace, settings: dict[str, Any], thread_id: str, payload: Any
+) -> int:
+    import json
+
+    from self_refine.console import print_result, print_update
+    from self_refine.graphs import recursion_limit
+    from self_refine.storage import open_checkpointer
+
+    out = sys.stdout
+    config: Any = {
+        "configurable": {"thread_id": thread_id},
+        "recursion_limit": recursion_limit(settings["max_iterations"]),
+    }
+    with open_checkpointer(args.db) as saver:
+        graph = _graph(settings).compile(checkpointer=saver)
+        if payload is not None and graph.get_state(config).values:
+            raise UsageError(
+                f"thread {thread_id!r} already exists in {args.db}: continue it with "
+                f"`self-refine resume {thread_id}` or choose another --thread-id"
+            )
+        print(f"thread: {thread_id}  (db: {args.db})", file=out, flush=True)
+        try:
+            for chunk in graph.stream(payload, config, stream_mode="updates"):
+                for node, update in chunk.items():
+                    if not args.json:
+                        print_update(node, update, out)
+        except KeyboardInterrupt:
+            print(
+                f"\ninterrupted; continue with: self-refine resume {thread_id} --db {args.db}",
+                file=sys.stderr,
+            )
+            return 130
+        except Exception as error:
+            _model_failure(error, settings, thread_id, args.db)
+        state = graph.get_state(config)
+    if state.next:
+        print(
+            f"paused before {', '.join(state.next)}; continue with: self-refine resume {thread_id}"
+        )
+        return 0
+    if args.json:
+        result = {k: state.values.get(k) for k in ("answer", "stop_reason", "iterations", "score")}
+        print(
+            json.dumps({"thread_id": thread_id, **result, "attempts": state.values.get("attempts")})
+        )
+    else:
+        print_result(state.values, out)
+    return 0
+
+
+def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, db: str) -> None:
+    """Turn an error from a model call into one line naming the model, endpoint and fix."""
+    from self_refine.errors import ConfigError
+
+    if isinstance(error, ConfigError):
+        raise error
+    endpoint = (
+        settings.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
+    )
+    detail = " ".join(str(error).split())[:300] or type(error).__name__
+    raise RuntimeError(
+        f"model {settings.get('model')!r} at {endpoint} failed: {type(error).__name__}: {detail}. "
+        f"Progress is saved; continue with: self-refine resume {thread_id} --db {db}"
+    ) from error
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Start a thread and stream its steps."""
+    from self_refine.storage import ThreadSettings
+
+    settings = _settings(args)
+    if args.draft is not None and not args.draft.strip():
+        raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
+    _graph(settings)  # bad models, profiles and missing keys fail here, before any call
+    _check_reachable(settings["base_url"])
+    thread_id = args.thread_id or str(uuid.uuid4())
+    records = ThreadSettings(args.db)
+    payload: dict[str, Any] = {"task": args.task}
+    if args.draft is not None:
+        payload["draft"] = args.draft
+    if records.load(thread_id) is None:
+        records.save(thread_id, settings)
+    return _stream(args, settings, thread_id, payload)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """Continue a thread from its last checkpoint, with the settings it started with."""
+    from self_refine.storage import ThreadSettings
+
+    settings = ThreadSettings(args.db).load(args.thread_id)
+    if settings is None:
+        raise UsageError(f"no thread {args.thread_id!r} in {args.db}: check the id and --db")
+    _check_reachable(settings.get("base_url"))
+    return _stream(args, settings, args.thread_id, None)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print a thread's attempts."""
+    import json
+
+    from self_refine.console import attempts_table
+    from self_refine.graphs import create_self_refine_graph
+    from self_refine.storage import open_checkpointer
+
+    with open_checkpointer(args.db) as saver:
+        # Reading a thread needs the graph's channels, not its models: offline will do.
+        graph = create_self_refine_graph("offline").compile(checkpointer=saver)
+        state = graph.get_state({"configurable": {"thread_id": args.thread_id}})
+    if not state.values:
+        raise UsageError(f"no thread {args.thread_id!r} in {args.db}: check the id and --db")
+    values = state.values
+    if args.json:
+        print(json.dumps(values, default=str))
+        return 0
+    print(f"thread {args.thread_id}\ntask: {values.get('task')}\n")
+    print(attempts_table(values.get("attempts") or []))
+    if values.get("stop_reason"):
+        print(f"stop reason: {values['stop_reason']}; answer:\n    {values.get('answer', '')}")
+    else:
+        print(f"not finished; continue with: self-refine resume {args.thread_id}")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "resume": cmd_resume, "show": cmd_show}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the program; return its exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except UsageError as error:
+        print(f"self-refine: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as error:
+        from self_refine.errors import ConfigError
+
+        if isinstance(error, ConfigError):
+            print(f"self-refine: error: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"self-refine: error: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""How the command line shows a run: one block per step, and tables of attempts."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from itertools import zip_longest
+from typing import Any, TextIO
+
+from self_refine.state import Attempt
+
+__all__ = ["attempts_table", "print_result", "print_update"]
+
+
+def _indent(text: str, width: int = 88) -> str:
+    lines = []
+    for paragraph in (text or "(empty)").splitlines() or [""]:
+        lines.extend(textwrap.wrap(paragraph, width - 4) or [""])
+    return "\n".join("    " + line for line in lines)
+
+
+def _score(value: Any) -> str:
+    return "-" if value is None else f"{float(value):.2f}"
+
+
+def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
+    """Print one node's update as it arrives from graph.stream(stream_mode="updates")."""
+    update = update or {}
+    if node in ("generate", "refine") and "draft" in update:
+        label = "first draft" if node == "generate" else f"draft {update.get('iteration')}"
+        print(f"[{node}] {label}:\n{_indent(update['draft'])}", file=out)
+    elif node == "critique" and update.get("attempts"):
+        attempt: Attempt = update["attempts"][-1]
+        critique = attempt["critique"]
+        print(
+            f"[critique] iteration {attempt['iteration']}  score {_score(critique.get('score'))}"
+            f"  done {str(critique.get('done', False)).lower()}  ({critique.get('source')})",
+            file=out,
+        )
+        for item in critique.get("feedback") or ["(no feedback items)"]:
+            print(
+                textwrap.fill(item, 88, initial_indent="    - ", subsequent_indent="      "),
+                file=out,
+            )
+        if update.get("stop_reason"):
+            print(f"    -> stop: {update['stop_reason']}", file=out)
+    elif node == "finalize":
+        print(f"[finalize] answer chosen (score {_score(update.get('score'))})", file=out)
+    out.flush()
+
+
+def print_result(result: dict[str, Any], out: TextIO) -> None:
+    """Print the final answer with its stop reason."""
+    print(
+        f"\nStopped: {result.get('stop_reason')} after {result.get('iterations', 0)} "
+        f"refine step(s); score {_score(result.get('score'))}; "
+        f"tokens {result.get('usage', {}).get('total_tokens', 0)}",
+        file=out,
+    )
+    print(f"Answer:\n{_indent(result.get('answer', ''))}", file=out)
+
+
+def attempts_table(attempts: Sequence[Attempt], width: int = 100) -> str:
+    """The attempts as a plain-text table: iteration, score, draft, feedback."""
+    text_width = max(20, (width - 18) // 2)
+    header = f"{'it':>3}  {'score':>5}  {'draft':<{text_width}}  feedback"
+    rows = [header, "-" * len(header.rstrip()) + "-" * (text_width - 8)]
+    for attempt in attempts:
+        critique = attempt["critique"]
+        draft_lines = textwrap.wrap(attempt["draft"] or "(empty)", text_width)
+        feedback_lines: list[str] = []
+        for item in critique.get("feedback") or ["(none)"]:
+            feedback_lines += textwrap.wrap(
+                item, text_width, initial_indent="- ", subsequent_indent="  "
+            )
+        first = True
+        for draft_line, feedback_line in zip_longest(draft_lines, feedback_lines, fillvalue=""):
+            it = str(attempt["iteration"]) if first else ""
+            score = _score(critique.get("score")) if first else ""
+            rows.append(
+                f"{it:>3}  {score:>5}  {draft_line:<{text_width}}  {feedback_line}".rstrip()
+            )
+            first = False
+        rows.append("")
+    return "\n".join(rows)

@@ -1,0 +1,44 @@
+"""What every critic receives and returns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from self_refine.state import Attempt, Critique, Usage
+
+__all__ = ["Critic", "CritiqueRequest", "CritiqueResult"]
+
+
+@dataclass(frozen=True)
+class CritiqueRequest:
+    """The draft to judge, with the task, the earlier attempts and any reference data."""
+
+    task: str
+    draft: str
+    iteration: int
+    attempts: Sequence[Attempt] = ()
+    reference: Any = None
+
+
+class CritiqueResult(NamedTuple):
+    """A critique and the tokens spent obtaining it."""
+
+    critique: Critique
+    usage: Usage
+
+
+@runtime_checkable
+class Critic(Protocol):
+    """Turns a request into a critique; sync and async."""
+
+    name: str
+
+    def critique(self, request: CritiqueRequest) -> CritiqueResult:
+        """Judge the draft."""
+        ...
+
+    async def acritique(self, request: CritiqueRequest) -> CritiqueResult:
+        """Judge the draft without blocking the event loop."""
+        ...

@@ -1,0 +1,17 @@
+"""Errors the library raises on purpose, each naming what to do."""
+
+from __future__ import annotations
+
+__all__ = ["ConfigError", "ModelCallError", "SelfRefineError"]
+
+
+class SelfRefineError(Exception):
+    """Base class of this library's own errors."""
+
+
+class ConfigError(SelfRefineError, ValueError):
+    """A setting or an input is invalid; the message says how to fix it."""
+
+
+class ModelCallError(SelfRefineError, RuntimeError):
+    """A model kept failing; the run's last checkpoint is intact and resumable."""

@@ -1,0 +1,121 @@
+"""Turn model strings into chat models, and read text and token usage from replies."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+
+from self_refine.errors import ConfigError
+from self_refine.state import Usage
+
+__all__ = ["ModelSpec", "message_text", "message_usage", "resolve_model"]
+
+_BARE_NAME = re.compile(r"^[A-Za-z0-9][\w.\-/]*$")
+_NO_KEY_NEEDED = "not-needed"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to reach a model: its string and the connection settings that go with it."""
+
+    name: str
+    base_url: str | None = None
+    timeout: float | None = None
+    max_retries: int | None = None
+
+
+def resolve_model(
+    model: str | BaseChatModel,
+    *,
+    base_url: str | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+) -> BaseChatModel:
+    """Return a chat model for an instance or a model string.
+
+    `"offline"` is the deterministic stand-in; `"gpt-4o-mini"` and
+    `"openai:gpt-4o-mini"` are `ChatOpenAI` (with `base_url`, any
+    OpenAI-compatible server); other `"provider:model"` strings go through
+    `langchain`'s `init_chat_model` when `langchain` is installed.
+    """
+    if isinstance(model, BaseChatModel):
+        return model
+    if not isinstance(model, str):
+        raise ConfigError(
+            f"model must be a model string or a LangChain chat model, got {type(model).__name__}"
+        )
+    return _resolve(ModelSpec(model.strip(), base_url, timeout, max_retries))
+
+
+@lru_cache(maxsize=64)
+def _resolve(spec: ModelSpec) -> BaseChatModel:
+    name = spec.name
+    if name == "offline":
+        from self_refine.offline import OfflineModel
+
+        return OfflineModel()
+    provider, sep, model_name = name.partition(":")
+    if not sep:
+        provider, model_name = "openai", name
+    if not model_name or not _BARE_NAME.match(model_name) or not provider.isidentifier():
+        raise ConfigError(
+            f"unknown model string {name!r}: use 'offline', a model name such as "
+            "'gpt-4o-mini', or 'provider:model' such as 'openai:gpt-4o-mini'"
+        )
+    if provider == "openai":
+        return _openai(model_name, spec)
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError:
+        raise ConfigError(
+            f"model {name!r} needs the 'langchain' package (pip install langchain "
+            f"langchain-{provider}); or serve it behind an OpenAI-compatible endpoint "
+            "and pass --base-url"
+        ) from None
+    options: dict[str, Any] = {}
+    if spec.timeout is not None:
+        options["timeout"] = spec.timeout
+    if spec.max_retries is not None:
+        options["max_retries"] = spec.max_retries
+    return init_chat_model(name, **options)
+
+
+def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
+    from langchain_openai import ChatOpenAI
+
+    base_url = spec.base_url or os.environ.get("OPENAI_BASE_URL") or None
+    api_key = os.environ.get("OPENAI_API_KEY") or None
+    if api_key is None and base_url is None:
+        raise ConfigError(
+            f"model {model_name!r} needs an API key: set OPENAI_API_KEY, or pass --base-url "
+            "for an OpenAI-compatible server, or use --model offline"
+        )
+    options: dict[str, Any] = {"model": model_name, "api_key": api_key or _NO_KEY_NEEDED}
+    if base_url:
+        options["base_url"] = base_url
+    if spec.timeout is not None:
+        options["timeout"] = spec.timeout
+    if spec.max_retries is not None:
+        options["max_retries"] = spec.max_retries
+    return ChatOpenAI(**options)
+
+
+def message_text(message: BaseMessage) -> str:
+    """The reply's text, whether content is a string or a list of blocks."""
+    return message.text.strip()
+
+
+def message_usage(message: Any) -> Usage:
+    """Token usage a reply reports; zeros when the server reports none."""
+    meta = getattr(message, "usage_metadata", None) if isinstance(message, AIMessage) else None
+    meta = meta or {}
+    input_tokens = int(meta.get("input_tokens", 0) or 0)
+    output_tokens = int(meta.get("output_tokens", 0) or 0)
+    total = int(meta.get("total_tokens", 0) or 0) or input_tokens + output_tokens
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens, "total_tokens": total}

@@ -1,0 +1,59 @@
+"""What the nodes share: the factory's dependencies, and the run's effective settings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.config import get_config
+
+from self_refine.context import RefineContext
+from self_refine.errors import ConfigError
+from self_refine.models import resolve_model
+from self_refine.prompts import PromptSet, get_profile
+from self_refine.stopping import StopPolicy
+
+__all__ = ["Deps", "Role"]
+
+Role = Literal["generator", "critic", "refiner"]
+
+
+@dataclass(frozen=True)
+class Deps:
+    """Dependencies a Python caller gave the factory, and the defaults for every run.
+
+    `models` maps each role to the factory's model for it; `defaults.model` is
+    always None, so a `model` in the run's context means the run chose it.
+    """
+
+    models: dict[Role, BaseChatModel | str | None]
+    defaults: RefineContext
+    stop: Sequence[StopPolicy] | None = None
+    prompts: PromptSet | None = None
+
+    def settings(self) -> RefineContext:
+        """The current run's settings: its context laid over the factory's defaults."""
+        runtime = get_config().get("configurable", {}).get("__pregel_runtime")
+        given = RefineContext.coerce(getattr(runtime, "context", None))
+        return given.over(self.defaults)
+
+    def model(self, role: Role, ctx: RefineContext) -> BaseChatModel:
+        """The model for a role: the context's role model, its model, else the factory's."""
+        per_role = {
+            "generator": ctx.generator_model,
+            "critic": ctx.critic_model,
+            "refiner": ctx.refiner_model,
+        }[role]
+        chosen = per_role or ctx.model or self.models.get(role)
+        if chosen is None:
+            raise ConfigError(
+                f"no model for the {role}: pass model= to create_self_refine_graph "
+                "or set 'model' in the run's context"
+            )
+        return resolve_model(chosen, base_url=ctx.base_url)
+
+    def prompt_set(self, ctx: RefineContext) -> PromptSet:
+        """The factory's prompts if given, else the context's profile."""
+        return self.prompts or get_profile(ctx.profile or "general")

@@ -1,0 +1,40 @@
+"""The finalize node: pick the answer from the attempts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableLambda
+
+from self_refine.nodes.deps import Deps
+from self_refine.state import Attempt, RefineState
+
+__all__ = ["make_finalize", "pick_best"]
+
+
+def pick_best(attempts: list[Attempt]) -> Attempt | None:
+    """The highest-scoring attempt, ties to the latest; the last when none has a score."""
+    scored = [a for a in attempts if a["critique"].get("score") is not None]
+    if not scored:
+        return attempts[-1] if attempts else None
+    return max(scored, key=lambda a: (a["critique"]["score"], a["iteration"]))
+
+
+def make_finalize(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
+    """Build the node that chooses the answer ("best" or "last")."""
+
+    def finalize(state: RefineState) -> dict[str, Any]:
+        """Choose the answer among the attempts."""
+        attempts = state.get("attempts") or []
+        last = attempts[-1] if attempts else None
+        best = pick_best(attempts)
+        chosen = last if deps.settings().select == "last" else best
+        return {
+            "answer": chosen["draft"] if chosen else state.get("draft", ""),
+            "best": best,
+            "last": last,
+            "iterations": state.get("iteration", 0),
+            "score": chosen["critique"].get("score") if chosen else None,
+        }
+
+    return RunnableLambda(finalize, name="finalize")

@@ -1,0 +1,81 @@
+"""One call, no LangGraph: refine() and arefine()."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, cast
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+
+from self_refine.context import RefineContext
+from self_refine.graphs.self_refine import create_self_refine_graph, recursion_limit
+from self_refine.state import RefineInput, RefineOutput, validate_input
+from self_refine.stopping import DEFAULT_MAX_ITERATIONS
+
+__all__ = ["arefine", "refine"]
+
+
+def _prepare(
+    task: str,
+    model: BaseChatModel | str,
+    draft: str | None,
+    reference: Any,
+    checkpointer: BaseCheckpointSaver[Any] | None,
+    thread_id: str | None,
+    options: dict[str, Any],
+) -> tuple[CompiledStateGraph[Any, Any, Any, Any], RefineInput, RunnableConfig]:
+    payload: RefineInput = {"task": task}
+    if draft is not None:
+        payload["draft"] = draft
+    if reference is not None:
+        payload["reference"] = reference
+    validate_input(payload)
+    graph = create_self_refine_graph(model, **options).compile(checkpointer=checkpointer)
+    max_iterations = options.get("max_iterations", DEFAULT_MAX_ITERATIONS)
+    config: RunnableConfig = {"recursion_limit": recursion_limit(max_iterations)}
+    if checkpointer is not None:
+        config["configurable"] = {"thread_id": thread_id or str(uuid.uuid4())}
+    return graph, payload, config
+
+
+def refine(
+    task: str,
+    *,
+    model: BaseChatModel | str,
+    draft: str | None = None,
+    reference: Any = None,
+    context: RefineContext | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    thread_id: str | None = None,
+    **options: Any,
+) -> RefineOutput:
+    """Refine a response to `task` and return the answer with every attempt.
+
+    `options` are `create_self_refine_graph`'s keyword arguments
+    (`critic_model`, `max_iterations`, `score_threshold`, `stop`, ...).
+    """
+    graph, payload, config = _prepare(
+        task, model, draft, reference, checkpointer, thread_id, options
+    )
+    return cast(RefineOutput, graph.invoke(payload, config, context=context))
+
+
+async def arefine(
+    task: str,
+    *,
+    model: BaseChatModel | str,
+    draft: str | None = None,
+    reference: Any = None,
+    context: RefineContext | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    thread_id: str | None = None,
+    **options: Any,
+) -> RefineOutput:
+    """Async twin of refine()."""
+    graph, payload, config = _prepare(
+        task, model, draft, reference, checkpointer, thread_id, options
+    )
+    return cast(RefineOutput, await graph.ainvoke(payload, config, context=context))

@@ -1,0 +1,187 @@
+"""The refine loop's data: critiques, attempts, and the graph's state schemas."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
+
+from langgraph.channels.delta import DeltaChannel
+from pydantic import BaseModel, Field, field_validator
+
+__all__ = [
+    "Attempt",
+    "Critique",
+    "RefineInput",
+    "RefineOutput",
+    "RefineState",
+    "Usage",
+    "MAX_TASK_CHARS",
+    "add_usage",
+    "validate_input",
+]
+
+
+class Critique(BaseModel):
+    """What a critic says about one draft."""
+
+    feedback: list[str] = Field(
+        default_factory=list,
+        description="Actionable items, each naming one concrete problem and how to fix it.",
+    )
+    score: float | None = Field(
+        default=None,
+        description="Quality of the draft from 0 (unusable) to 1 (needs no change); "
+        "None when the critic gives no score.",
+    )
+    done: bool = Field(default=False, description="True when the draft needs no further change.")
+    source: str = Field(
+        default="llm", description='Who said it: "llm", a verifier\'s name, or "human".'
+    )
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _clamp_score(cls, value: Any) -> float | None:
+        """Clamp scores into [0, 1]; a 0..10 or 0..100 scale is rescaled."""
+        if value is None or isinstance(value, bool):
+            return None
+        try:
+            score = float(value)
+        except (TypeError, ValueError):
+            return None
+        if math.isnan(score):
+            return None
+        if 1 < score <= 10:
+            score /= 10
+        elif 10 < score <= 100:
+            score /= 100
+        return min(1.0, max(0.0, score))
+
+    @field_validator("feedback", mode="before")
+    @classmethod
+    def _feedback_list(cls, value: Any) -> list[str]:
+        """Accept one string or a list of anything printable; drop blank items."""
+        if value is None:
+            return []
+        items = [value] if isinstance(value, str) else list(value)
+        return [str(item).strip() for item in items if str(item).strip()]
+
+
+class Usage(TypedDict):
+    """Token counts of model calls, as the models reported them."""
+
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+def add_usage(*usages: Usage | None) -> Usage:
+    """Sum token counts, treating None as zero."""
+    total: Usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    for usage in usages:
+        if usage:
+            total["input_tokens"] += int(usage.get("input_tokens", 0))
+            total["output_tokens"] += int(usage.get("output_tokens", 0))
+            total["total_tokens"] += int(usage.get("total_tokens", 0))
+    return total
+
+
+class Attempt(TypedDict):
+    """One draft and the critique it received.
+
+    `iteration` 0 is the first draft (generated or given); iteration k is the
+    draft made by the k-th refine step. `usage` covers the call that wrote the
+    draft and the call that critiqued it.
+    """
+
+    iteration: int
+    draft: str
+    critique: dict[str, Any]
+    usage: Usage
+
+
+def _append_attempts(
+    current: list[Attempt] | None, writes: Sequence[list[Attempt]]
+) -> list[Attempt]:
+    """Append each write's attempts; batching-invariant, as DeltaChannel requires."""
+    merged = list(current or [])
+    for write in writes:
+        merged.extend(write)
+    return merged
+
+
+# Attempts are stored as deltas: each checkpoint keeps only the attempts written
+# in its step, so the database grows linearly with the number of iterations
+# instead of quadratically (an operator.add list is rewritten whole each step).
+AttemptLog = Annotated[list[Attempt], DeltaChannel(_append_attempts)]
+
+
+class RefineInput(TypedDict, total=False):
+    """What a caller passes in: a task, and optionally a draft to start from."""
+
+    task: Required[str]
+    draft: str
+    reference: Any
+    id: str
+
+
+class RefineState(TypedDict, total=False):
+    """The loop's working state, checkpointed after every step."""
+
+    task: Required[str]
+    draft: str
+    reference: Any
+    id: str
+    critique: dict[str, Any] | None
+    attempts: AttemptLog
+    iteration: int
+    stop_reason: str | None
+    draft_usage: Usage
+    usage: Usage
+    answer: str
+    best: Attempt | None
+    last: Attempt | None
+    iterations: int
+    score: float | None
+
+
+class RefineOutput(TypedDict):
+    """What a caller gets back."""
+
+    answer: str
+    best: Attempt | None
+    last: Attempt | None
+    attempts: list[Attempt]
+    iterations: int
+    stop_reason: str | None
+    score: float | None
+    usage: Usage
+    id: NotRequired[str]
+
+
+SelectMode = Literal["best", "last"]
+
+
+MAX_TASK_CHARS = 100_000
+"""Longest task accepted, in characters; longer ones are refused before any model call."""
+
+
+def validate_input(state: Any) -> None:
+    """Raise ConfigError when the input has no usable task or a draft of the wrong type."""
+    from self_refine.errors import ConfigError
+
+    task = state.get("task") if isinstance(state, dict) else None
+    if not isinstance(task, str):
+        raise ConfigError(
+            f"task must be a string, got {type(task).__name__}: pass {{'task': '...'}}"
+        )
+    if not task.strip():
+        raise ConfigError("task is empty: give the text of the task to refine a response for")
+    if len(task) > MAX_TASK_CHARS:
+        raise ConfigError(
+            f"task is {len(task):,} characters, over the limit of {MAX_TASK_CHARS:,}: "
+            "shorten it or pass the long material as a draft or reference"
+        )
+    draft = state.get("draft")
+    if draft is not None and not isinstance(draft, str):
+        raise ConfigError(f"draft must be a string, got {type(draft).__name__}")

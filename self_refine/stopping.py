@@ -1,0 +1,145 @@
+"""Stop policies: evaluated after each critique; the first that matches names the stop reason."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from self_refine.context import RefineContext
+from self_refine.errors import ConfigError
+from self_refine.state import Attempt, Usage
+
+__all__ = [
+    "CriticDone",
+    "MaxIterations",
+    "NoImprovement",
+    "ScoreThreshold",
+    "StopPolicy",
+    "StopView",
+    "TokenBudget",
+    "Unchanged",
+    "DEFAULT_MAX_ITERATIONS",
+    "policies_for",
+    "first_stop",
+]
+
+
+@dataclass(frozen=True)
+class StopView:
+    """What a policy sees: every attempt so far (the newest critiqued), and the totals."""
+
+    attempts: Sequence[Attempt]
+    iteration: int
+    usage: Usage
+
+
+DEFAULT_MAX_ITERATIONS = 3
+
+StopPolicy = Callable[[StopView], "str | None"]
+"""A callable returning a stop reason, or None to go on."""
+
+
+def _scores(view: StopView) -> list[float]:
+    return [a["critique"]["score"] for a in view.attempts if a["critique"].get("score") is not None]
+
+
+@dataclass(frozen=True)
+class MaxIterations:
+    """Stop after `n` refine steps; always in force."""
+
+    n: int
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ConfigError(f"max_iterations must be >= 1, got {self.n}")
+
+    def __call__(self, view: StopView) -> str | None:
+        return "max_iterations" if view.iteration >= self.n else None
+
+
+@dataclass(frozen=True)
+class CriticDone:
+    """Stop when the critic says the draft needs no change."""
+
+    def __call__(self, view: StopView) -> str | None:
+        return (
+            "critic_done" if view.attempts and view.attempts[-1]["critique"].get("done") else None
+        )
+
+
+@dataclass(frozen=True)
+class ScoreThreshold:
+    """Stop when the latest score is at or above `threshold`."""
+
+    threshold: float
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.threshold <= 1:
+            raise ConfigError(f"score_threshold must be between 0 and 1, got {self.threshold}")
+
+    def __call__(self, view: StopView) -> str | None:
+        score = view.attempts[-1]["critique"].get("score") if view.attempts else None
+        return "score_threshold" if score is not None and score >= self.threshold else None
+
+
+@dataclass(frozen=True)
+class NoImprovement:
+    """Stop when the best score has not improved over the last `patience` rounds."""
+
+    patience: int
+
+    def __post_init__(self) -> None:
+        if self.patience < 1:
+            raise ConfigError(f"patience must be >= 1, got {self.patience}")
+
+    def __call__(self, view: StopView) -> str | None:
+        scores = _scores(view)
+        if len(scores) <= self.patience:
+            return None
+        before, recent = scores[: -self.patience], scores[-self.patience :]
+        return "no_improvement" if max(recent) <= max(before) else None
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """Stop when the refine step returned the draft it was given."""
+
+    def __call__(self, view: StopView) -> str | None:
+        if len(view.attempts) < 2:
+            return None
+        same = view.attempts[-1]["draft"].strip() == view.attempts[-2]["draft"].strip()
+        return "unchanged" if same else None
+
+
+@dataclass(frozen=True)
+class TokenBudget:
+    """Stop when the run has used `max_tokens_total` tokens or more."""
+
+    max_tokens_total: int
+
+    def __call__(self, view: StopView) -> str | None:
+        return "token_budget" if view.usage["total_tokens"] >= self.max_tokens_total else None
+
+
+def policies_for(stop: Sequence[StopPolicy] | None, ctx: RefineContext) -> list[StopPolicy]:
+    """The policies in force for a run, in order; the iteration cap always comes last.
+
+    `stop` (the factory's) replaces the defaults (critic done, draft unchanged);
+    the context's `score_threshold` and `patience` add their policies when set.
+    """
+    policies: list[StopPolicy] = list(stop) if stop is not None else [CriticDone(), Unchanged()]
+    if ctx.score_threshold is not None:
+        policies.append(ScoreThreshold(ctx.score_threshold))
+    if ctx.patience is not None:
+        policies.append(NoImprovement(ctx.patience))
+    policies.append(MaxIterations(ctx.max_iterations or DEFAULT_MAX_ITERATIONS))
+    return policies
+
+
+def first_stop(policies: Iterable[StopPolicy], view: StopView) -> str | None:
+    """Return the reason of the first policy that matches, or None."""
+    for policy in policies:
+        reason = policy(view)
+        if reason:
+            return reason
+    return None

@@ -1,0 +1,75 @@
+"""Where the command line keeps its checkpoints, and the settings each thread ran with.
+
+The settings (model strings, limits, profile; never API keys) are kept beside
+the checkpoints so that `self-refine resume` continues a thread exactly as it
+was started.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from self_refine.errors import ConfigError
+
+__all__ = ["DEFAULT_DB", "ThreadSettings", "open_checkpointer", "sqlite_path"]
+
+DEFAULT_DB = ".self-refine/checkpoints.sqlite"
+
+
+def sqlite_path(db: str) -> Path:
+    """Check that an SQLite database can be created or opened at `db`, and return its path."""
+    path = Path(db).expanduser()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(path) as conn:
+            conn.execute("PRAGMA user_version")
+    except (OSError, sqlite3.Error) as error:
+        raise ConfigError(
+            f"cannot open the database {str(path)!r} ({error}): choose a writable path with --db"
+        ) from None
+    return path
+
+
+@contextmanager
+def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
+    """Open the SQLite checkpointer for a path."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = sqlite_path(db)
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        yield saver
+
+
+class ThreadSettings:
+    """The settings each command-line thread was started with, in the same database."""
+
+    def __init__(self, db: str) -> None:
+        self.path = sqlite_path(db)
+        with sqlite3.connect(self.path) as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS self_refine_threads "
+                "(thread_id TEXT PRIMARY KEY, settings TEXT NOT NULL)"
+            )
+
+    def save(self, thread_id: str, settings: dict[str, Any]) -> None:
+        """Record a thread's settings (overwriting what was there)."""
+        with sqlite3.connect(self.path) as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO self_refine_threads VALUES (?, ?)",
+                (thread_id, json.dumps(settings, sort_keys=True)),
+            )
+
+    def load(self, thread_id: str) -> dict[str, Any] | None:
+        """A thread's settings, or None for a thread this database does not know."""
+        with sqlite3.connect(self.path) as conn:
+            row = conn.execute(
+                "SELECT settings FROM self_refine_threads WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+        return json.loads(row[0]) if row else None
