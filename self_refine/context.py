@@ -50,6 +50,13 @@ class RefineContext:
             "e.g. http://127.0.0.1:8000/v1. Empty: OPENAI_BASE_URL or OpenAI itself."
         ),
     )
+    critics: list[str] | None = field(
+        default=None,
+        metadata=_describe(
+            'Who critiques each draft, by name: "llm" (the critic model), "human" (asks a '
+            "person), or verifiers. Empty: the graph's critics, else the profile's defaults."
+        ),
+    )
     max_iterations: int | None = field(
         default=None,
         metadata=_describe(

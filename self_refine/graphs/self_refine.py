@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
@@ -42,6 +42,7 @@ def create_self_refine_graph(
     generator_model: ModelLike | None = None,
     critic_model: ModelLike | None = None,
     refiner_model: ModelLike | None = None,
+    critics: Sequence[Any] = (),
     stop: StopPolicy | Sequence[StopPolicy] | None = None,
     prompts: PromptSet | None = None,
     max_iterations: int = DEFAULT_MAX_ITERATIONS,
@@ -56,7 +57,8 @@ def create_self_refine_graph(
     `model` serves every role unless a role has its own model; each may be a
     LangChain chat model or a model string ("offline", "gpt-4o-mini",
     "openai:gpt-4o-mini"). The keyword settings are defaults that a run's
-    `RefineContext` may override; `stop` replaces the default policies
+    `RefineContext` may override; `critics` names who critiques ("llm" by
+    default); `stop` replaces the default policies
     (critic done, draft unchanged), and the iteration cap always applies.
     Compile the result with the checkpointer of your choice.
     """
@@ -80,7 +82,7 @@ def create_self_refine_graph(
             resolve_model(spec)  # bad model strings and missing keys fail here
     if stop is not None and callable(stop):
         stop = [stop]
-    deps = Deps(models=roles, defaults=defaults, stop=stop, prompts=prompts)  # type: ignore[arg-type]
+    deps = Deps(models=roles, defaults=defaults, stop=stop, prompts=prompts, critics=tuple(critics))  # type: ignore[arg-type]
 
     builder = StateGraph(
         RefineState,

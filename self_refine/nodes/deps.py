@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.config import get_config
@@ -32,6 +32,7 @@ class Deps:
     defaults: RefineContext
     stop: Sequence[StopPolicy] | None = None
     prompts: PromptSet | None = None
+    critics: Sequence[Any] = ()
 
     def settings(self) -> RefineContext:
         """The current run's settings: its context laid over the factory's defaults."""
