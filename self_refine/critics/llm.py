@@ -76,10 +76,14 @@ class LLMCritic:
         return self._from_text(await self.model.ainvoke(messages))
 
     def _note_unsupported(self, error: Exception) -> None:
+        """Re-raise transport errors; remember models that refuse structured output."""
         if _is_transport_error(error):
             raise error
-        log.info("structured output failed (%s); using plain-text critiques", error)
-        _PLAIN_ONLY.add(id(self.model))
+        if _is_unsupported(error):
+            log.info("structured output unsupported (%s); using plain-text critiques", error)
+            _PLAIN_ONLY.add(id(self.model))
+        else:
+            log.info("structured critique unreadable (%s); asking again in plain text", error)
 
     def _from_structured(self, result: dict[str, Any]) -> CritiqueResult:
         raw = result.get("raw")
@@ -96,6 +100,12 @@ class LLMCritic:
     def _from_text(self, message: BaseMessage) -> CritiqueResult:
         critique = parse_critique_text(message_text(message), source=self.name)
         return CritiqueResult(critique, message_usage(message))
+
+
+def _is_unsupported(error: Exception) -> bool:
+    """True when the server or model refuses structured output itself."""
+    status = getattr(error, "status_code", None)
+    return isinstance(error, NotImplementedError) or status in (400, 404, 415, 422)
 
 
 def _is_transport_error(error: Exception) -> bool:
