@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.config import get_config
+from langgraph.runtime import get_runtime
 
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
@@ -36,8 +36,7 @@ class Deps:
 
     def settings(self) -> RefineContext:
         """The current run's settings: its context laid over the factory's defaults."""
-        runtime = get_config().get("configurable", {}).get("__pregel_runtime")
-        given = RefineContext.coerce(getattr(runtime, "context", None))
+        given = RefineContext.coerce(get_runtime().context)
         return given.over(self.defaults)
 
     def model(self, role: Role, ctx: RefineContext) -> BaseChatModel:
