@@ -122,6 +122,20 @@ def wait_ready(process: subprocess.Popen[bytes], port: int, timeout: float) -> b
     return False
 
 
+def _not_ready(process: subprocess.Popen[bytes], timeout: float) -> None:
+    """Stop a server that never answered, and raise an error that says why."""
+    if process.poll() is None:
+        process.terminate()
+        process.wait()
+        raise RuntimeError(
+            f"langgraph dev did not answer within {timeout:.0f} s; its output above says why"
+        )
+    raise RuntimeError(
+        f"langgraph dev stopped before it was ready (exit code {process.returncode}); "
+        "its output above says why"
+    )
+
+
 def run_studio(
     config: str | None,
     *,
@@ -145,10 +159,7 @@ def run_studio(
         )
         try:
             if not wait_ready(process, chosen, timeout):
-                process.terminate()
-                code = process.wait()
-                print(f"langgraph dev stopped before it was ready (exit code {code})", file=out)
-                return code or 1
+                _not_ready(process, timeout)
             print(
                 f"\nLangGraph Studio: {studio_url(chosen)}\n"
                 f"API: http://{HOST}:{chosen}   (Ctrl-C stops the server)",

@@ -12,7 +12,13 @@ from self_refine.critics.base import CritiqueRequest, CritiqueResult
 from self_refine.errors import ConfigError
 from self_refine.state import Critique, add_usage
 
-__all__ = ["HUMAN_CRITIQUE_KIND", "HumanCritic", "critique_from_answer", "human_question"]
+__all__ = [
+    "ANSWER_SCHEMA",
+    "HUMAN_CRITIQUE_KIND",
+    "HumanCritic",
+    "critique_from_answer",
+    "human_question",
+]
 
 HUMAN_CRITIQUE_KIND = "self_refine.human_critique"
 """The `kind` of every interrupt value the human critic raises."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -92,8 +95,12 @@ async def client(server: Server) -> AsyncIterator[LangGraphClient]:
 
 
 async def _assistant(client: LangGraphClient, graph_id: str) -> dict[str, Any]:
-    (assistant,) = await client.assistants.search(graph_id=graph_id, limit=10)
-    return dict(assistant)
+    """The assistant the server made for a graph of studio.json (users may add others)."""
+    found = await client.assistants.search(
+        graph_id=graph_id, metadata={"created_by": "system"}, limit=10
+    )
+    assert len(found) == 1
+    return dict(found[0])
 
 
 def test_studio_command_prints_the_studio_url(server: Server) -> None:
@@ -230,3 +237,14 @@ async def test_chat_agent_streams_its_refine_subgraph(client: LangGraphClient) -
         "This is a rough draft about dog. It also covers frisbee. It also covers park."
     )
     assert reply["response_metadata"]["self_refine"]["stop_reason"] == "critic_done"
+
+
+def test_readme_stepping_example_runs_against_the_server(server: Server) -> None:
+    readme = (ROOT / "README.md").read_text()
+    (code,) = [
+        b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "get_sync_client" in b
+    ]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(code.replace("http://127.0.0.1:2024", server.url), {})
+    assert printed.getvalue().strip() == f"{FIRST_DRAFT}. It also covers zebra."
