@@ -234,6 +234,11 @@ def test_refine_node_custom_mapping() -> None:
     assert result["refined_steps"] == 3
 
 
+def test_refine_node_needs_the_refine_graph() -> None:
+    with pytest.raises(ConfigError, match=r"pass create_self_refine_graph\(model\).compile\(\)"):
+        refine_node("offline")  # type: ignore[arg-type]
+
+
 def test_refine_node_without_a_human_message_says_what_to_pass() -> None:
     chat = _chat(create_self_refine_graph("offline").compile(), InMemorySaver())
     with pytest.raises(ConfigError, match="pass to_input="):

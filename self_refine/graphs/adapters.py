@@ -109,6 +109,11 @@ def refine_node(
     its steps are checkpointed in their own namespace, so interrupts inside
     it (the human critic, `interrupt_before`) resume from the parent.
     """
+    if not isinstance(refiner, Pregel | StateGraph):
+        raise ConfigError(
+            f"refine_node needs the refine graph, got {type(refiner).__name__}: "
+            "pass create_self_refine_graph(model).compile()"
+        )
     graph = refiner.compile() if isinstance(refiner, StateGraph) else refiner
 
     def prepare(state: Any, config: RunnableConfig) -> tuple[RefineInput, RunnableConfig]:
