@@ -17,10 +17,18 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@ $(VENV)/.installed-run $(VENV)/.installed-studio
+
+$(VENV)/.installed-studio: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[studio]"
 	touch $@ $(VENV)/.installed-run
 
 run: $(VENV)/.installed-run
 	$(BIN)/self-refine run "$(TASK)" --model offline
+
+# LangGraph Studio on a free port of 127.0.0.1, offline model unless SELF_REFINE_MODEL says otherwise.
+studio: $(VENV)/.installed-studio
+	$(BIN)/self-refine studio
 
 lint: $(STAMP)
 	$(BIN)/ruff check self_refine tests benchmarks

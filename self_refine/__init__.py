@@ -1,9 +1,16 @@
 """Self-Refine (generate, critique, refine) as a checkpointed LangGraph state machine."""
 
 from self_refine.context import RefineContext
-from self_refine.critics import Critic, CritiqueRequest, CritiqueResult, LLMCritic
+from self_refine.critics import Critic, CritiqueRequest, CritiqueResult, HumanCritic, LLMCritic
 from self_refine.errors import ConfigError, ModelCallError, SelfRefineError
-from self_refine.graphs import create_self_refine_graph, recursion_limit
+from self_refine.graphs import (
+    create_refined_chat_graph,
+    create_self_refine_graph,
+    recursion_limit,
+    refine_node,
+    reply_from_output,
+    task_from_messages,
+)
 from self_refine.models import resolve_model
 from self_refine.offline import OfflineModel
 from self_refine.prompts import PROFILES, PromptSet, get_profile
@@ -29,6 +36,7 @@ __all__ = [
     "Critique",
     "CritiqueRequest",
     "CritiqueResult",
+    "HumanCritic",
     "LLMCritic",
     "MaxIterations",
     "ModelCallError",
@@ -47,9 +55,13 @@ __all__ = [
     "Unchanged",
     "Usage",
     "arefine",
+    "create_refined_chat_graph",
     "create_self_refine_graph",
     "get_profile",
     "recursion_limit",
     "refine",
+    "refine_node",
+    "reply_from_output",
     "resolve_model",
+    "task_from_messages",
 ]

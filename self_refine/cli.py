@@ -30,6 +30,7 @@ SETTING_KEYS = (
     "history_window",
     "select",
     "profile",
+    "critics",
 )
 
 
@@ -57,6 +58,14 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--select", choices=("best", "last"), default="best", help="answer pick")
     parser.add_argument("--profile", default="general", help="prompt set (general)")
+    parser.add_argument(
+        "--critic",
+        dest="critics",
+        action="append",
+        choices=("llm", "human"),
+        help="who critiques each draft: 'llm' (the critic model, the default) or "
+        "'human' (you, asked at the terminal)",
+    )
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
@@ -93,6 +102,20 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("thread_id")
     show.add_argument("--json", action="store_true", help="print the thread's state as JSON")
     _add_db(show)
+
+    studio = commands.add_parser(
+        "studio", help="serve the graphs to LangGraph Studio (langgraph dev) and print its URL"
+    )
+    studio.add_argument("--port", type=int, help="port on 127.0.0.1 (default: 2024 if free)")
+    studio.add_argument(
+        "--model", help="model of the served graphs (default: env SELF_REFINE_MODEL, else offline)"
+    )
+    studio.add_argument(
+        "--config", help="langgraph.json-style config (default: ./studio.json, else built in)"
+    )
+    studio.add_argument(
+        "--no-reload", action="store_true", help="do not restart the server when code changes"
+    )
     return parser
 
 
@@ -146,6 +169,7 @@ def _graph(settings: dict[str, Any]) -> Any:
         history_window=settings["history_window"],
         select=settings["select"],
         profile=settings["profile"],
+        critics=settings.get("critics") or (),
     )
 
 
@@ -172,10 +196,12 @@ def _stream(
             )
         print(f"thread: {thread_id}  (db: {args.db})", file=out, flush=True)
         try:
-            for chunk in graph.stream(payload, config, stream_mode="updates"):
-                for node, update in chunk.items():
-                    if not args.json:
-                        print_update(node, update, out)
+            while payload is not _STOP:
+                for chunk in graph.stream(payload, config, stream_mode="updates"):
+                    for node, update in chunk.items():
+                        if not args.json:
+                            print_update(node, update, out)
+                payload = _answer_human_critic(graph.get_state(config), args)
         except KeyboardInterrupt:
             print(
                 f"\ninterrupted; continue with: self-refine resume {thread_id} --db {args.db}",
@@ -185,6 +211,11 @@ def _stream(
         except Exception as error:
             _model_failure(error, settings, thread_id, args.db)
         state = graph.get_state(config)
+    if state.interrupts:
+        print(
+            f"waiting for a critique; answer it with: self-refine resume {thread_id} --db {args.db}"
+        )
+        return 0
     if state.next:
         print(
             f"paused before {', '.join(state.next)}; continue with: self-refine resume {thread_id}"
@@ -198,6 +229,23 @@ def _stream(
     else:
         print_result(state.values, out)
     return 0
+
+
+_STOP = object()
+
+
+def _answer_human_critic(state: Any, args: argparse.Namespace) -> Any:
+    """Ask at the terminal for the critique the run waits for; the Command to resume, or _STOP."""
+    from langgraph.types import Command
+
+    from self_refine.critics.human import HUMAN_CRITIQUE_KIND
+    from self_refine.terminal import ask_critique
+
+    pending = [i for i in state.interrupts if isinstance(i.value, dict)]
+    if not pending or pending[0].value.get("kind") != HUMAN_CRITIQUE_KIND:
+        return _STOP
+    answer = ask_critique(pending[0].value, sys.stdin, sys.stderr if args.json else sys.stdout)
+    return _STOP if answer is None else Command(resume=answer)
 
 
 def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, db: str) -> None:
@@ -273,7 +321,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "resume": cmd_resume, "show": cmd_show}
+def cmd_studio(args: argparse.Namespace) -> int:
+    """Serve the graphs with `langgraph dev` on a free port and print the Studio URL."""
+    from self_refine.devserver import run_studio
+
+    return run_studio(
+        args.config, port=args.port, model=args.model, reload=not args.no_reload, out=sys.stdout
+    )
+
+
+COMMANDS = {"run": cmd_run, "resume": cmd_resume, "show": cmd_show, "studio": cmd_studio}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,8 @@
 """Graphs for LangGraph Studio and `langgraph dev`: compiled without a checkpointer.
 
 The server persists every step itself; a graph compiled with its own
-checkpointer would stop it from starting.
+checkpointer would stop it from starting. `graph` is the refine loop; `chat`
+is an example agent that embeds it as a subgraph to refine each reply.
 """
 
 from __future__ import annotations
@@ -9,12 +10,17 @@ from __future__ import annotations
 import os
 
 from self_refine.context import MAX_ITERATIONS_LIMIT
+from self_refine.graphs.chat import create_refined_chat_graph
 from self_refine.graphs.self_refine import create_self_refine_graph, recursion_limit
 
-__all__ = ["graph"]
+__all__ = ["chat", "graph"]
+
+_MODEL = os.environ.get("SELF_REFINE_MODEL", "offline")
 
 graph = (
-    create_self_refine_graph(os.environ.get("SELF_REFINE_MODEL", "offline"))
+    create_self_refine_graph(_MODEL)
     .compile(name="self_refine")
     .with_config(recursion_limit=recursion_limit(MAX_ITERATIONS_LIMIT))
 )
+
+chat = create_refined_chat_graph(_MODEL, refiner=graph).compile(name="chat")

@@ -7,7 +7,7 @@ from typing import Any
 from langchain_core.runnables import RunnableLambda
 
 from self_refine.context import RefineContext
-from self_refine.critics import Critic, CritiqueRequest, CritiqueResult, LLMCritic
+from self_refine.critics import Critic, CritiqueRequest, CritiqueResult, HumanCritic, LLMCritic
 from self_refine.errors import ConfigError
 from self_refine.nodes.deps import Deps
 from self_refine.state import Attempt, Critique, RefineState, add_usage
@@ -37,9 +37,15 @@ def make_critique(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
 def _critic(deps: Deps, ctx: RefineContext) -> Critic:
     """The critic for this run: the context's `critics` names, else the factory's, else "llm"."""
     names = ctx.critics or [c for c in deps.critics if isinstance(c, str)] or ["llm"]
-    unknown = [name for name in names if name != "llm"]
+    unknown = [name for name in names if name not in ("llm", "human")]
     if unknown:
-        raise ConfigError(f"unknown critic(s) {', '.join(map(repr, unknown))}; known: 'llm'")
+        raise ConfigError(
+            f"unknown critic(s) {', '.join(map(repr, unknown))}; known: 'llm', 'human'"
+        )
+    if "human" in names:
+        if len(names) > 1:
+            raise ConfigError("the human critic works alone: name it by itself, ['human']")
+        return HumanCritic()
     return LLMCritic(deps.model("critic", ctx), deps.prompt_set(ctx))
 
 

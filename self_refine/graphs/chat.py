@@ -1,0 +1,68 @@
+"""Example parent agent: a chat assistant that drafts each reply, then refines it before sending."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.runnables import RunnableLambda
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.pregel import Pregel
+
+from self_refine.context import RefineContext
+from self_refine.graphs.adapters import refine_node
+from self_refine.graphs.self_refine import ModelLike, create_self_refine_graph
+from self_refine.models import resolve_model
+from self_refine.nodes.deps import Deps
+
+__all__ = ["CHAT_SYSTEM_PROMPT", "create_refined_chat_graph"]
+
+CHAT_SYSTEM_PROMPT = "You are a helpful assistant. Answer the user's last message."
+
+
+def _make_draft_reply(model: ModelLike, system_prompt: str) -> RunnableLambda[Any, Any]:
+    """Build the node that drafts a reply to the conversation with the chat model."""
+    deps = Deps(models={"generator": model}, defaults=RefineContext())
+
+    def prepare(state: MessagesState) -> tuple[BaseChatModel, list[BaseMessage]]:
+        return deps.model("generator", deps.settings()), [
+            SystemMessage(system_prompt),
+            *state["messages"],
+        ]
+
+    def draft_reply(state: MessagesState) -> dict[str, Any]:
+        """Draft a reply to the user's last message."""
+        chat_model, messages = prepare(state)
+        return {"messages": [chat_model.invoke(messages)]}
+
+    async def adraft_reply(state: MessagesState) -> dict[str, Any]:
+        """Draft a reply to the user's last message."""
+        chat_model, messages = prepare(state)
+        return {"messages": [await chat_model.ainvoke(messages)]}
+
+    return RunnableLambda(draft_reply, afunc=adraft_reply, name="draft_reply")
+
+
+def create_refined_chat_graph(
+    model: ModelLike,
+    *,
+    refiner: Pregel[Any, Any, Any, Any] | None = None,
+    system_prompt: str = CHAT_SYSTEM_PROMPT,
+) -> StateGraph[MessagesState, RefineContext, MessagesState, MessagesState]:
+    """Build (uncompiled) a chat agent: draft a reply with `model`, refine it, then send it.
+
+    `refiner` is the compiled refine graph (default: one built on `model`).
+    The run's `RefineContext` reaches both the draft (its `generator_model`
+    or `model`) and the refine subgraph.
+    """
+    resolve_model(model)  # bad model strings and missing keys fail here
+    builder = StateGraph(MessagesState, context_schema=RefineContext)
+    builder.add_node("draft_reply", _make_draft_reply(model, system_prompt))
+    builder.add_node(
+        "refine_reply", refine_node(refiner or create_self_refine_graph(model).compile())
+    )
+    builder.add_edge(START, "draft_reply")
+    builder.add_edge("draft_reply", "refine_reply")
+    builder.add_edge("refine_reply", END)
+    return builder

@@ -1,0 +1,78 @@
+"""`self-refine run --critic human`: the person answers at the terminal."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from self_refine.cli import main
+
+TASK = "Write one sentence using the words: dog, frisbee, park."
+
+
+def _run(
+    argv: list[str], stdin: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_run_asks_at_the_terminal_and_resume_asks_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "c.sqlite")
+    start = ["run", TASK, "--critic", "human", "--db", db, "--thread-id", "t1"]
+    # One critique, then the input ends: the run waits, saved, for the next one.
+    code, out, _ = _run(start, 'Replace "rough" with "short"\n\n0.4\n\n', monkeypatch, capsys)
+    assert code == 0
+    assert "draft:\n    this is a very rough draft about dog" in out
+    assert '[critique] iteration 0  score 0.40  done false  (human)\n    - Replace "rough"' in out
+    assert "[refine] draft 1:\n    this is a very short draft about dog" in out
+    assert f"waiting for a critique; answer it with: self-refine resume t1 --db {db}" in out
+
+    # No feedback, no score, Enter at "done?": the draft is accepted.
+    code, out, _ = _run(["resume", "t1", "--db", db], "\n\n\n", monkeypatch, capsys)
+    assert code == 0
+    assert 'earlier draft 0: Replace "rough" with "short"' in out
+    assert "Stopped: critic_done after 1 refine step(s)" in out
+    assert "Answer:\n    this is a very short draft about dog" in out
+
+
+def test_bad_answers_are_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "c.sqlite")
+    # A score that is not a number, then an empty answer marked not done, then "done".
+    answers = "\nhigh\n1.5\n\nn\n\n0.9\ny\n"
+    code, out, _ = _run(
+        ["run", TASK, "--critic", "human", "--db", db], answers, monkeypatch, capsys
+    )
+    assert code == 0
+    assert "'high' is not a number" in out
+    assert "1.5 is outside 0..1" in out
+    assert "your last answer could not be used: the answer is empty" in out
+    assert "Stopped: critic_done after 0 refine step(s); score 0.90" in out
+
+
+def test_json_output_stays_clean_while_asking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", TASK, "--critic", "human", "--db", str(tmp_path / "c.sqlite"), "--json"]
+    code, out, err = _run(argv, "\n\ny\n", monkeypatch, capsys)
+    assert code == 0
+    assert "[human critic] iteration 0" in err
+    result = json.loads(out.splitlines()[-1])
+    assert result["stop_reason"] == "critic_done"
+    assert result["attempts"][0]["critique"]["source"] == "human"
+
+
+def test_unknown_critic_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", TASK, "--critic", "robot"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'robot'" in capsys.readouterr().err
