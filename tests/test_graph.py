@@ -11,6 +11,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.graph import StateGraph
 
 from self_refine import (
+    ConfigError,
     OfflineModel,
     RefineContext,
     arefine,
@@ -21,6 +22,7 @@ from self_refine import (
 from tests.fakes import FakeChatModel, critique
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
+README = Path(__file__).parents[1] / "README.md"
 DOG_TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
 
 
@@ -226,6 +228,31 @@ def test_base_url_alone_needs_no_api_key() -> None:
     assert isinstance(model, ChatOpenAI)
 
 
+@pytest.mark.parametrize(
+    ("name", "served"),
+    [
+        ("llama3.1:8b", "llama3.1:8b"),
+        ("qwen2.5:7b-instruct", "qwen2.5:7b-instruct"),
+        ("openai:gpt-4o", "gpt-4o"),
+    ],
+)
+def test_with_a_base_url_the_string_is_the_servers_model_id(name: str, served: str) -> None:
+    model = resolve_model(name, base_url="http://127.0.0.1:9/v1")
+    assert isinstance(model, ChatOpenAI) and model.model_name == served
+
+
+def test_environment_is_read_at_each_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-first")
+    assert isinstance(resolve_model("gpt-4o-mini"), ChatOpenAI)
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        resolve_model("gpt-4o-mini")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    from_env = resolve_model("llama3.1:8b")
+    assert isinstance(from_env, ChatOpenAI)
+    assert from_env.openai_api_base == "http://127.0.0.1:9/v1"
+
+
 def test_graph_shape_matches_the_snapshot() -> None:
     drawn = create_self_refine_graph("offline").compile().get_graph().draw_mermaid()
     if os.environ.get("UPDATE_SNAPSHOTS"):
@@ -235,3 +262,8 @@ def test_graph_shape_matches_the_snapshot() -> None:
         "`UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/test_graph.py -k snapshot` "
         "and update the mermaid block in README.md to match"
     )
+
+
+def test_readme_shows_the_snapshot() -> None:
+    block = f"```mermaid\n{SNAPSHOT.read_text()}```"
+    assert block in README.read_text(), "paste tests/snapshots/graph.mmd into README.md"

@@ -130,7 +130,7 @@ def test_bad_input_makes_no_request(
         [TASK, "--model", "test-model", "--max-iterations", "0"],
         [TASK, "--model", "test-model", "--score-threshold", "2"],
         [TASK, "--model", "bad model!"],
-        [TASK, "--model", "test-model", "--critic-model", "x:y:z"],
+        [TASK, "--model", "test-model", "--critic-model", "two words"],
     ):
         code = main(["run", *args, *url])
         err = capsys.readouterr().err
@@ -177,3 +177,14 @@ def test_resume_uses_the_settings_the_thread_started_with(
     assert code == 0, err
     assert (resumed["stop_reason"], resumed["iterations"]) == ("max_iterations", 1)
     assert {r.body["model"] for r in server.chat_requests()} == {"test-model"}
+
+
+def test_server_model_ids_with_a_tag_pass_through(
+    server: OpenAIServer, workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, result, err = cli_json(
+        capsys, "run", TASK, "--model", "llama3.1:8b", "--base-url", server.base_url, "--json"
+    )
+    assert code == 0, err
+    assert result["stop_reason"] == "critic_done"
+    assert {r.body["model"] for r in server.chat_requests()} == {"llama3.1:8b"}
