@@ -197,3 +197,20 @@ def test_output_carries_every_attempt_and_token_totals() -> None:
     # generate, critique, refine, critique: four calls of 10 + 5 tokens.
     assert result["usage"] == {"input_tokens": 40, "output_tokens": 20, "total_tokens": 60}
     assert result["attempts"][0]["usage"]["total_tokens"] == 30
+
+
+def test_an_empty_rewrite_is_retried_once_then_counts_as_unchanged() -> None:
+    model = scripted(critique(["Say more."], score=0.4), refiner=["", "   "])
+    result = refine("task", model=model, max_iterations=5)
+    assert result["stop_reason"] == "unchanged"
+    assert drafts_of(result) == ["draft 0", "draft 0"]
+    assert len(model.requests_for("refiner")) == 2
+
+
+def test_an_empty_first_draft_is_asked_for_again() -> None:
+    model = FakeChatModel(
+        script={"generator": ["", "draft 0"], "critic": [critique(score=1.0, done=True)]}
+    )
+    result = refine("task", model=model)
+    assert result["answer"] == "draft 0"
+    assert len(model.requests_for("generator")) == 2
