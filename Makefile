@@ -3,6 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
+# Lint what exists: benchmarks/ may not be there yet.
+LINT_PATHS := self_refine tests $(wildcard benchmarks)
 TASK ?= Write one sentence about a dog in a park using the words: dog, frisbee, park, catch.
 
 .PHONY: run test lint studio bench clean
@@ -31,8 +33,8 @@ studio: $(VENV)/.installed-studio
 	$(BIN)/self-refine studio
 
 lint: $(STAMP)
-	$(BIN)/ruff check self_refine tests benchmarks
-	$(BIN)/ruff format --check self_refine tests benchmarks
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/mypy
 
 test: lint

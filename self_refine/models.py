@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -17,17 +17,23 @@ from self_refine.state import Usage
 __all__ = ["ModelSpec", "message_text", "message_usage", "resolve_model"]
 
 _BARE_NAME = re.compile(r"^[A-Za-z0-9][\w.\-/]*$")
+_SERVED_NAME = re.compile(r"^[A-Za-z0-9][\w.\-/:]*$")
 _NO_KEY_NEEDED = "not-needed"
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """How to reach a model: its string and the connection settings that go with it."""
+    """How to reach a model: its string and the connection settings that go with it.
+
+    `base_url` and `api_key` are the effective ones (arguments, else the
+    environment), so that a changed environment never returns a stale model.
+    """
 
     name: str
     base_url: str | None = None
     timeout: float | None = None
     max_retries: int | None = None
+    api_key: str | None = field(default=None, repr=False)
 
 
 def resolve_model(
@@ -40,9 +46,11 @@ def resolve_model(
     """Return a chat model for an instance or a model string.
 
     `"offline"` is the deterministic stand-in; `"gpt-4o-mini"` and
-    `"openai:gpt-4o-mini"` are `ChatOpenAI` (with `base_url`, any
-    OpenAI-compatible server); other `"provider:model"` strings go through
-    `langchain`'s `init_chat_model` when `langchain` is installed.
+    `"openai:gpt-4o-mini"` are `ChatOpenAI`. With a base URL (`base_url`, else
+    OPENAI_BASE_URL) any OpenAI-compatible server is used and the string is its
+    own model id, passed as is (Ollama's `"llama3.1:8b"`); without one, other
+    `"provider:model"` strings go through `langchain`'s `init_chat_model` when
+    `langchain` is installed.
     """
     if isinstance(model, BaseChatModel):
         return model
@@ -50,7 +58,15 @@ def resolve_model(
         raise ConfigError(
             f"model must be a model string or a LangChain chat model, got {type(model).__name__}"
         )
-    return _resolve(ModelSpec(model.strip(), base_url, timeout, max_retries))
+    return _resolve(
+        ModelSpec(
+            model.strip(),
+            base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            timeout,
+            max_retries,
+            os.environ.get("OPENAI_API_KEY") or None,
+        )
+    )
 
 
 @lru_cache(maxsize=64)
@@ -61,6 +77,8 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
 
         return OfflineModel()
     provider, sep, model_name = name.partition(":")
+    if spec.base_url and provider != "openai" and _SERVED_NAME.match(name):
+        return _openai(name, spec)  # the server's own model id, e.g. Ollama's "llama3.1:8b"
     if not sep:
         provider, model_name = "openai", name
     if not model_name or not _BARE_NAME.match(model_name) or not provider.isidentifier():
@@ -89,8 +107,7 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
 def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
-    base_url = spec.base_url or os.environ.get("OPENAI_BASE_URL") or None
-    api_key = os.environ.get("OPENAI_API_KEY") or None
+    base_url, api_key = spec.base_url, spec.api_key
     if api_key is None and base_url is None:
         raise ConfigError(
             f"model {model_name!r} needs an API key: set OPENAI_API_KEY, or pass --base-url "

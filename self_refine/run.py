@@ -23,6 +23,7 @@ def _prepare(
     model: BaseChatModel | str,
     draft: str | None,
     reference: Any,
+    context: RefineContext | None,
     checkpointer: BaseCheckpointSaver[Any] | None,
     thread_id: str | None,
     options: dict[str, Any],
@@ -34,7 +35,9 @@ def _prepare(
         payload["reference"] = reference
     validate_input(payload)
     graph = create_self_refine_graph(model, **options).compile(checkpointer=checkpointer)
-    max_iterations = options.get("max_iterations", DEFAULT_MAX_ITERATIONS)
+    max_iterations = (context and context.max_iterations) or options.get(
+        "max_iterations", DEFAULT_MAX_ITERATIONS
+    )
     config: RunnableConfig = {"recursion_limit": recursion_limit(max_iterations)}
     if checkpointer is not None:
         config["configurable"] = {"thread_id": thread_id or str(uuid.uuid4())}
@@ -58,7 +61,7 @@ def refine(
     (`critic_model`, `max_iterations`, `score_threshold`, `stop`, ...).
     """
     graph, payload, config = _prepare(
-        task, model, draft, reference, checkpointer, thread_id, options
+        task, model, draft, reference, context, checkpointer, thread_id, options
     )
     return cast(RefineOutput, graph.invoke(payload, config, context=context))
 
@@ -76,6 +79,6 @@ async def arefine(
 ) -> RefineOutput:
     """Async twin of refine()."""
     graph, payload, config = _prepare(
-        task, model, draft, reference, checkpointer, thread_id, options
+        task, model, draft, reference, context, checkpointer, thread_id, options
     )
     return cast(RefineOutput, await graph.ainvoke(payload, config, context=context))

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, Required
 
 from langgraph.channels.delta import DeltaChannel
 from pydantic import BaseModel, Field, field_validator
+
+# pydantic builds JSON schemas (LangGraph's input/output schemas, Studio) only from
+# typing_extensions' TypedDict on Python < 3.12.
+from typing_extensions import TypedDict
 
 __all__ = [
     "Attempt",

@@ -9,6 +9,12 @@ HTTP 429 and 500, stalls, dropped connections, malformed JSON, empty replies.
 It is a plain asyncio server in a background thread, so it serves many
 requests at once; `latency` and `max_concurrency` make it behave like a
 model server with a fixed service time and a bounded number of slots.
+
+    with OpenAIServer() as server:              # or OpenAIServer(structured_output=False)
+        server.fail_next("500", times=2, role="refiner")
+        ChatOpenAI(model="test-model", base_url=server.base_url, api_key="unused")
+        ...
+        critic_calls = server.chat_requests("critic")   # Recorded: .body, .messages, .role, .fault
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ class Recorded:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
+        """The request's chat messages, as sent (role and content dicts)."""
         return list(self.body.get("messages", []))
 
     @property
@@ -92,6 +99,7 @@ class OpenAIServer:
 
     @property
     def base_url(self) -> str:
+        """The URL to give ChatOpenAI or `--base-url`: http://127.0.0.1:PORT/v1."""
         return f"http://127.0.0.1:{self.port}/v1"
 
     def fail_next(self, fault: str, times: int = 1, role: str | None = None) -> None:
@@ -109,10 +117,12 @@ class OpenAIServer:
         return None
 
     def clear_faults(self) -> None:
+        """Drop the faults that fail_next() queued and no request has taken yet."""
         with self._lock:
             self._faults.clear()
 
     def start(self) -> OpenAIServer:
+        """Start serving on 127.0.0.1 (on a free port unless `port` is set)."""
         ready = threading.Event()
 
         def run() -> None:
@@ -141,6 +151,7 @@ class OpenAIServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving and wait for the server's thread to end."""
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:

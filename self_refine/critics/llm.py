@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,7 +12,7 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
 from self_refine.critics.base import CritiqueRequest, CritiqueResult
-from self_refine.critics.parse import parse_critique_text
+from self_refine.critics.parse import is_broken_json, parse_critique_text
 from self_refine.models import message_text, message_usage
 from self_refine.prompts import PromptSet, feedback_messages
 from self_refine.state import Critique, add_usage
@@ -20,8 +21,18 @@ __all__ = ["LLMCritic"]
 
 log = logging.getLogger(__name__)
 
-# Models (by id) that failed structured output once; they get plain-text prompts after.
-_PLAIN_ONLY: set[int] = set()
+# Models that refused structured output once get plain-text prompts after. Keyed by
+# id() with a weak reference to tell a live model from a new one reusing a dead one's id.
+_PLAIN_ONLY: dict[int, weakref.ref[BaseChatModel]] = {}
+
+
+class _UnreadableCritique(ValueError):
+    """A structured-output reply with nothing usable in it."""
+
+
+def _plain_only(model: BaseChatModel) -> bool:
+    ref = _PLAIN_ONLY.get(id(model))
+    return ref is not None and ref() is model
 
 
 class CritiqueReply(BaseModel):
@@ -58,7 +69,7 @@ class LLMCritic:
     def critique(self, request: CritiqueRequest) -> CritiqueResult:
         """Judge the draft, falling back to plain text when structured output fails."""
         messages = self._messages(request)
-        if id(self.model) not in _PLAIN_ONLY:
+        if not _plain_only(self.model):
             try:
                 return self._from_structured(self._structured().invoke(messages))
             except Exception as error:  # noqa: BLE001 - any failure means: try plain text
@@ -68,7 +79,7 @@ class LLMCritic:
     async def acritique(self, request: CritiqueRequest) -> CritiqueResult:
         """Async twin of critique()."""
         messages = self._messages(request)
-        if id(self.model) not in _PLAIN_ONLY:
+        if not _plain_only(self.model):
             try:
                 return self._from_structured(await self._structured().ainvoke(messages))
             except Exception as error:  # noqa: BLE001 - any failure means: try plain text
@@ -81,7 +92,7 @@ class LLMCritic:
             raise error
         if _is_unsupported(error):
             log.info("structured output unsupported (%s); using plain-text critiques", error)
-            _PLAIN_ONLY.add(id(self.model))
+            _PLAIN_ONLY[id(self.model)] = weakref.ref(self.model)
         else:
             log.info("structured critique unreadable (%s); asking again in plain text", error)
 
@@ -89,12 +100,13 @@ class LLMCritic:
         raw = result.get("raw")
         usage = message_usage(raw)
         parsed = result.get("parsed")
+        text = message_text(raw) if raw is not None else ""
         if isinstance(parsed, CritiqueReply):
             critique = Critique(**parsed.model_dump(), source=self.name)
-        elif raw is not None:
-            critique = parse_critique_text(message_text(raw), source=self.name)
+        elif text and not is_broken_json(text):
+            critique = parse_critique_text(text, source=self.name)
         else:
-            critique = Critique(feedback=["The critic returned nothing."], source=self.name)
+            raise _UnreadableCritique(f"empty or broken JSON: {text[:80]!r}")
         return CritiqueResult(critique, add_usage(usage))
 
     def _from_text(self, message: BaseMessage) -> CritiqueResult:

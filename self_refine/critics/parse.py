@@ -8,7 +8,7 @@ from typing import Any
 
 from self_refine.state import Critique
 
-__all__ = ["parse_critique_text"]
+__all__ = ["is_broken_json", "parse_critique_text"]
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)")
 _SCORE = re.compile(r"\bscore\b\W{0,3}(\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?))?", re.I)
@@ -28,6 +28,12 @@ def _json_object(text: str) -> dict[str, Any] | None:
         if isinstance(value, dict):
             return value
     return None
+
+
+def is_broken_json(text: str) -> bool:
+    """True when text starts a JSON object but holds no complete one (a cut-off reply)."""
+    body = text.strip().removeprefix("```json").removeprefix("```").lstrip()
+    return body.startswith("{") and _json_object(text) is None
 
 
 def parse_critique_text(text: str, *, source: str = "llm") -> Critique:

@@ -1,0 +1,1 @@
+"""Tests that talk to real parts (HTTP servers) on loopback."""

@@ -1,0 +1,314 @@
+"""The `self-refine` program with the offline model: run, show, resume, and bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+
+from self_refine.cli import main
+from self_refine.offline import OfflineModel
+from tests.conftest import run_cli
+from tests.fakes import role_of
+
+TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
+
+
+class Calls:
+    """The roles of every request the offline model answered, and faults to raise."""
+
+    def __init__(self) -> None:
+        self.roles: list[str] = []
+        self.fail: dict[str, BaseException] = {}
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
+    """Record the offline model's requests; `calls.fail[role] = error` raises once."""
+    seen = Calls()
+    original: Callable[..., Any] = OfflineModel._generate
+
+    def spy(self: OfflineModel, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        role = role_of(messages)
+        seen.roles.append(role)
+        if role in seen.fail:
+            raise seen.fail.pop(role)
+        return original(self, messages, *args, **kwargs)
+
+    monkeypatch.setattr(OfflineModel, "_generate", spy)
+    return seen
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def thread_of(out: str) -> str:
+    match = re.search(r"^thread: (\S+)", out, flags=re.M)
+    assert match, out
+    return match.group(1)
+
+
+def shown(capsys: pytest.CaptureFixture[str], thread: str, *db: str) -> dict[str, Any]:
+    code, out, _ = cli(capsys, "show", thread, "--json", *db)
+    assert code == 0
+    return json.loads(out)
+
+
+@pytest.mark.usefixtures("workdir")
+def test_run_prints_each_step_then_the_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "run", TASK)
+    assert code == 0, err
+    assert "(db: .self-refine/checkpoints.sqlite)" in out
+    steps = re.findall(r"^\[(\w+)\]", out, flags=re.M)
+    assert steps == ["generate", "critique"] + ["refine", "critique"] * 3 + ["finalize"]
+    assert "[critique] iteration 0  score 0.40  done false  (offline)" in out
+    assert '    - Mention "frisbee", which the task asks for.' in out
+    assert "[refine] draft 1:\n    This is a very rough draft about dog." in out
+    assert "    -> stop: critic_done" in out
+    assert "Stopped: critic_done after 3 refine step(s); score 1.00" in out
+    answer = out.split("Answer:\n", 1)[1]
+    assert all(word in answer for word in ("dog", "frisbee", "park", "catch"))
+    assert Path(".self-refine/checkpoints.sqlite").is_file()
+
+
+@pytest.mark.usefixtures("workdir")
+def test_run_json_prints_the_result(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(capsys, "run", TASK, "--json", "--thread-id", "j1")
+    assert code == 0
+    result = json.loads(out.splitlines()[-1])
+    assert result["thread_id"] == "j1"
+    assert result["stop_reason"] == "critic_done"
+    assert result["iterations"] == 3 == len(result["attempts"]) - 1
+
+
+@pytest.mark.usefixtures("workdir")
+def test_draft_option_skips_generation(capsys: pytest.CaptureFixture[str], calls: Calls) -> None:
+    code, out, _ = cli(capsys, "run", TASK, "--draft", "The dog and I play catch")
+    assert code == 0
+    assert "[generate]" not in out
+    assert re.findall(r"^\[(\w+)\]", out, flags=re.M)[0] == "critique"
+    assert "generator" not in calls.roles
+    assert "End the text with a full stop." in out
+
+
+@pytest.mark.usefixtures("workdir")
+@pytest.mark.parametrize(
+    ("options", "stop", "iterations"),
+    [
+        (["--max-iterations", "1"], "max_iterations", 1),
+        (["--score-threshold", "0.6"], "score_threshold", 1),
+        (["--patience", "1", "--max-iterations", "2"], "max_iterations", 2),
+    ],
+)
+def test_settings_change_when_the_run_stops(
+    capsys: pytest.CaptureFixture[str], options: list[str], stop: str, iterations: int
+) -> None:
+    code, out, _ = cli(capsys, "run", TASK, *options)
+    assert code == 0
+    assert f"Stopped: {stop} after {iterations} refine step(s)" in out
+
+
+@pytest.mark.usefixtures("workdir")
+def test_select_last_and_history_window_reach_the_graph(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = cli(capsys, "run", "Write about: cats", "--select", "last", "--thread-id", "s")
+    assert code == 0
+    assert shown(capsys, "s")["answer"] == shown(capsys, "s")["attempts"][-1]["draft"]
+    code, _, _ = cli(capsys, "run", TASK, "--history-window", "0", "--thread-id", "h")
+    assert code == 0
+    assert shown(capsys, "h")["stop_reason"] == "critic_done"
+
+
+@pytest.mark.usefixtures("workdir")
+def test_show_prints_the_attempts_as_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(capsys, "run", TASK, "--thread-id", "table")
+    assert code == 0
+    code, out, _ = cli(capsys, "show", "table")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "thread table"
+    assert lines[1] == f"task: {TASK}"
+    header = next(line for line in lines if line.lstrip().startswith("it"))
+    assert header.split() == ["it", "score", "draft", "feedback"]
+    rows = [line for line in lines if re.match(r"^\s+\d+\s+\d\.\d\d\s", line)]
+    assert [row.split()[:2] for row in rows] == [
+        ["0", "0.40"],
+        ["1", "0.60"],
+        ["2", "0.80"],
+        ["3", "1.00"],
+    ]
+    assert rows[0].split("  ")[-1].strip() == "- Start the text with a capital letter."
+    assert "this is a very rough draft about dog" in rows[0]
+    assert '- Mention "catch", which the task' in out, "long feedback items wrap"
+    assert "- (none)" in rows[-1]
+    assert "stop reason: critic_done; answer:" in out
+
+
+@pytest.mark.usefixtures("workdir")
+def test_show_json_has_the_whole_state(capsys: pytest.CaptureFixture[str]) -> None:
+    cli(capsys, "run", TASK, "--thread-id", "sj")
+    state = shown(capsys, "sj")
+    assert state["task"] == TASK
+    assert [a["iteration"] for a in state["attempts"]] == [0, 1, 2, 3]
+    assert state["answer"] == state["attempts"][-1]["draft"]
+
+
+@pytest.mark.usefixtures("workdir")
+def test_interrupted_run_resumes_to_the_same_attempts(
+    capsys: pytest.CaptureFixture[str], calls: Calls
+) -> None:
+    cli(capsys, "run", TASK, "--thread-id", "whole")
+    whole = shown(capsys, "whole")
+
+    calls.fail["refiner"] = KeyboardInterrupt()
+    code, out, err = cli(capsys, "run", TASK, "--thread-id", "cut")
+    assert code == 130
+    assert "[refine]" not in out
+    assert "continue with: self-refine resume cut" in err
+    code, out, _ = cli(capsys, "show", "cut")
+    assert "not finished; continue with: self-refine resume cut" in out
+
+    code, out, err = cli(capsys, "resume", "cut")
+    assert code == 0, err
+    assert "[generate]" not in out and "[refine] draft 1:" in out
+    assert "Stopped: critic_done after 3 refine step(s)" in out
+    resumed = shown(capsys, "cut")
+    assert resumed["attempts"] == whole["attempts"]
+    assert resumed["answer"] == whole["answer"]
+
+
+@pytest.mark.usefixtures("workdir")
+def test_model_failure_mid_run_exits_1_and_leaves_the_thread_resumable(
+    capsys: pytest.CaptureFixture[str], calls: Calls
+) -> None:
+    calls.fail["refiner"] = RuntimeError("connection reset by peer")
+    code, out, err = cli(capsys, "run", TASK, "--thread-id", "f")
+    assert code == 1
+    assert err.count("\n") == 1
+    assert err.startswith("self-refine: error: model 'offline'")
+    assert "connection reset by peer" in err
+    assert "continue with: self-refine resume f --db .self-refine/checkpoints.sqlite" in err
+    code, out, _ = cli(capsys, "resume", "f")
+    assert code == 0
+    assert shown(capsys, "f")["stop_reason"] == "critic_done"
+
+
+@pytest.mark.usefixtures("workdir")
+def test_resuming_a_finished_thread_prints_its_result_without_model_calls(
+    capsys: pytest.CaptureFixture[str], calls: Calls
+) -> None:
+    cli(capsys, "run", TASK, "--thread-id", "done")
+    calls.roles.clear()
+    code, out, _ = cli(capsys, "resume", "done")
+    assert code == 0
+    assert "Stopped: critic_done after 3 refine step(s)" in out
+    assert calls.roles == []
+
+
+@pytest.mark.usefixtures("workdir")
+def test_thread_id_reuse_is_refused(capsys: pytest.CaptureFixture[str], calls: Calls) -> None:
+    cli(capsys, "run", TASK, "--thread-id", "same")
+    calls.roles.clear()
+    code, _, err = cli(capsys, "run", "Another task", "--thread-id", "same")
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "thread 'same' already exists" in err
+    assert "self-refine resume same" in err and "another --thread-id" in err
+    assert calls.roles == []
+    assert shown(capsys, "same")["task"] == TASK
+
+
+def test_db_option_chooses_the_file(
+    capsys: pytest.CaptureFixture[str], workdir: Path, tmp_path: Path
+) -> None:
+    db = str(tmp_path / "elsewhere" / "runs.sqlite")
+    code, out, _ = cli(capsys, "run", TASK, "--db", db)
+    assert code == 0
+    assert Path(db).is_file()
+    assert not (workdir / ".self-refine").exists()
+    assert shown(capsys, thread_of(out), "--db", db)["stop_reason"] == "critic_done"
+
+
+def test_unwritable_db_path_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], workdir: Path, calls: Calls
+) -> None:
+    (workdir / "a-file").write_text("not a directory")
+    code, _, err = cli(capsys, "run", TASK, "--db", "a-file/runs.sqlite")
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "cannot open the database" in err and "choose a writable path with --db" in err
+    assert calls.roles == []
+
+
+@pytest.mark.usefixtures("workdir")
+@pytest.mark.parametrize("command", ["show", "resume"])
+def test_unknown_thread_is_a_usage_error(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    code, _, err = cli(capsys, command, "no-such-thread")
+    assert code == 2
+    assert "no thread 'no-such-thread'" in err and "check the id and --db" in err
+
+
+@pytest.mark.usefixtures("workdir")
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["   "], "the task is empty"),
+        ([TASK, "--max-iterations", "0"], "--max-iterations must be between 1 and 50"),
+        ([TASK, "--max-iterations", "51"], "--max-iterations must be between 1 and 50"),
+        ([TASK, "--score-threshold", "1.5"], "--score-threshold must be between 0 and 1"),
+        ([TASK, "--score-threshold", "-0.1"], "--score-threshold must be between 0 and 1"),
+        ([TASK, "--patience", "0"], "--patience must be >= 1"),
+        ([TASK, "--history-window", "-1"], "--history-window must be >= 0"),
+        ([TASK, "--draft", " "], "--draft is empty"),
+        ([TASK, "--model", "not a model!"], "unknown model string 'not a model!'"),
+        ([TASK, "--critic-model", "a:b:c"], "unknown model string 'a:b:c'"),
+        ([TASK, "--model", "gpt-4o-mini"], "set OPENAI_API_KEY"),
+        ([TASK, "--profile", "poetry"], "unknown profile 'poetry'"),
+        ([TASK, "--base-url", "ftp://example"], "--base-url must look like http://HOST:PORT/v1"),
+    ],
+)
+def test_usage_errors_exit_2_before_any_model_call(
+    capsys: pytest.CaptureFixture[str], calls: Calls, args: list[str], says: str
+) -> None:
+    code, out, err = cli(capsys, "run", *args)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("self-refine: error: ")
+    assert says in err
+    assert calls.roles == []
+    assert "thread:" not in out
+
+
+@pytest.mark.usefixtures("workdir")
+def test_unreachable_base_url_exits_1_before_any_call(
+    capsys: pytest.CaptureFixture[str], closed_port: int
+) -> None:
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    code, out, err = cli(capsys, "run", TASK, "--model", "llama3", "--base-url", url)
+    assert code == 1
+    assert err.count("\n") == 1
+    assert f"cannot reach {url}" in err and "start the server or fix --base-url" in err
+    assert out == ""
+
+
+def test_installed_program_runs_and_reports_exit_codes(workdir: Path) -> None:
+    done = run_cli("run", TASK, "--max-iterations", "1", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert "Stopped: max_iterations after 1 refine step(s)" in done.stdout
+    empty = run_cli("run", "", cwd=workdir)
+    assert empty.returncode == 2
+    assert empty.stderr.strip() == (
+        "self-refine: error: the task is empty: give the text of the task in quotes"
+    )
+    missing = run_cli("run", cwd=workdir)
+    assert missing.returncode == 2 and "the following arguments are required: task" in (
+        missing.stderr
+    )

@@ -1,0 +1,84 @@
+"""Checkpoints in SQLite: pause before refine, reopen the file with a new saver, finish."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from self_refine import create_self_refine_graph, recursion_limit, refine
+
+TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
+CONFIG: Any = {"configurable": {"thread_id": "thread-1"}, "recursion_limit": recursion_limit(3)}
+
+
+def uninterrupted() -> list[Any]:
+    return refine(TASK, model="offline")["attempts"]
+
+
+def test_run_paused_before_refine_finishes_from_a_new_saver(tmp_path: Path) -> None:
+    db = tmp_path / "checkpoints.sqlite"
+    with sqlite3.connect(db, check_same_thread=False) as conn:
+        graph = create_self_refine_graph("offline").compile(
+            checkpointer=SqliteSaver(conn), interrupt_before=["refine"]
+        )
+        graph.invoke({"task": TASK}, CONFIG)
+        paused = graph.get_state(CONFIG)
+        assert paused.next == ("refine",)
+        assert len(paused.values["attempts"]) == 1
+    conn.close()
+
+    with sqlite3.connect(db, check_same_thread=False) as conn:
+        graph = create_self_refine_graph("offline").compile(checkpointer=SqliteSaver(conn))
+        result = graph.invoke(None, CONFIG)
+    conn.close()
+    assert result["attempts"] == uninterrupted()
+    assert result["stop_reason"] == "critic_done"
+
+
+def test_stepping_through_every_pause_gives_the_same_run(tmp_path: Path) -> None:
+    db = tmp_path / "checkpoints.sqlite"
+    pauses = 0
+    result: dict[str, Any] = {}
+    payload: Any = {"task": TASK}
+    while True:
+        with SqliteSaver.from_conn_string(str(db)) as saver:
+            graph = create_self_refine_graph("offline").compile(
+                checkpointer=saver, interrupt_before=["refine"]
+            )
+            result = graph.invoke(payload, CONFIG)
+            if not graph.get_state(CONFIG).next:
+                break
+        pauses += 1
+        payload = None
+    assert pauses == result["iterations"] == 3
+    assert result["attempts"] == uninterrupted()
+
+
+async def test_async_saver_resumes_the_same_way(tmp_path: Path) -> None:
+    db = str(tmp_path / "checkpoints.sqlite")
+    async with AsyncSqliteSaver.from_conn_string(db) as saver:
+        graph = create_self_refine_graph("offline").compile(
+            checkpointer=saver, interrupt_before=["refine"]
+        )
+        await graph.ainvoke({"task": TASK}, CONFIG)
+    async with AsyncSqliteSaver.from_conn_string(db) as saver:
+        graph = create_self_refine_graph("offline").compile(checkpointer=saver)
+        result = await graph.ainvoke(None, CONFIG)
+    assert result["attempts"] == uninterrupted()
+
+
+def test_refine_with_a_checkpointer_keeps_the_thread(tmp_path: Path) -> None:
+    with SqliteSaver.from_conn_string(str(tmp_path / "db.sqlite")) as saver:
+        result = refine(TASK, model="offline", checkpointer=saver, thread_id="named")
+        graph = create_self_refine_graph("offline").compile(checkpointer=saver)
+        state = graph.get_state({"configurable": {"thread_id": "named"}})
+        history = list(graph.get_state_history({"configurable": {"thread_id": "named"}}))
+    assert state.values["answer"] == result["answer"]
+    assert state.values["attempts"] == result["attempts"]
+    # one checkpoint per step: the input, START, generate, critique,
+    # refine + critique per iteration, finalize
+    assert len(history) == 4 + 2 * result["iterations"] + 1
