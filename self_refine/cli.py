@@ -30,6 +30,9 @@ SETTING_KEYS = (
     "history_window",
     "select",
     "profile",
+    "max_retries",
+    "timeout",
+    "max_tokens_total",
 )
 
 
@@ -57,6 +60,26 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--select", choices=("best", "last"), default="best", help="answer pick")
     parser.add_argument("--profile", default="general", help="prompt set (general)")
+    parser.add_argument(
+        "--max-tokens-total", type=int, help="token budget of the run (stop reason token_budget)"
+    )
+    _add_connection(parser)
+
+
+def _add_connection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-retries",
+        type=int,
+        help="retries of a failed model call, with exponential backoff and jitter (client: 2)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, help="seconds a model request may take (client default: 600)"
+    )
+    parser.add_argument(
+        "--api-key",
+        help="API key for the model endpoint (default: env OPENAI_API_KEY); used for the "
+        "calls only, never stored",
+    )
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +87,8 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db",
         default=from_env or ".self-refine/checkpoints.sqlite",
-        help="SQLite checkpoint file (default .self-refine/checkpoints.sqlite; env SELF_REFINE_DB)",
+        help="SQLite checkpoint file or postgresql:// URL "
+        "(default .self-refine/checkpoints.sqlite; env SELF_REFINE_DB)",
     )
 
 
@@ -87,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume = commands.add_parser("resume", help="continue a thread that did not finish")
     resume.add_argument("thread_id")
     resume.add_argument("--json", action="store_true", help="print the final result as JSON")
+    _add_connection(resume)
     _add_db(resume)
 
     show = commands.add_parser("show", help="print a thread's attempts as a table")
@@ -97,9 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    from self_refine.state import validate_input
+
     settings = {key: getattr(args, key) for key in SETTING_KEYS}
     if not args.task.strip():
         raise UsageError("the task is empty: give the text of the task in quotes")
+    validate_input({"task": args.task})
+    _check_connection(args)
+    if settings["max_tokens_total"] is not None and settings["max_tokens_total"] < 1:
+        raise UsageError(f"--max-tokens-total must be >= 1, got {settings['max_tokens_total']}")
     if not 1 <= settings["max_iterations"] <= 50:
         raise UsageError(f"--max-iterations must be between 1 and 50, got {args.max_iterations}")
     threshold = settings["score_threshold"]
@@ -110,6 +141,15 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     if settings["history_window"] is not None and settings["history_window"] < 0:
         raise UsageError(f"--history-window must be >= 0, got {settings['history_window']}")
     return settings
+
+
+def _check_connection(args: argparse.Namespace) -> None:
+    if args.max_retries is not None and not 0 <= args.max_retries <= 100:
+        raise UsageError(f"--max-retries must be between 0 and 100, got {args.max_retries}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    if args.api_key is not None and not args.api_key.strip():
+        raise UsageError("--api-key is empty: give the key, or leave --api-key out")
 
 
 def _check_reachable(base_url: str | None) -> None:
@@ -129,12 +169,20 @@ def _check_reachable(base_url: str | None) -> None:
         ) from None
 
 
-def _graph(settings: dict[str, Any]) -> Any:
+def _graph(settings: dict[str, Any], api_key: str | None = None) -> Any:
     from self_refine.graphs import create_self_refine_graph
     from self_refine.models import resolve_model
 
     def model(name: str | None) -> Any:
-        return resolve_model(name, base_url=settings["base_url"]) if name else None
+        if not name:
+            return None
+        return resolve_model(
+            name,
+            base_url=settings["base_url"],
+            timeout=settings.get("timeout"),
+            max_retries=settings.get("max_retries"),
+            api_key=api_key,
+        )
 
     return create_self_refine_graph(
         model(settings["model"]),
@@ -146,6 +194,7 @@ def _graph(settings: dict[str, Any]) -> Any:
         history_window=settings["history_window"],
         select=settings["select"],
         profile=settings["profile"],
+        max_tokens_total=settings.get("max_tokens_total"),
     )
 
 
@@ -155,24 +204,27 @@ def _stream(
     import json
 
     from self_refine.console import print_result, print_update
-    from self_refine.graphs import recursion_limit
+    from self_refine.graphs import GRAPH_NAME, recursion_limit
+    from self_refine.redact import redact_url
     from self_refine.storage import open_checkpointer
 
     out = sys.stdout
     config: Any = {
         "configurable": {"thread_id": thread_id},
         "recursion_limit": recursion_limit(settings["max_iterations"]),
+        "tags": ["self-refine", "cli"],
+        "metadata": _trace_metadata(settings),
     }
     with open_checkpointer(args.db) as saver:
-        graph = _graph(settings).compile(checkpointer=saver)
+        graph = _graph(settings, args.api_key).compile(checkpointer=saver, name=GRAPH_NAME)
         if payload is not None and graph.get_state(config).values:
             raise UsageError(
                 f"thread {thread_id!r} already exists in {args.db}: continue it with "
                 f"`self-refine resume {thread_id}` or choose another --thread-id"
             )
-        print(f"thread: {thread_id}  (db: {args.db})", file=out, flush=True)
+        print(f"thread: {thread_id}  (db: {redact_url(args.db)})", file=out, flush=True)
         try:
-            for chunk in graph.stream(payload, config, stream_mode="updates"):
+            for chunk in graph.stream(payload, config, stream_mode="updates", durability="sync"):
                 for node, update in chunk.items():
                     if not args.json:
                         print_update(node, update, out)
@@ -200,12 +252,29 @@ def _stream(
     return 0
 
 
+def _trace_metadata(settings: dict[str, Any]) -> dict[str, Any]:
+    """What a trace of this run is labelled with: its profile and model names."""
+    model = settings.get("model")
+    return {
+        "profile": settings.get("profile"),
+        "generator_model": model,
+        "critic_model": settings.get("critic_model") or model,
+        "refiner_model": settings.get("refiner_model") or model,
+    }
+
+
 def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, db: str) -> None:
     """Turn an error from a model call into one line naming the model, endpoint and fix."""
-    from self_refine.errors import ConfigError
+    from self_refine.errors import ConfigError, ModelCallError
+    from self_refine.redact import redact_url
 
     if isinstance(error, ConfigError):
         raise error
+    if isinstance(error, ModelCallError):
+        raise RuntimeError(
+            f"{error}. Progress is saved; once the endpoint is back, continue with: "
+            f"self-refine resume {thread_id} --db {redact_url(db)}"
+        ) from None
     endpoint = (
         settings.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
     )
@@ -223,7 +292,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.draft is not None and not args.draft.strip():
         raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
-    _graph(settings)  # bad models, profiles and missing keys fail here, before any call
+    _graph(settings, args.api_key)  # bad models, profiles, missing keys fail here, before any call
     _check_reachable(settings["base_url"])
     thread_id = args.thread_id or str(uuid.uuid4())
     records = ThreadSettings(args.db)
@@ -239,9 +308,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
     """Continue a thread from its last checkpoint, with the settings it started with."""
     from self_refine.storage import ThreadSettings
 
+    _check_connection(args)
     settings = ThreadSettings(args.db).load(args.thread_id)
     if settings is None:
         raise UsageError(f"no thread {args.thread_id!r} in {args.db}: check the id and --db")
+    for key in ("max_retries", "timeout"):
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
     _check_reachable(settings.get("base_url"))
     return _stream(args, settings, args.thread_id, None)
 
@@ -282,16 +355,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except UsageError as error:
-        print(f"self-refine: error: {error}", file=sys.stderr)
+        _print_error(error, args)
         return EXIT_USAGE
     except Exception as error:
         from self_refine.errors import ConfigError
 
-        if isinstance(error, ConfigError):
-            print(f"self-refine: error: {error}", file=sys.stderr)
-            return EXIT_USAGE
-        print(f"self-refine: error: {error}", file=sys.stderr)
-        return EXIT_FAILURE
+        _print_error(error, args)
+        return EXIT_USAGE if isinstance(error, ConfigError) else EXIT_FAILURE
+
+
+def _print_error(error: Exception, args: argparse.Namespace) -> None:
+    """Print the error on one line, with any secret in it masked."""
+    from self_refine.redact import redact
+
+    text = redact(" ".join(str(error).split()), [getattr(args, "api_key", None)])
+    print(f"self-refine: error: {text}", file=sys.stderr)
 
 
 if __name__ == "__main__":

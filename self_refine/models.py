@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from self_refine.errors import ConfigError
 from self_refine.state import Usage
 
-__all__ = ["ModelSpec", "message_text", "message_usage", "resolve_model"]
+__all__ = ["ModelSpec", "describe_model", "message_text", "message_usage", "resolve_model"]
 
 _BARE_NAME = re.compile(r"^[A-Za-z0-9][\w.\-/]*$")
 _NO_KEY_NEEDED = "not-needed"
@@ -28,6 +28,7 @@ class ModelSpec:
     base_url: str | None = None
     timeout: float | None = None
     max_retries: int | None = None
+    api_key: str | None = field(default=None, repr=False)
 
 
 def resolve_model(
@@ -36,6 +37,7 @@ def resolve_model(
     base_url: str | None = None,
     timeout: float | None = None,
     max_retries: int | None = None,
+    api_key: str | None = None,
 ) -> BaseChatModel:
     """Return a chat model for an instance or a model string.
 
@@ -43,6 +45,7 @@ def resolve_model(
     `"openai:gpt-4o-mini"` are `ChatOpenAI` (with `base_url`, any
     OpenAI-compatible server); other `"provider:model"` strings go through
     `langchain`'s `init_chat_model` when `langchain` is installed.
+    `api_key` (else OPENAI_API_KEY) is kept as a secret inside the model only.
     """
     if isinstance(model, BaseChatModel):
         return model
@@ -50,7 +53,7 @@ def resolve_model(
         raise ConfigError(
             f"model must be a model string or a LangChain chat model, got {type(model).__name__}"
         )
-    return _resolve(ModelSpec(model.strip(), base_url, timeout, max_retries))
+    return _resolve(ModelSpec(model.strip(), base_url, timeout, max_retries, api_key or None))
 
 
 @lru_cache(maxsize=64)
@@ -83,6 +86,8 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
         options["timeout"] = spec.timeout
     if spec.max_retries is not None:
         options["max_retries"] = spec.max_retries
+    if spec.api_key:
+        options["api_key"] = spec.api_key
     return init_chat_model(name, **options)
 
 
@@ -90,11 +95,11 @@ def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
     base_url = spec.base_url or os.environ.get("OPENAI_BASE_URL") or None
-    api_key = os.environ.get("OPENAI_API_KEY") or None
+    api_key = spec.api_key or os.environ.get("OPENAI_API_KEY") or None
     if api_key is None and base_url is None:
         raise ConfigError(
-            f"model {model_name!r} needs an API key: set OPENAI_API_KEY, or pass --base-url "
-            "for an OpenAI-compatible server, or use --model offline"
+            f"model {model_name!r} needs an API key: set OPENAI_API_KEY or pass --api-key, "
+            "or pass --base-url for an OpenAI-compatible server, or use --model offline"
         )
     options: dict[str, Any] = {"model": model_name, "api_key": api_key or _NO_KEY_NEEDED}
     if base_url:
@@ -104,6 +109,17 @@ def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
     if spec.max_retries is not None:
         options["max_retries"] = spec.max_retries
     return ChatOpenAI(**options)
+
+
+def describe_model(model: Any) -> tuple[str, str]:
+    """The model's name and the endpoint it calls, for error messages and traces."""
+    if getattr(model, "_llm_type", "") == "self-refine-offline":
+        return "offline", "this process (the offline model)"
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    endpoint = getattr(model, "openai_api_base", None) or getattr(model, "base_url", None)
+    if not endpoint and type(model).__name__ == "ChatOpenAI":
+        endpoint = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    return str(name or type(model).__name__), str(endpoint or "the provider's endpoint")
 
 
 def message_text(message: BaseMessage) -> str:

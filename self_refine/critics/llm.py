@@ -10,15 +10,18 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
+from self_refine.calls import refusal_of
 from self_refine.critics.base import CritiqueRequest, CritiqueResult
-from self_refine.critics.parse import parse_critique_text
+from self_refine.critics.parse import read_critique, score_problem
 from self_refine.models import message_text, message_usage
 from self_refine.prompts import PromptSet, feedback_messages
-from self_refine.state import Critique, add_usage
+from self_refine.state import Critique, Usage, add_usage
 
 __all__ = ["LLMCritic"]
 
 log = logging.getLogger(__name__)
+
+_EMPTY = "the critic returned an empty reply"
 
 # Models (by id) that failed structured output once; they get plain-text prompts after.
 _PLAIN_ONLY: set[int] = set()
@@ -56,24 +59,47 @@ class LLMCritic:
         return self.model.with_structured_output(CritiqueReply, include_raw=True)
 
     def critique(self, request: CritiqueRequest) -> CritiqueResult:
-        """Judge the draft, falling back to plain text when structured output fails."""
+        """Judge the draft, falling back to plain text when structured output fails.
+
+        An empty reply is asked again once; what went wrong is recorded.
+        """
         messages = self._messages(request)
+        empty: list[BaseMessage] = []
         if id(self.model) not in _PLAIN_ONLY:
             try:
-                return self._from_structured(self._structured().invoke(messages))
+                structured = self._structured().invoke(messages)
             except Exception as error:  # noqa: BLE001 - any failure means: try plain text
                 self._note_unsupported(error)
-        return self._from_text(self.model.invoke(messages))
+            else:
+                result = self._from_structured(structured)
+                if result is not None:
+                    return result
+                empty.append(structured["raw"])
+        reply = self.model.invoke(messages)
+        if not empty and _is_empty(reply):
+            empty.append(reply)
+            reply = self.model.invoke(messages)
+        return self._from_text(reply, empty)
 
     async def acritique(self, request: CritiqueRequest) -> CritiqueResult:
         """Async twin of critique()."""
         messages = self._messages(request)
+        empty: list[BaseMessage] = []
         if id(self.model) not in _PLAIN_ONLY:
             try:
-                return self._from_structured(await self._structured().ainvoke(messages))
+                structured = await self._structured().ainvoke(messages)
             except Exception as error:  # noqa: BLE001 - any failure means: try plain text
                 self._note_unsupported(error)
-        return self._from_text(await self.model.ainvoke(messages))
+            else:
+                result = self._from_structured(structured)
+                if result is not None:
+                    return result
+                empty.append(structured["raw"])
+        reply = await self.model.ainvoke(messages)
+        if not empty and _is_empty(reply):
+            empty.append(reply)
+            reply = await self.model.ainvoke(messages)
+        return self._from_text(reply, empty)
 
     def _note_unsupported(self, error: Exception) -> None:
         """Re-raise transport errors; remember models that refuse structured output."""
@@ -85,21 +111,44 @@ class LLMCritic:
         else:
             log.info("structured critique unreadable (%s); asking again in plain text", error)
 
-    def _from_structured(self, result: dict[str, Any]) -> CritiqueResult:
+    def _from_structured(self, result: dict[str, Any]) -> CritiqueResult | None:
+        """The critique in a structured reply; None when the reply is empty (ask again)."""
         raw = result.get("raw")
         usage = message_usage(raw)
         parsed = result.get("parsed")
         if isinstance(parsed, CritiqueReply):
             critique = Critique(**parsed.model_dump(), source=self.name)
-        elif raw is not None:
-            critique = parse_critique_text(message_text(raw), source=self.name)
-        else:
-            critique = Critique(feedback=["The critic returned nothing."], source=self.name)
-        return CritiqueResult(critique, add_usage(usage))
+            problems = score_problem(parsed.score, critique)
+            return CritiqueResult(critique, add_usage(usage), tuple(problems))
+        refusal = refusal_of(raw)
+        if refusal:
+            return _refused(refusal, self.name, usage)
+        if raw is None or _is_empty(raw):
+            return None
+        critique, problems = read_critique(message_text(raw), source=self.name)
+        return CritiqueResult(critique, add_usage(usage), tuple(problems))
 
-    def _from_text(self, message: BaseMessage) -> CritiqueResult:
-        critique = parse_critique_text(message_text(message), source=self.name)
-        return CritiqueResult(critique, message_usage(message))
+    def _from_text(self, reply: BaseMessage, empty: list[BaseMessage]) -> CritiqueResult:
+        usage = add_usage(*(message_usage(r) for r in [*empty, reply]))
+        refusal = refusal_of(reply)
+        if refusal:
+            return _refused(refusal, self.name, usage)
+        critique, problems = read_critique(message_text(reply), source=self.name)
+        if empty and problems[:1] == [_EMPTY]:
+            problems = [f"{_EMPTY} twice"]
+        elif empty:
+            problems.insert(0, f"{_EMPTY}; asked again")
+        return CritiqueResult(critique, usage, tuple(problems))
+
+
+def _is_empty(reply: Any) -> bool:
+    return isinstance(reply, BaseMessage) and not message_text(reply) and not refusal_of(reply)
+
+
+def _refused(refusal: str, source: str, usage: Usage) -> CritiqueResult:
+    """A refusal is no verdict: no feedback, no score, not done, and the problem recorded."""
+    flat = " ".join(refusal.split())[:160]
+    return CritiqueResult(Critique(source=source), usage, (f"the critic refused: {flat!r}",))
 
 
 def _is_unsupported(error: Exception) -> bool:
