@@ -3,7 +3,7 @@
 from self_refine.context import RefineContext
 from self_refine.critics import Critic, CritiqueRequest, CritiqueResult, LLMCritic
 from self_refine.errors import ConfigError, ModelCallError, SelfRefineError
-from self_refine.graphs import create_self_refine_graph, recursion_limit
+from self_refine.graphs import GRAPH_NAME, create_self_refine_graph, recursion_limit
 from self_refine.models import resolve_model
 from self_refine.offline import OfflineModel
 from self_refine.prompts import PROFILES, PromptSet, get_profile
@@ -21,6 +21,7 @@ from self_refine.stopping import (
 )
 
 __all__ = [
+    "GRAPH_NAME",
     "PROFILES",
     "Attempt",
     "ConfigError",

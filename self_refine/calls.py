@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
+from langchain_core.exceptions import ModelError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -34,22 +35,10 @@ __all__ = [
     "write_draft",
 ]
 
-_TRANSPORT_NAMES = frozenset(
-    {
-        "APIConnectionError",
-        "APITimeoutError",
-        "AuthenticationError",
-        "RateLimitError",
-        "InternalServerError",
-        "PermissionDeniedError",
-        "APIStatusError",
-        "NotFoundError",
-    }
-)
 _RETRIED_NAMES = frozenset(
     {"APIConnectionError", "APITimeoutError", "RateLimitError", "InternalServerError"}
 )
-_TRANSPORT_MODULES = ("openai", "httpx", "httpcore", "anthropic")
+_TRANSPORT_MODULES = frozenset({"openai", "httpx", "httpcore", "anthropic"})
 _REFUSAL = re.compile(
     r"^\W*(?:(?:i['’]?m|i am) sorry|sorry|i apologi[sz]e|unfortunately)?[^.!?\n]{0,30}?"
     r"\b(?:i|we)\s*(?:can(?:['’]|no)?t|won['’]?t|will not|am unable to|['’]m unable to|"
@@ -62,18 +51,17 @@ _REFUSAL_MAX_CHARS = 400
 
 def is_transport_error(error: BaseException) -> bool:
     """True for failures of the connection or the endpoint, not of the reply's content."""
-    if isinstance(error, TimeoutError | ConnectionError):
+    if isinstance(error, TimeoutError | ConnectionError | ModelError):
         return True
-    if type(error).__name__ in _TRANSPORT_NAMES:
-        return True
-    return type(error).__module__.split(".")[0] in _TRANSPORT_MODULES
+    return any(cls.__module__.split(".")[0] in _TRANSPORT_MODULES for cls in type(error).__mro__)
 
 
 def _model_call_error(role: str, model: Any, error: BaseException) -> ModelCallError:
     name, endpoint = describe_model(model)
     retries = getattr(model, "max_retries", None)
-    retried = type(error).__name__ in _RETRIED_NAMES and isinstance(retries, int)
-    tried = f" after {retries} retries" if retried else ""
+    kinds = {cls.__name__ for cls in type(error).__mro__}
+    retried = bool(kinds & _RETRIED_NAMES) and isinstance(retries, int)
+    tried = f" after {retries} {'retry' if retries == 1 else 'retries'}" if retried else ""
     detail = " ".join(str(error).split())[:300] or "no detail"
     text = (
         f"the {role} model {name!r} at {endpoint} failed{tried}: {type(error).__name__}: {detail}"

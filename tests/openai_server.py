@@ -4,7 +4,8 @@ It speaks enough of the protocol for the real `ChatOpenAI` client: plain and
 streamed (SSE) chat completions, `response_format` json_schema structured
 output, and token usage. What it answers is decided by a `responder` (by
 default the project's offline model), and faults can be injected on command:
-HTTP 429 and 500, stalls, dropped connections, malformed JSON, empty replies.
+HTTP 429 and 500, stalls, dropped connections, malformed JSON, empty replies,
+and refusals (OpenAI's `refusal` field, with no content).
 
 It is a plain asyncio server in a background thread, so it serves many
 requests at once; `latency` and `max_concurrency` make it behave like a
@@ -29,7 +30,8 @@ from self_refine.offline import OfflineModel
 
 Responder = Callable[[list[dict[str, Any]], dict[str, Any]], str]
 
-FAULTS = ("429", "500", "stall", "drop", "malformed", "empty", "no_structured")
+FAULTS = ("429", "500", "stall", "drop", "malformed", "empty", "no_structured", "refusal")
+REFUSAL = "I'm sorry, but I can't help with that."
 
 
 def offline_responder(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
@@ -222,20 +224,16 @@ class OpenAIServer:
                 writer, 400, {"error": {"message": "response_format json_schema unsupported"}}
             )
             return True
+        if fault == "refusal":
+            await _send_json(writer, 200, _completion(body, "", _usage(body, ""), REFUSAL))
+            return True
         if fault == "malformed":
             text = '{"feedback": ["unterminated'
         elif fault == "empty":
             text = ""
         else:
             text = self.responder(body.get("messages", []), body)
-        prompt_tokens = sum(
-            len(str(m.get("content", "")).split()) for m in body.get("messages", [])
-        )
-        usage = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": len(text.split()),
-            "total_tokens": prompt_tokens + len(text.split()),
-        }
+        usage = _usage(body, text)
         if body.get("stream"):
             await _send_stream(writer, body, text, usage)
             return False
@@ -243,7 +241,21 @@ class OpenAIServer:
         return True
 
 
-def _completion(body: dict[str, Any], text: str, usage: dict[str, int]) -> dict[str, Any]:
+def _usage(body: dict[str, Any], text: str) -> dict[str, int]:
+    prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": len(text.split()),
+        "total_tokens": prompt_tokens + len(text.split()),
+    }
+
+
+def _completion(
+    body: dict[str, Any], text: str, usage: dict[str, int], refusal: str | None = None
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if refusal is not None:
+        message = {"role": "assistant", "content": None, "refusal": refusal}
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
@@ -252,7 +264,7 @@ def _completion(body: dict[str, Any], text: str, usage: dict[str, int]) -> dict[
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
+                "message": message,
                 "finish_reason": "stop",
             }
         ],

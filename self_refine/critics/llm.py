@@ -10,7 +10,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
-from self_refine.calls import refusal_of
+from self_refine.calls import is_transport_error, refusal_of
 from self_refine.critics.base import CritiqueRequest, CritiqueResult
 from self_refine.critics.parse import read_critique, score_problem
 from self_refine.models import message_text, message_usage
@@ -65,11 +65,12 @@ class LLMCritic:
         """
         messages = self._messages(request)
         empty: list[BaseMessage] = []
+        problems: list[str] = []
         if id(self.model) not in _PLAIN_ONLY:
             try:
                 structured = self._structured().invoke(messages)
             except Exception as error:  # noqa: BLE001 - any failure means: try plain text
-                self._note_unsupported(error)
+                problems += self._note_unsupported(error)
             else:
                 result = self._from_structured(structured)
                 if result is not None:
@@ -79,17 +80,18 @@ class LLMCritic:
         if not empty and _is_empty(reply):
             empty.append(reply)
             reply = self.model.invoke(messages)
-        return self._from_text(reply, empty)
+        return self._from_text(reply, empty, problems)
 
     async def acritique(self, request: CritiqueRequest) -> CritiqueResult:
         """Async twin of critique()."""
         messages = self._messages(request)
         empty: list[BaseMessage] = []
+        problems: list[str] = []
         if id(self.model) not in _PLAIN_ONLY:
             try:
                 structured = await self._structured().ainvoke(messages)
             except Exception as error:  # noqa: BLE001 - any failure means: try plain text
-                self._note_unsupported(error)
+                problems += self._note_unsupported(error)
             else:
                 result = self._from_structured(structured)
                 if result is not None:
@@ -99,17 +101,24 @@ class LLMCritic:
         if not empty and _is_empty(reply):
             empty.append(reply)
             reply = await self.model.ainvoke(messages)
-        return self._from_text(reply, empty)
+        return self._from_text(reply, empty, problems)
 
-    def _note_unsupported(self, error: Exception) -> None:
-        """Re-raise transport errors; remember models that refuse structured output."""
+    def _note_unsupported(self, error: Exception) -> list[str]:
+        """Re-raise transport errors; remember models that refuse structured output.
+
+        Returns the problem to record when the reply was there but unreadable.
+        """
         if _is_transport_error(error):
             raise error
         if _is_unsupported(error):
             log.info("structured output unsupported (%s); using plain-text critiques", error)
             _PLAIN_ONLY.add(id(self.model))
-        else:
-            log.info("structured critique unreadable (%s); asking again in plain text", error)
+            return []
+        log.info("structured critique unreadable (%s); asking again in plain text", error)
+        return [
+            f"the critic's structured reply was unreadable ({type(error).__name__}); "
+            "asked again in plain text"
+        ]
 
     def _from_structured(self, result: dict[str, Any]) -> CritiqueResult | None:
         """The critique in a structured reply; None when the reply is empty (ask again)."""
@@ -128,27 +137,32 @@ class LLMCritic:
         critique, problems = read_critique(message_text(raw), source=self.name)
         return CritiqueResult(critique, add_usage(usage), tuple(problems))
 
-    def _from_text(self, reply: BaseMessage, empty: list[BaseMessage]) -> CritiqueResult:
+    def _from_text(
+        self, reply: BaseMessage, empty: list[BaseMessage], earlier: list[str]
+    ) -> CritiqueResult:
         usage = add_usage(*(message_usage(r) for r in [*empty, reply]))
         refusal = refusal_of(reply)
         if refusal:
-            return _refused(refusal, self.name, usage)
+            return _refused(refusal, self.name, usage, earlier)
         critique, problems = read_critique(message_text(reply), source=self.name)
         if empty and problems[:1] == [_EMPTY]:
             problems = [f"{_EMPTY} twice"]
         elif empty:
             problems.insert(0, f"{_EMPTY}; asked again")
-        return CritiqueResult(critique, usage, tuple(problems))
+        return CritiqueResult(critique, usage, (*earlier, *problems))
 
 
 def _is_empty(reply: Any) -> bool:
     return isinstance(reply, BaseMessage) and not message_text(reply) and not refusal_of(reply)
 
 
-def _refused(refusal: str, source: str, usage: Usage) -> CritiqueResult:
+def _refused(
+    refusal: str, source: str, usage: Usage, earlier: Sequence[str] = ()
+) -> CritiqueResult:
     """A refusal is no verdict: no feedback, no score, not done, and the problem recorded."""
     flat = " ".join(refusal.split())[:160]
-    return CritiqueResult(Critique(source=source), usage, (f"the critic refused: {flat!r}",))
+    problem = f"the critic refused: {flat!r}"
+    return CritiqueResult(Critique(source=source), usage, (*earlier, problem))
 
 
 def _is_unsupported(error: Exception) -> bool:
@@ -159,12 +173,4 @@ def _is_unsupported(error: Exception) -> bool:
 
 def _is_transport_error(error: Exception) -> bool:
     """True for failures that a plain-text call would hit too (network, auth, rate limits)."""
-    name = type(error).__name__
-    return name in {
-        "APIConnectionError",
-        "APITimeoutError",
-        "AuthenticationError",
-        "RateLimitError",
-        "InternalServerError",
-        "PermissionDeniedError",
-    }
+    return is_transport_error(error) and not _is_unsupported(error)
