@@ -5,7 +5,8 @@ streamed (SSE) chat completions, `response_format` json_schema structured
 output, and token usage. What it answers is decided by a `responder` (by
 default the project's offline model), and faults can be injected on command:
 HTTP 429 and 500, stalls, dropped connections, malformed JSON, empty replies,
-and refusals (OpenAI's `refusal` field, with no content).
+and refusals (OpenAI's `refusal` field, with no content). The pseudo-fault
+"ok" answers normally, so that a fault queued after it hits a later request.
 
 It is a plain asyncio server in a background thread, so it serves many
 requests at once; `latency` and `max_concurrency` make it behave like a
@@ -30,7 +31,7 @@ from self_refine.offline import OfflineModel
 
 Responder = Callable[[list[dict[str, Any]], dict[str, Any]], str]
 
-FAULTS = ("429", "500", "stall", "drop", "malformed", "empty", "no_structured", "refusal")
+FAULTS = ("429", "500", "stall", "drop", "malformed", "empty", "no_structured", "refusal", "ok")
 REFUSAL = "I'm sorry, but I can't help with that."
 
 
