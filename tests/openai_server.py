@@ -6,7 +6,8 @@ output, and token usage. What it answers is decided by a `responder` (by
 default the project's offline model), and faults can be injected on command:
 HTTP 429 and 500, stalls, dropped connections, malformed JSON, empty replies,
 and refusals (OpenAI's `refusal` field, with no content). The pseudo-fault
-"ok" answers normally, so that a fault queued after it hits a later request.
+"ok" answers normally, so that a fault queued after it hits a later request;
+"401" refuses the key and, as careless servers do, echoes it in the message.
 
 It is a plain asyncio server in a background thread, so it serves many
 requests at once; `latency` and `max_concurrency` make it behave like a
@@ -31,7 +32,18 @@ from self_refine.offline import OfflineModel
 
 Responder = Callable[[list[dict[str, Any]], dict[str, Any]], str]
 
-FAULTS = ("429", "500", "stall", "drop", "malformed", "empty", "no_structured", "refusal", "ok")
+FAULTS = (
+    "429",
+    "500",
+    "stall",
+    "drop",
+    "malformed",
+    "empty",
+    "no_structured",
+    "refusal",
+    "ok",
+    "401",
+)
 REFUSAL = "I'm sorry, but I can't help with that."
 
 
@@ -55,6 +67,7 @@ class Recorded:
     body: dict[str, Any]
     time: float
     fault: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -169,8 +182,8 @@ class OpenAIServer:
                 request = await _read_request(reader)
                 if request is None:
                     break
-                method, path, body = request
-                keep_open = await self._route(method, path, body, writer)
+                method, path, headers, body = request
+                keep_open = await self._route(method, path, body, writer, headers)
                 if not keep_open:
                     break
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
@@ -180,7 +193,12 @@ class OpenAIServer:
                 writer.close()
 
     async def _route(
-        self, method: str, path: str, raw: bytes, writer: asyncio.StreamWriter
+        self,
+        method: str,
+        path: str,
+        raw: bytes,
+        writer: asyncio.StreamWriter,
+        headers: dict[str, str] | None = None,
     ) -> bool:
         if method == "GET" and path.rstrip("/").endswith("/models"):
             await _send_json(writer, 200, {"object": "list", "data": [{"id": "test-model"}]})
@@ -189,10 +207,14 @@ class OpenAIServer:
             await _send_json(writer, 404, {"error": {"message": f"no route {path}"}})
             return True
         body = json.loads(raw or b"{}")
-        recorded = Recorded(body, time.monotonic())
+        recorded = Recorded(body, time.monotonic(), headers=dict(headers or {}))
         with self._lock:
             fault = recorded.fault = self._take_fault(recorded)
             self.requests.append(recorded)
+        if fault == "401":
+            key = recorded.headers.get("authorization", "").removeprefix("Bearer ")
+            await _send_json(writer, 401, {"error": {"message": f"Incorrect API key: {key}"}})
+            return True
         if self._slots is not None:
             async with self._slots:
                 return await self._complete(body, fault, writer)
@@ -273,7 +295,9 @@ def _completion(
     }
 
 
-async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes] | None:
+async def _read_request(
+    reader: asyncio.StreamReader,
+) -> tuple[str, str, dict[str, str], bytes] | None:
     head = await reader.readuntil(b"\r\n\r\n") if not reader.at_eof() else b""
     if not head:
         return None
@@ -286,7 +310,7 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes] 
             headers[key.strip().lower()] = value.strip()
     length = int(headers.get("content-length", "0") or 0)
     body = await reader.readexactly(length) if length else b""
-    return method, path, body
+    return method, path, headers, body
 
 
 async def _send_json(
