@@ -14,6 +14,13 @@ import uuid
 from typing import Any
 from urllib.parse import urlparse
 
+from self_refine.cli_options import (
+    add_connection_options,
+    check_connection,
+    print_error,
+    trace_metadata,
+)
+
 __all__ = ["main"]
 
 EXIT_FAILURE = 1
@@ -63,23 +70,7 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-tokens-total", type=int, help="token budget of the run (stop reason token_budget)"
     )
-    _add_connection(parser)
-
-
-def _add_connection(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--max-retries",
-        type=int,
-        help="retries of a failed model call, with exponential backoff and jitter (client: 2)",
-    )
-    parser.add_argument(
-        "--timeout", type=float, help="seconds a model request may take (client default: 600)"
-    )
-    parser.add_argument(
-        "--api-key",
-        help="API key for the model endpoint (default: env OPENAI_API_KEY); used for the "
-        "calls only, never stored",
-    )
+    add_connection_options(parser)
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
@@ -111,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume = commands.add_parser("resume", help="continue a thread that did not finish")
     resume.add_argument("thread_id")
     resume.add_argument("--json", action="store_true", help="print the final result as JSON")
-    _add_connection(resume)
+    add_connection_options(resume)
     _add_db(resume)
 
     show = commands.add_parser("show", help="print a thread's attempts as a table")
@@ -128,9 +119,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     if not args.task.strip():
         raise UsageError("the task is empty: give the text of the task in quotes")
     validate_input({"task": args.task})
-    _check_connection(args)
-    if settings["max_tokens_total"] is not None and settings["max_tokens_total"] < 1:
-        raise UsageError(f"--max-tokens-total must be >= 1, got {settings['max_tokens_total']}")
+    check_connection(args)
     if not 1 <= settings["max_iterations"] <= 50:
         raise UsageError(f"--max-iterations must be between 1 and 50, got {args.max_iterations}")
     threshold = settings["score_threshold"]
@@ -141,15 +130,6 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     if settings["history_window"] is not None and settings["history_window"] < 0:
         raise UsageError(f"--history-window must be >= 0, got {settings['history_window']}")
     return settings
-
-
-def _check_connection(args: argparse.Namespace) -> None:
-    if args.max_retries is not None and not 0 <= args.max_retries <= 100:
-        raise UsageError(f"--max-retries must be between 0 and 100, got {args.max_retries}")
-    if args.timeout is not None and not args.timeout > 0:
-        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")
-    if args.api_key is not None and not args.api_key.strip():
-        raise UsageError("--api-key is empty: give the key, or leave --api-key out")
 
 
 def _check_reachable(base_url: str | None) -> None:
@@ -213,7 +193,7 @@ def _stream(
         "configurable": {"thread_id": thread_id},
         "recursion_limit": recursion_limit(settings["max_iterations"]),
         "tags": ["self-refine", "cli"],
-        "metadata": _trace_metadata(settings),
+        "metadata": trace_metadata(settings),
     }
     with open_checkpointer(args.db) as saver:
         graph = _graph(settings, args.api_key).compile(checkpointer=saver, name=GRAPH_NAME)
@@ -250,17 +230,6 @@ def _stream(
     else:
         print_result(state.values, out)
     return 0
-
-
-def _trace_metadata(settings: dict[str, Any]) -> dict[str, Any]:
-    """What a trace of this run is labelled with: its profile and model names."""
-    model = settings.get("model")
-    return {
-        "profile": settings.get("profile"),
-        "generator_model": model,
-        "critic_model": settings.get("critic_model") or model,
-        "refiner_model": settings.get("refiner_model") or model,
-    }
 
 
 def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, db: str) -> None:
@@ -308,7 +277,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     """Continue a thread from its last checkpoint, with the settings it started with."""
     from self_refine.storage import ThreadSettings
 
-    _check_connection(args)
+    check_connection(args)
     settings = ThreadSettings(args.db).load(args.thread_id)
     if settings is None:
         raise UsageError(f"no thread {args.thread_id!r} in {args.db}: check the id and --db")
@@ -355,21 +324,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except UsageError as error:
-        _print_error(error, args)
+        print_error(error, args)
         return EXIT_USAGE
     except Exception as error:
         from self_refine.errors import ConfigError
 
-        _print_error(error, args)
+        print_error(error, args)
         return EXIT_USAGE if isinstance(error, ConfigError) else EXIT_FAILURE
-
-
-def _print_error(error: Exception, args: argparse.Namespace) -> None:
-    """Print the error on one line, with any secret in it masked."""
-    from self_refine.redact import redact
-
-    text = redact(" ".join(str(error).split()), [getattr(args, "api_key", None)])
-    print(f"self-refine: error: {text}", file=sys.stderr)
 
 
 if __name__ == "__main__":

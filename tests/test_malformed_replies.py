@@ -7,6 +7,7 @@ attempt's `problems`.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -226,3 +227,38 @@ def test_a_refiner_refusal_keeps_the_previous_draft(
     ]
     assert result["stop_reason"] == "unchanged"
     assert len(server.chat_requests("critic")) == 1  # the same draft is not critiqued again
+
+
+def test_the_cli_shows_the_problems_of_an_attempt(
+    server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from self_refine.cli import main
+
+    server.fail_next("empty", times=1, role="generator")
+    args = ["run", TASK, "--model", "openai:test-model", "--base-url", server.base_url]
+
+    assert main([*args, "--api-key", "k", "--db", str(tmp_path / "c.sqlite")]) == 0
+    assert "    ! the generator returned an empty reply; asked again" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("text", "refused"),
+    [
+        ("I'm sorry, but I can't help with that.", True),
+        ("I cannot assist with this request.", True),
+        ("Sorry, I won't write that.", True),
+        ("I’m unable to comply with this request.", True),
+        (
+            "I'm sorry for the delay. Here is the letter you asked for, dog and park included.",
+            False,
+        ),
+        ("I can't wait to play frisbee with my dog in the park.", False),
+        ("A dog caught the frisbee in the park.", False),
+    ],
+)
+def test_refusals_are_told_apart_from_drafts_that_apologise(text: str, refused: bool) -> None:
+    from langchain_core.messages import AIMessage
+
+    from self_refine.calls import refusal_of
+
+    assert (refusal_of(AIMessage(text)) is not None) is refused
