@@ -38,7 +38,8 @@ __all__ = [
 _RETRIED_NAMES = frozenset(
     {"APIConnectionError", "APITimeoutError", "RateLimitError", "InternalServerError"}
 )
-_TRANSPORT_MODULES = frozenset({"openai", "httpx", "httpcore", "anthropic"})
+_HTTP_MODULES = frozenset({"httpx", "httpcore"})
+_SDK_MODULES = frozenset({"openai", "anthropic"})
 _REFUSAL = re.compile(
     r"^\W*(?:(?:i['’]?m|i am) sorry|sorry|i apologi[sz]e|unfortunately)?[^.!?\n]{0,30}?"
     r"\b(?:i|we)\s*(?:can(?:['’]|no)?t|won['’]?t|will not|am unable to|['’]m unable to|"
@@ -53,7 +54,11 @@ def is_transport_error(error: BaseException) -> bool:
     """True for failures of the connection or the endpoint, not of the reply's content."""
     if isinstance(error, TimeoutError | ConnectionError | ModelError):
         return True
-    return any(cls.__module__.split(".")[0] in _TRANSPORT_MODULES for cls in type(error).__mro__)
+    for cls in type(error).__mro__:
+        root = cls.__module__.split(".")[0]
+        if root in _HTTP_MODULES or (root in _SDK_MODULES and cls.__name__ == "APIError"):
+            return True
+    return False
 
 
 def _model_call_error(role: str, model: Any, error: BaseException) -> ModelCallError:

@@ -114,3 +114,19 @@ async def test_async_runs_retry_and_fail_the_same_way(server: OpenAIServer) -> N
     assert [r.fault for r in server.chat_requests("critic")][:2] == ["429", None]
     state = await graph.aget_state(config)
     assert [a["iteration"] for a in state.values["attempts"]] == [0]
+
+
+def test_only_endpoint_failures_count_as_transport_errors() -> None:
+    import httpx
+    import openai
+
+    from self_refine.calls import is_transport_error
+
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    too_long = openai.LengthFinishReasonError.__new__(openai.LengthFinishReasonError)
+
+    assert is_transport_error(openai.APIConnectionError(request=request))
+    assert is_transport_error(httpx.ReadTimeout("slow", request=request))
+    assert is_transport_error(TimeoutError())
+    assert not is_transport_error(too_long)  # a reply arrived: not the endpoint's failure
+    assert not is_transport_error(ValueError("bad json"))
