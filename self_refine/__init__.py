@@ -4,6 +4,7 @@ from self_refine.context import RefineContext
 from self_refine.critics import Critic, CritiqueRequest, CritiqueResult, HumanCritic, LLMCritic
 from self_refine.errors import ConfigError, ModelCallError, SelfRefineError
 from self_refine.graphs import (
+    GRAPH_NAME,
     create_refined_chat_graph,
     create_self_refine_graph,
     recursion_limit,
@@ -28,6 +29,7 @@ from self_refine.stopping import (
 )
 
 __all__ = [
+    "GRAPH_NAME",
     "PROFILES",
     "Attempt",
     "ConfigError",

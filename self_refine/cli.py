@@ -14,6 +14,13 @@ import uuid
 from typing import Any
 from urllib.parse import urlparse
 
+from self_refine.cli_options import (
+    add_connection_options,
+    check_connection,
+    print_error,
+    trace_metadata,
+)
+
 __all__ = ["main"]
 
 EXIT_FAILURE = 1
@@ -31,6 +38,9 @@ SETTING_KEYS = (
     "select",
     "profile",
     "critics",
+    "max_retries",
+    "timeout",
+    "max_tokens_total",
 )
 
 
@@ -66,6 +76,10 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         help="who critiques each draft: 'llm' (the critic model, the default) or "
         "'human' (you, asked at the terminal)",
     )
+    parser.add_argument(
+        "--max-tokens-total", type=int, help="token budget of the run (stop reason token_budget)"
+    )
+    add_connection_options(parser)
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
@@ -73,7 +87,8 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db",
         default=from_env or ".self-refine/checkpoints.sqlite",
-        help="SQLite checkpoint file (default .self-refine/checkpoints.sqlite; env SELF_REFINE_DB)",
+        help="SQLite checkpoint file or postgresql:// URL "
+        "(default .self-refine/checkpoints.sqlite; env SELF_REFINE_DB)",
     )
 
 
@@ -96,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume = commands.add_parser("resume", help="continue a thread that did not finish")
     resume.add_argument("thread_id")
     resume.add_argument("--json", action="store_true", help="print the final result as JSON")
+    add_connection_options(resume)
     _add_db(resume)
 
     show = commands.add_parser("show", help="print a thread's attempts as a table")
@@ -120,9 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    from self_refine.state import validate_input
+
     settings = {key: getattr(args, key) for key in SETTING_KEYS}
     if not args.task.strip():
         raise UsageError("the task is empty: give the text of the task in quotes")
+    validate_input({"task": args.task})
+    check_connection(args)
     if not 1 <= settings["max_iterations"] <= 50:
         raise UsageError(f"--max-iterations must be between 1 and 50, got {args.max_iterations}")
     threshold = settings["score_threshold"]
@@ -152,12 +172,20 @@ def _check_reachable(base_url: str | None) -> None:
         ) from None
 
 
-def _graph(settings: dict[str, Any]) -> Any:
+def _graph(settings: dict[str, Any], api_key: str | None = None) -> Any:
     from self_refine.graphs import create_self_refine_graph
     from self_refine.models import resolve_model
 
     def model(name: str | None) -> Any:
-        return resolve_model(name, base_url=settings["base_url"]) if name else None
+        if not name:
+            return None
+        return resolve_model(
+            name,
+            base_url=settings["base_url"],
+            timeout=settings.get("timeout"),
+            max_retries=settings.get("max_retries"),
+            api_key=api_key,
+        )
 
     return create_self_refine_graph(
         model(settings["model"]),
@@ -170,6 +198,7 @@ def _graph(settings: dict[str, Any]) -> Any:
         select=settings["select"],
         profile=settings["profile"],
         critics=settings.get("critics") or (),
+        max_tokens_total=settings.get("max_tokens_total"),
     )
 
 
@@ -179,25 +208,29 @@ def _stream(
     import json
 
     from self_refine.console import print_result, print_update
-    from self_refine.graphs import recursion_limit
+    from self_refine.graphs import GRAPH_NAME, recursion_limit
+    from self_refine.redact import redact_url
     from self_refine.storage import open_checkpointer
 
     out = sys.stdout
     config: Any = {
         "configurable": {"thread_id": thread_id},
         "recursion_limit": recursion_limit(settings["max_iterations"]),
+        "tags": ["self-refine", "cli"],
+        "metadata": trace_metadata(settings),
     }
     with open_checkpointer(args.db) as saver:
-        graph = _graph(settings).compile(checkpointer=saver)
+        graph = _graph(settings, args.api_key).compile(checkpointer=saver, name=GRAPH_NAME)
         if payload is not None and graph.get_state(config).values:
             raise UsageError(
                 f"thread {thread_id!r} already exists in {args.db}: continue it with "
                 f"`self-refine resume {thread_id}` or choose another --thread-id"
             )
-        print(f"thread: {thread_id}  (db: {args.db})", file=out, flush=True)
+        print(f"thread: {thread_id}  (db: {redact_url(args.db)})", file=out, flush=True)
         try:
             while payload is not _STOP:
-                for chunk in graph.stream(payload, config, stream_mode="updates"):
+                chunks = graph.stream(payload, config, stream_mode="updates", durability="sync")
+                for chunk in chunks:
                     for node, update in chunk.items():
                         if not args.json:
                             print_update(node, update, out)
@@ -250,10 +283,16 @@ def _answer_human_critic(state: Any, args: argparse.Namespace) -> Any:
 
 def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, db: str) -> None:
     """Turn an error from a model call into one line naming the model, endpoint and fix."""
-    from self_refine.errors import ConfigError
+    from self_refine.errors import ConfigError, ModelCallError
+    from self_refine.redact import redact_url
 
     if isinstance(error, ConfigError):
         raise error
+    if isinstance(error, ModelCallError):
+        raise RuntimeError(
+            f"{error}. Progress is saved; once the endpoint is back, continue with: "
+            f"self-refine resume {thread_id} --db {redact_url(db)}"
+        ) from None
     endpoint = (
         settings.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
     )
@@ -271,7 +310,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.draft is not None and not args.draft.strip():
         raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
-    _graph(settings)  # bad models, profiles and missing keys fail here, before any call
+    _graph(settings, args.api_key)  # bad models, profiles, missing keys fail here, before any call
     _check_reachable(settings["base_url"])
     thread_id = args.thread_id or str(uuid.uuid4())
     records = ThreadSettings(args.db)
@@ -287,9 +326,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
     """Continue a thread from its last checkpoint, with the settings it started with."""
     from self_refine.storage import ThreadSettings
 
+    check_connection(args)
     settings = ThreadSettings(args.db).load(args.thread_id)
     if settings is None:
         raise UsageError(f"no thread {args.thread_id!r} in {args.db}: check the id and --db")
+    for key in ("max_retries", "timeout"):
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
     _check_reachable(settings.get("base_url"))
     return _stream(args, settings, args.thread_id, None)
 
@@ -339,16 +382,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except UsageError as error:
-        print(f"self-refine: error: {error}", file=sys.stderr)
+        print_error(error, args)
         return EXIT_USAGE
     except Exception as error:
         from self_refine.errors import ConfigError
 
-        if isinstance(error, ConfigError):
-            print(f"self-refine: error: {error}", file=sys.stderr)
-            return EXIT_USAGE
-        print(f"self-refine: error: {error}", file=sys.stderr)
-        return EXIT_FAILURE
+        print_error(error, args)
+        return EXIT_USAGE if isinstance(error, ConfigError) else EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -42,6 +42,11 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
                 textwrap.fill(item, 88, initial_indent="    - ", subsequent_indent="      "),
                 file=out,
             )
+        for problem in attempt.get("problems") or []:
+            print(
+                textwrap.fill(problem, 88, initial_indent="    ! ", subsequent_indent="      "),
+                file=out,
+            )
         if update.get("stop_reason"):
             print(f"    -> stop: {update['stop_reason']}", file=out)
     elif node == "finalize":

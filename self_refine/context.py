@@ -18,6 +18,22 @@ def _describe(text: str) -> dict[str, str]:
     return {"description": text}
 
 
+def _check_number(
+    name: str, value: Any, low: float, high: float | None, *, integer: bool = False
+) -> None:
+    """Raise ConfigError unless value is None or a number (an integer if asked) in range."""
+    if value is None:
+        return
+    wrong_kind = not isinstance(value, int) if integer else not isinstance(value, int | float)
+    if isinstance(value, bool) or wrong_kind or value != value:
+        kind = "an integer" if integer else "a number"
+        raise ConfigError(f"{name} must be {kind}, got {value!r}")
+    number = float(value)
+    if number < low or (high is not None and number > high):
+        allowed = f"between {low:g} and {high:g}" if high is not None else f">= {low:g}"
+        raise ConfigError(f"{name} must be {allowed}, got {value!r}")
+
+
 @dataclass(kw_only=True)
 class RefineContext:
     """Settings for one refinement run.
@@ -92,31 +108,59 @@ class RefineContext:
             "Prompt set for the kind of task (see `self-refine profiles`). Empty: general."
         ),
     )
+    max_retries: int | None = field(
+        default=None,
+        metadata=_describe(
+            "How many times a failed model call (rate limit, server error, timeout, dropped "
+            "connection) is retried, with exponential backoff and jitter. Empty: the "
+            "client's default (2 for OpenAI)."
+        ),
+    )
+    timeout: float | None = field(
+        default=None,
+        metadata=_describe(
+            "Seconds one model request may take before it counts as failed (and is "
+            "retried). Empty: the client's default (600 for OpenAI)."
+        ),
+    )
+    max_tokens_total: int | None = field(
+        default=None,
+        metadata=_describe(
+            "Token budget of the whole run: once the model calls have used this many "
+            'tokens, the run stops with stop reason "token_budget". Empty: no budget.'
+        ),
+    )
+    api_key: str | None = field(
+        default=None,
+        repr=False,
+        metadata=_describe(
+            "API key for the model endpoint. Used for the calls only: never checkpointed, "
+            "traced or printed. Empty: OPENAI_API_KEY from the environment."
+        ),
+    )
 
     def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> None:
         """Raise ConfigError naming the bad setting and what is allowed."""
-        if self.max_iterations is None:
-            pass
-        elif not isinstance(self.max_iterations, int) or isinstance(self.max_iterations, bool):
-            raise ConfigError(f"max_iterations must be an integer, got {self.max_iterations!r}")
-        elif not 1 <= self.max_iterations <= MAX_ITERATIONS_LIMIT:
-            raise ConfigError(
-                f"max_iterations must be between 1 and {MAX_ITERATIONS_LIMIT}, "
-                f"got {self.max_iterations}"
-            )
-        if self.score_threshold is not None and not 0 <= self.score_threshold <= 1:
-            raise ConfigError(
-                f"score_threshold must be between 0 and 1, got {self.score_threshold}"
-            )
-        if self.patience is not None and self.patience < 1:
-            raise ConfigError(f"patience must be >= 1, got {self.patience}")
-        if self.history_window is not None and self.history_window < 0:
-            raise ConfigError(f"history_window must be >= 0, got {self.history_window}")
+        _check_number("max_iterations", self.max_iterations, 1, MAX_ITERATIONS_LIMIT, integer=True)
+        _check_number("score_threshold", self.score_threshold, 0, 1)
+        _check_number("patience", self.patience, 1, None, integer=True)
+        _check_number("history_window", self.history_window, 0, None, integer=True)
+        _check_number("max_retries", self.max_retries, 0, 100, integer=True)
+        _check_number("timeout", self.timeout, 0, None)
+        if self.timeout is not None and self.timeout <= 0:
+            raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout}")
+        _check_number("max_tokens_total", self.max_tokens_total, 1, None, integer=True)
         if self.select is not None and self.select not in ("best", "last"):
             raise ConfigError(f'select must be "best" or "last", got {self.select!r}')
+        for name in ("model", "generator_model", "critic_model", "refiner_model", "profile"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"{name} must be a string, got {type(value).__name__}")
+        if self.api_key is not None and not isinstance(self.api_key, str):
+            raise ConfigError(f"api_key must be a string, got {type(self.api_key).__name__}")
 
     def over(self, base: RefineContext) -> RefineContext:
         """Return `base` with every setting this context gives (not None) laid over it."""

@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from self_refine.errors import ConfigError
 from self_refine.state import Usage
 
-__all__ = ["ModelSpec", "message_text", "message_usage", "resolve_model"]
+__all__ = ["ModelSpec", "describe_model", "message_text", "message_usage", "resolve_model"]
 
 _BARE_NAME = re.compile(r"^[A-Za-z0-9][\w.\-/]*$")
 _SERVED_NAME = re.compile(r"^[A-Za-z0-9][\w.\-/:]*$")
@@ -42,6 +42,7 @@ def resolve_model(
     base_url: str | None = None,
     timeout: float | None = None,
     max_retries: int | None = None,
+    api_key: str | None = None,
 ) -> BaseChatModel:
     """Return a chat model for an instance or a model string.
 
@@ -50,7 +51,8 @@ def resolve_model(
     OPENAI_BASE_URL) any OpenAI-compatible server is used and the string is its
     own model id, passed as is (Ollama's `"llama3.1:8b"`); without one, other
     `"provider:model"` strings go through `langchain`'s `init_chat_model` when
-    `langchain` is installed.
+    `langchain` is installed. `api_key` (else OPENAI_API_KEY) is kept as a
+    secret inside the model only.
     """
     if isinstance(model, BaseChatModel):
         return model
@@ -64,7 +66,7 @@ def resolve_model(
             base_url or os.environ.get("OPENAI_BASE_URL") or None,
             timeout,
             max_retries,
-            os.environ.get("OPENAI_API_KEY") or None,
+            api_key or os.environ.get("OPENAI_API_KEY") or None,
         )
     )
 
@@ -101,6 +103,8 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
         options["timeout"] = spec.timeout
     if spec.max_retries is not None:
         options["max_retries"] = spec.max_retries
+    if spec.api_key:
+        options["api_key"] = spec.api_key
     return init_chat_model(name, **options)
 
 
@@ -110,8 +114,8 @@ def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
     base_url, api_key = spec.base_url, spec.api_key
     if api_key is None and base_url is None:
         raise ConfigError(
-            f"model {model_name!r} needs an API key: set OPENAI_API_KEY, or pass --base-url "
-            "for an OpenAI-compatible server, or use --model offline"
+            f"model {model_name!r} needs an API key: set OPENAI_API_KEY or pass --api-key, "
+            "or pass --base-url for an OpenAI-compatible server, or use --model offline"
         )
     options: dict[str, Any] = {"model": model_name, "api_key": api_key or _NO_KEY_NEEDED}
     if base_url:
@@ -121,6 +125,17 @@ def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
     if spec.max_retries is not None:
         options["max_retries"] = spec.max_retries
     return ChatOpenAI(**options)
+
+
+def describe_model(model: Any) -> tuple[str, str]:
+    """The model's name and the endpoint it calls, for error messages and traces."""
+    if getattr(model, "_llm_type", "") == "self-refine-offline":
+        return "offline", "this process (the offline model)"
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    endpoint = getattr(model, "openai_api_base", None) or getattr(model, "base_url", None)
+    if not endpoint and type(model).__name__ == "ChatOpenAI":
+        endpoint = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    return str(name or type(model).__name__), str(endpoint or "the provider's endpoint")
 
 
 def message_text(message: BaseMessage) -> str:

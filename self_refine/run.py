@@ -9,9 +9,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Durability
 
 from self_refine.context import RefineContext
-from self_refine.graphs.self_refine import create_self_refine_graph, recursion_limit
+from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph, recursion_limit
 from self_refine.state import RefineInput, RefineOutput, validate_input
 from self_refine.stopping import DEFAULT_MAX_ITERATIONS
 
@@ -34,14 +35,25 @@ def _prepare(
     if reference is not None:
         payload["reference"] = reference
     validate_input(payload)
-    graph = create_self_refine_graph(model, **options).compile(checkpointer=checkpointer)
-    max_iterations = (context and context.max_iterations) or options.get(
-        "max_iterations", DEFAULT_MAX_ITERATIONS
+    graph = create_self_refine_graph(model, **options).compile(
+        checkpointer=checkpointer, name=GRAPH_NAME
     )
-    config: RunnableConfig = {"recursion_limit": recursion_limit(max_iterations)}
+    max_iterations = max(
+        options.get("max_iterations", DEFAULT_MAX_ITERATIONS),
+        (context.max_iterations if context else None) or 0,
+    )
+    config: RunnableConfig = {
+        "recursion_limit": recursion_limit(max_iterations),
+        "tags": ["self-refine"],
+    }
     if checkpointer is not None:
         config["configurable"] = {"thread_id": thread_id or str(uuid.uuid4())}
     return graph, payload, config
+
+
+def _durability(checkpointer: BaseCheckpointSaver[Any] | None) -> Durability | None:
+    """Save each step before the next starts, so a crash loses at most the step in flight."""
+    return "sync" if checkpointer is not None else None
 
 
 def refine(
@@ -63,7 +75,10 @@ def refine(
     graph, payload, config = _prepare(
         task, model, draft, reference, context, checkpointer, thread_id, options
     )
-    return cast(RefineOutput, graph.invoke(payload, config, context=context))
+    return cast(
+        RefineOutput,
+        graph.invoke(payload, config, context=context, durability=_durability(checkpointer)),
+    )
 
 
 async def arefine(
@@ -81,4 +96,7 @@ async def arefine(
     graph, payload, config = _prepare(
         task, model, draft, reference, context, checkpointer, thread_id, options
     )
-    return cast(RefineOutput, await graph.ainvoke(payload, config, context=context))
+    output = await graph.ainvoke(
+        payload, config, context=context, durability=_durability(checkpointer)
+    )
+    return cast(RefineOutput, output)

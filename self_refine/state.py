@@ -95,13 +95,16 @@ class Attempt(TypedDict):
 
     `iteration` 0 is the first draft (generated or given); iteration k is the
     draft made by the k-th refine step. `usage` covers the call that wrote the
-    draft and the call that critiqued it.
+    draft and the call that critiqued it. `problems`, present only when
+    something went wrong, says what (an empty or refused reply, a critique that
+    was not valid JSON, a score outside [0, 1]) and how it was handled.
     """
 
     iteration: int
     draft: str
     critique: dict[str, Any]
     usage: Usage
+    problems: NotRequired[list[str]]
 
 
 def _append_attempts(
@@ -141,6 +144,7 @@ class RefineState(TypedDict, total=False):
     iteration: int
     stop_reason: str | None
     draft_usage: Usage
+    draft_problems: list[str]
     usage: Usage
     answer: str
     best: Attempt | None

@@ -117,6 +117,10 @@ class TokenBudget:
 
     max_tokens_total: int
 
+    def __post_init__(self) -> None:
+        if self.max_tokens_total < 1:
+            raise ConfigError(f"max_tokens_total must be >= 1, got {self.max_tokens_total}")
+
     def __call__(self, view: StopView) -> str | None:
         return "token_budget" if view.usage["total_tokens"] >= self.max_tokens_total else None
 
@@ -125,13 +129,16 @@ def policies_for(stop: Sequence[StopPolicy] | None, ctx: RefineContext) -> list[
     """The policies in force for a run, in order; the iteration cap always comes last.
 
     `stop` (the factory's) replaces the defaults (critic done, draft unchanged);
-    the context's `score_threshold` and `patience` add their policies when set.
+    the context's `score_threshold`, `patience` and `max_tokens_total` add
+    their policies when set.
     """
     policies: list[StopPolicy] = list(stop) if stop is not None else [CriticDone(), Unchanged()]
     if ctx.score_threshold is not None:
         policies.append(ScoreThreshold(ctx.score_threshold))
     if ctx.patience is not None:
         policies.append(NoImprovement(ctx.patience))
+    if ctx.max_tokens_total is not None:
+        policies.append(TokenBudget(ctx.max_tokens_total))
     policies.append(MaxIterations(ctx.max_iterations or DEFAULT_MAX_ITERATIONS))
     return policies
 

@@ -2,7 +2,8 @@
 
 The settings (model strings, limits, profile; never API keys) are kept beside
 the checkpoints so that `self-refine resume` continues a thread exactly as it
-was started.
+was started. `db` is an SQLite file path, or a `postgresql://` URL (see
+`self_refine.postgres`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from self_refine.errors import ConfigError
+from self_refine.postgres import PostgresSettings, is_postgres_url, postgres_checkpointer
 
 __all__ = ["DEFAULT_DB", "ThreadSettings", "open_checkpointer", "sqlite_path"]
 
@@ -39,7 +41,11 @@ def sqlite_path(db: str) -> Path:
 
 @contextmanager
 def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
-    """Open the SQLite checkpointer for a path."""
+    """Open the checkpointer for an SQLite path or a PostgreSQL URL."""
+    if is_postgres_url(db):
+        with postgres_checkpointer(db) as saver:
+            yield saver
+        return
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     path = sqlite_path(db)
@@ -51,6 +57,21 @@ class ThreadSettings:
     """The settings each command-line thread was started with, in the same database."""
 
     def __init__(self, db: str) -> None:
+        self._table = PostgresSettings(db) if is_postgres_url(db) else _SqliteSettings(db)
+
+    def save(self, thread_id: str, settings: dict[str, Any]) -> None:
+        """Record a thread's settings (overwriting what was there)."""
+        self._table.save(thread_id, settings)
+
+    def load(self, thread_id: str) -> dict[str, Any] | None:
+        """A thread's settings, or None for a thread this database does not know."""
+        return self._table.load(thread_id)
+
+
+class _SqliteSettings:
+    """The thread-settings table in an SQLite file."""
+
+    def __init__(self, db: str) -> None:
         self.path = sqlite_path(db)
         with sqlite3.connect(self.path) as conn:
             conn.execute(
@@ -59,7 +80,6 @@ class ThreadSettings:
             )
 
     def save(self, thread_id: str, settings: dict[str, Any]) -> None:
-        """Record a thread's settings (overwriting what was there)."""
         with sqlite3.connect(self.path) as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO self_refine_threads VALUES (?, ?)",
@@ -67,7 +87,6 @@ class ThreadSettings:
             )
 
     def load(self, thread_id: str) -> dict[str, Any] | None:
-        """A thread's settings, or None for a thread this database does not know."""
         with sqlite3.connect(self.path) as conn:
             row = conn.execute(
                 "SELECT settings FROM self_refine_threads WHERE thread_id = ?", (thread_id,)

@@ -1,4 +1,4 @@
-"""Shared fixtures: a clean environment, a scratch working directory, the test server."""
+"""Shared fixtures: a clean environment, a scratch directory, the test server, PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,11 +7,15 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from itertools import count
 from pathlib import Path
 
 import pytest
 
 from tests.openai_server import OpenAIServer
+from tests.pg_cluster import MISSING, PostgresCluster, find_bindir
+
+_databases = count()
 
 _ENV_VARS = (
     "OPENAI_API_KEY",
@@ -66,3 +70,22 @@ def run_cli(
         text=True,
         timeout=120,
     )
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """A running cluster; tests are skipped, saying why, only when PostgreSQL is not installed."""
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip(MISSING)
+    cluster = PostgresCluster(bindir).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: PostgresCluster) -> str:
+    """The URL of a new, empty database for this test."""
+    return postgres_cluster.create_database(f"test_{next(_databases)}")

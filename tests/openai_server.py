@@ -4,7 +4,10 @@ It speaks enough of the protocol for the real `ChatOpenAI` client: plain and
 streamed (SSE) chat completions, `response_format` json_schema structured
 output, and token usage. What it answers is decided by a `responder` (by
 default the project's offline model), and faults can be injected on command:
-HTTP 429 and 500, stalls, dropped connections, malformed JSON, empty replies.
+HTTP 429 and 500, stalls, dropped connections, malformed JSON, empty replies,
+and refusals (OpenAI's `refusal` field, with no content). The pseudo-fault
+"ok" answers normally, so that a fault queued after it hits a later request;
+"401" refuses the key and, as careless servers do, echoes it in the message.
 
 It is a plain asyncio server in a background thread, so it serves many
 requests at once; `latency` and `max_concurrency` make it behave like a
@@ -35,7 +38,19 @@ from self_refine.offline import OfflineModel
 
 Responder = Callable[[list[dict[str, Any]], dict[str, Any]], str]
 
-FAULTS = ("429", "500", "stall", "drop", "malformed", "empty", "no_structured")
+FAULTS = (
+    "429",
+    "500",
+    "stall",
+    "drop",
+    "malformed",
+    "empty",
+    "no_structured",
+    "refusal",
+    "ok",
+    "401",
+)
+REFUSAL = "I'm sorry, but I can't help with that."
 
 
 def offline_responder(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
@@ -58,6 +73,7 @@ class Recorded:
     body: dict[str, Any]
     time: float
     fault: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -177,8 +193,8 @@ class OpenAIServer:
                 request = await _read_request(reader)
                 if request is None:
                     break
-                method, path, body = request
-                keep_open = await self._route(method, path, body, writer)
+                method, path, headers, body = request
+                keep_open = await self._route(method, path, body, writer, headers)
                 if not keep_open:
                     break
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
@@ -188,7 +204,12 @@ class OpenAIServer:
                 writer.close()
 
     async def _route(
-        self, method: str, path: str, raw: bytes, writer: asyncio.StreamWriter
+        self,
+        method: str,
+        path: str,
+        raw: bytes,
+        writer: asyncio.StreamWriter,
+        headers: dict[str, str] | None = None,
     ) -> bool:
         if method == "GET" and path.rstrip("/").endswith("/models"):
             await _send_json(writer, 200, {"object": "list", "data": [{"id": "test-model"}]})
@@ -197,10 +218,14 @@ class OpenAIServer:
             await _send_json(writer, 404, {"error": {"message": f"no route {path}"}})
             return True
         body = json.loads(raw or b"{}")
-        recorded = Recorded(body, time.monotonic())
+        recorded = Recorded(body, time.monotonic(), headers=dict(headers or {}))
         with self._lock:
             fault = recorded.fault = self._take_fault(recorded)
             self.requests.append(recorded)
+        if fault == "401":
+            key = recorded.headers.get("authorization", "").removeprefix("Bearer ")
+            await _send_json(writer, 401, {"error": {"message": f"Incorrect API key: {key}"}})
+            return True
         if self._slots is not None:
             async with self._slots:
                 return await self._complete(body, fault, writer)
@@ -233,20 +258,16 @@ class OpenAIServer:
                 writer, 400, {"error": {"message": "response_format json_schema unsupported"}}
             )
             return True
+        if fault == "refusal":
+            await _send_json(writer, 200, _completion(body, "", _usage(body, ""), REFUSAL))
+            return True
         if fault == "malformed":
             text = '{"feedback": ["unterminated'
         elif fault == "empty":
             text = ""
         else:
             text = self.responder(body.get("messages", []), body)
-        prompt_tokens = sum(
-            len(str(m.get("content", "")).split()) for m in body.get("messages", [])
-        )
-        usage = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": len(text.split()),
-            "total_tokens": prompt_tokens + len(text.split()),
-        }
+        usage = _usage(body, text)
         if body.get("stream"):
             await _send_stream(writer, body, text, usage)
             return False
@@ -254,7 +275,21 @@ class OpenAIServer:
         return True
 
 
-def _completion(body: dict[str, Any], text: str, usage: dict[str, int]) -> dict[str, Any]:
+def _usage(body: dict[str, Any], text: str) -> dict[str, int]:
+    prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": len(text.split()),
+        "total_tokens": prompt_tokens + len(text.split()),
+    }
+
+
+def _completion(
+    body: dict[str, Any], text: str, usage: dict[str, int], refusal: str | None = None
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if refusal is not None:
+        message = {"role": "assistant", "content": None, "refusal": refusal}
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
@@ -263,7 +298,7 @@ def _completion(body: dict[str, Any], text: str, usage: dict[str, int]) -> dict[
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
+                "message": message,
                 "finish_reason": "stop",
             }
         ],
@@ -271,7 +306,9 @@ def _completion(body: dict[str, Any], text: str, usage: dict[str, int]) -> dict[
     }
 
 
-async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes] | None:
+async def _read_request(
+    reader: asyncio.StreamReader,
+) -> tuple[str, str, dict[str, str], bytes] | None:
     head = await reader.readuntil(b"\r\n\r\n") if not reader.at_eof() else b""
     if not head:
         return None
@@ -284,7 +321,7 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes] 
             headers[key.strip().lower()] = value.strip()
     length = int(headers.get("content-length", "0") or 0)
     body = await reader.readexactly(length) if length else b""
-    return method, path, body
+    return method, path, headers, body
 
 
 async def _send_json(

@@ -119,7 +119,7 @@ def test_no_model_anywhere() -> None:
     graph = create_self_refine_graph(None).compile()
     with pytest.raises(ConfigError) as error:
         graph.invoke({"task": "t"})
-    assert_one_line(error, "no model for the generator", "model=")
+    assert_one_line(error, "no model for the", "model=")
 
 
 def test_config_errors_are_value_errors() -> None:

@@ -23,10 +23,11 @@ class CritiqueRequest:
 
 
 class CritiqueResult(NamedTuple):
-    """A critique and the tokens spent obtaining it."""
+    """A critique, the tokens spent obtaining it, and what went wrong on the way."""
 
     critique: Critique
     usage: Usage
+    problems: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -11,15 +11,18 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
+from self_refine.calls import is_transport_error, refusal_of
 from self_refine.critics.base import CritiqueRequest, CritiqueResult
-from self_refine.critics.parse import is_broken_json, parse_critique_text
+from self_refine.critics.parse import is_broken_json, read_critique, score_problem
 from self_refine.models import message_text, message_usage
 from self_refine.prompts import PromptSet, feedback_messages
-from self_refine.state import Critique, add_usage
+from self_refine.state import Critique, Usage, add_usage
 
 __all__ = ["LLMCritic"]
 
 log = logging.getLogger(__name__)
+
+_EMPTY = "the critic returned an empty reply"
 
 # Models that refused structured output once get plain-text prompts after. Keyed by
 # id() with a weak reference to tell a live model from a new one reusing a dead one's id.
@@ -27,7 +30,7 @@ _PLAIN_ONLY: dict[int, weakref.ref[BaseChatModel]] = {}
 
 
 class _UnreadableCritique(ValueError):
-    """A structured-output reply with nothing usable in it."""
+    """A structured-output reply cut off mid-JSON: nothing usable in it."""
 
 
 def _plain_only(model: BaseChatModel) -> bool:
@@ -67,51 +70,113 @@ class LLMCritic:
         return self.model.with_structured_output(CritiqueReply, include_raw=True)
 
     def critique(self, request: CritiqueRequest) -> CritiqueResult:
-        """Judge the draft, falling back to plain text when structured output fails."""
+        """Judge the draft, falling back to plain text when structured output fails.
+
+        An empty reply is asked again once; what went wrong is recorded.
+        """
         messages = self._messages(request)
+        empty: list[BaseMessage] = []
+        problems: list[str] = []
         if not _plain_only(self.model):
             try:
-                return self._from_structured(self._structured().invoke(messages))
+                structured = self._structured().invoke(messages)
+                result = self._from_structured(structured)
             except Exception as error:  # noqa: BLE001 - any failure means: try plain text
-                self._note_unsupported(error)
-        return self._from_text(self.model.invoke(messages))
+                problems += self._note_unsupported(error)
+            else:
+                if result is not None:
+                    return result
+                empty.append(structured["raw"])
+        reply = self.model.invoke(messages)
+        if not empty and _is_empty(reply):
+            empty.append(reply)
+            reply = self.model.invoke(messages)
+        return self._from_text(reply, empty, problems)
 
     async def acritique(self, request: CritiqueRequest) -> CritiqueResult:
         """Async twin of critique()."""
         messages = self._messages(request)
+        empty: list[BaseMessage] = []
+        problems: list[str] = []
         if not _plain_only(self.model):
             try:
-                return self._from_structured(await self._structured().ainvoke(messages))
+                structured = await self._structured().ainvoke(messages)
+                result = self._from_structured(structured)
             except Exception as error:  # noqa: BLE001 - any failure means: try plain text
-                self._note_unsupported(error)
-        return self._from_text(await self.model.ainvoke(messages))
+                problems += self._note_unsupported(error)
+            else:
+                if result is not None:
+                    return result
+                empty.append(structured["raw"])
+        reply = await self.model.ainvoke(messages)
+        if not empty and _is_empty(reply):
+            empty.append(reply)
+            reply = await self.model.ainvoke(messages)
+        return self._from_text(reply, empty, problems)
 
-    def _note_unsupported(self, error: Exception) -> None:
-        """Re-raise transport errors; remember models that refuse structured output."""
+    def _note_unsupported(self, error: Exception) -> list[str]:
+        """Re-raise transport errors; remember models that refuse structured output.
+
+        Returns the problem to record when the reply was there but unreadable.
+        """
         if _is_transport_error(error):
             raise error
         if _is_unsupported(error):
             log.info("structured output unsupported (%s); using plain-text critiques", error)
             _PLAIN_ONLY[id(self.model)] = weakref.ref(self.model)
-        else:
-            log.info("structured critique unreadable (%s); asking again in plain text", error)
+            return []
+        log.info("structured critique unreadable (%s); asking again in plain text", error)
+        return [
+            f"the critic's structured reply was unreadable ({type(error).__name__}); "
+            "asked again in plain text"
+        ]
 
-    def _from_structured(self, result: dict[str, Any]) -> CritiqueResult:
+    def _from_structured(self, result: dict[str, Any]) -> CritiqueResult | None:
+        """The critique in a structured reply; None when the reply is empty (ask again)."""
         raw = result.get("raw")
         usage = message_usage(raw)
         parsed = result.get("parsed")
         text = message_text(raw) if raw is not None else ""
         if isinstance(parsed, CritiqueReply):
             critique = Critique(**parsed.model_dump(), source=self.name)
-        elif text and not is_broken_json(text):
-            critique = parse_critique_text(text, source=self.name)
-        else:
-            raise _UnreadableCritique(f"empty or broken JSON: {text[:80]!r}")
-        return CritiqueResult(critique, add_usage(usage))
+            problems = score_problem(parsed.score, critique)
+            return CritiqueResult(critique, add_usage(usage), tuple(problems))
+        refusal = refusal_of(raw)
+        if refusal:
+            return _refused(refusal, self.name, usage)
+        if raw is None or _is_empty(raw):
+            return None
+        if is_broken_json(text):
+            raise _UnreadableCritique(f"cut-off JSON: {text[:80]!r}")
+        critique, problems = read_critique(text, source=self.name)
+        return CritiqueResult(critique, add_usage(usage), tuple(problems))
 
-    def _from_text(self, message: BaseMessage) -> CritiqueResult:
-        critique = parse_critique_text(message_text(message), source=self.name)
-        return CritiqueResult(critique, message_usage(message))
+    def _from_text(
+        self, reply: BaseMessage, empty: list[BaseMessage], earlier: list[str]
+    ) -> CritiqueResult:
+        usage = add_usage(*(message_usage(r) for r in [*empty, reply]))
+        refusal = refusal_of(reply)
+        if refusal:
+            return _refused(refusal, self.name, usage, earlier)
+        critique, problems = read_critique(message_text(reply), source=self.name)
+        if empty and problems[:1] == [_EMPTY]:
+            problems = [f"{_EMPTY} twice"]
+        elif empty:
+            problems.insert(0, f"{_EMPTY}; asked again")
+        return CritiqueResult(critique, usage, (*earlier, *problems))
+
+
+def _is_empty(reply: Any) -> bool:
+    return isinstance(reply, BaseMessage) and not message_text(reply) and not refusal_of(reply)
+
+
+def _refused(
+    refusal: str, source: str, usage: Usage, earlier: Sequence[str] = ()
+) -> CritiqueResult:
+    """A refusal is no verdict: no feedback, no score, not done, and the problem recorded."""
+    flat = " ".join(refusal.split())[:160]
+    problem = f"the critic refused: {flat!r}"
+    return CritiqueResult(Critique(source=source), usage, (*earlier, problem))
 
 
 def _is_unsupported(error: Exception) -> bool:
@@ -122,12 +187,4 @@ def _is_unsupported(error: Exception) -> bool:
 
 def _is_transport_error(error: Exception) -> bool:
     """True for failures that a plain-text call would hit too (network, auth, rate limits)."""
-    name = type(error).__name__
-    return name in {
-        "APIConnectionError",
-        "APITimeoutError",
-        "AuthenticationError",
-        "RateLimitError",
-        "InternalServerError",
-        "PermissionDeniedError",
-    }
+    return is_transport_error(error) and not _is_unsupported(error)

@@ -8,7 +8,7 @@ from typing import Any
 
 from self_refine.state import Critique
 
-__all__ = ["is_broken_json", "parse_critique_text"]
+__all__ = ["is_broken_json", "parse_critique_text", "read_critique", "score_problem"]
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)")
 _SCORE = re.compile(r"\bscore\b\W{0,3}(\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?))?", re.I)
@@ -36,6 +36,17 @@ def is_broken_json(text: str) -> bool:
     return body.startswith("{") and _json_object(text) is None
 
 
+def score_problem(raw: Any, critique: Critique) -> list[str]:
+    """Say so when a score was outside [0, 1] and had to be rescaled or clamped."""
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        return []
+    if 0 <= value <= 1 or critique.score is None:
+        return []
+    return [f"the critic's score {value:g} was outside [0, 1]; read as {critique.score:g}"]
+
+
 def parse_critique_text(text: str, *, source: str = "llm") -> Critique:
     """Best-effort critique from free text; never raises, never returns an empty verdict.
 
@@ -43,20 +54,16 @@ def parse_critique_text(text: str, *, source: str = "llm") -> Critique:
     bullet lists with "score: 0.7" / "7/10" lines; as a last resort the whole
     text becomes one feedback item, so no reply is ever lost.
     """
+    return read_critique(text, source=source)[0]
+
+
+def read_critique(text: str, *, source: str = "llm") -> tuple[Critique, list[str]]:
+    """Like parse_critique_text(), and also say what was wrong with the reply."""
+    if not text.strip():
+        return Critique(source=source), ["the critic returned an empty reply"]
     data = _json_object(text)
     if data is not None:
-        feedback = data.get("feedback", [])
-        if isinstance(feedback, str):
-            feedback = [feedback]
-        elif not isinstance(feedback, list):
-            feedback = []
-        done = data.get("done", False)
-        return Critique(
-            feedback=feedback,
-            score=data.get("score"),
-            done=done if isinstance(done, bool) else str(done).lower() in ("true", "yes", "1"),
-            source=source,
-        )
+        return _from_json(data, source)
     items = [m.group(1) for line in text.splitlines() if (m := _BULLET.match(line))]
     score: float | None = None
     match = _SCORE.search(text)
@@ -65,6 +72,40 @@ def parse_critique_text(text: str, *, source: str = "llm") -> Critique:
         scale = float(match.group(2)) if match.group(2) else None
         score = value / scale if scale else value
     done = bool(_DONE.search(text))
-    if not items and not done and text.strip():
+    if not items and not done:
         items = [" ".join(text.split())]
-    return Critique(feedback=items, score=score, done=done and not items, source=source)
+    critique = Critique(feedback=items, score=score, done=done and not items, source=source)
+    problems = ["the critique was not JSON; read it as plain text"]
+    return critique, problems + score_problem(score, critique)
+
+
+def _from_json(data: dict[str, Any], source: str) -> tuple[Critique, list[str]]:
+    problems = []
+    missing = [key for key in ("feedback", "score", "done") if key not in data]
+    if missing:
+        problems.append(f"the critique JSON had no {', '.join(missing)}")
+    feedback = data.get("feedback", [])
+    if isinstance(feedback, str):
+        feedback = [feedback]
+    elif not isinstance(feedback, list):
+        if "feedback" in data:
+            problems.append(f"the critique's feedback was a {type(feedback).__name__}; ignored")
+        feedback = []
+    score = data.get("score")
+    if score is not None and (isinstance(score, bool) or not _is_number(score)):
+        problems.append(f"the critique's score {score!r} is not a number; ignored")
+        score = None
+    done = data.get("done", False)
+    if not isinstance(done, bool):
+        problems.append(f"the critique's done {done!r} is not true or false; read as text")
+        done = str(done).strip().lower() in ("true", "yes", "1")
+    critique = Critique(feedback=feedback, score=score, done=done, source=source)
+    return critique, problems + score_problem(score, critique)
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True

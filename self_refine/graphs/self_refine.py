@@ -23,9 +23,12 @@ from self_refine.prompts import PromptSet, get_profile
 from self_refine.state import RefineInput, RefineOutput, RefineState
 from self_refine.stopping import DEFAULT_MAX_ITERATIONS, StopPolicy
 
-__all__ = ["create_self_refine_graph", "recursion_limit"]
+__all__ = ["GRAPH_NAME", "create_self_refine_graph", "recursion_limit"]
 
 ModelLike = BaseChatModel | str
+
+GRAPH_NAME = "self_refine"
+"""The name to compile the graph with: its trace in LangSmith carries this name."""
 
 
 def recursion_limit(max_iterations: int) -> int:
@@ -51,6 +54,9 @@ def create_self_refine_graph(
     history_window: int | None = None,
     select: Literal["best", "last"] = "best",
     profile: str = "general",
+    max_tokens_total: int | None = None,
+    max_retries: int | None = None,
+    timeout: float | None = None,
 ) -> StateGraph[RefineState, RefineContext, RefineInput, RefineOutput]:
     """Build the (uncompiled) generate -> critique -> refine loop.
 
@@ -60,7 +66,9 @@ def create_self_refine_graph(
     `RefineContext` may override; `critics` names who critiques ("llm" by
     default); `stop` replaces the default policies
     (critic done, draft unchanged), and the iteration cap always applies.
-    Compile the result with the checkpointer of your choice.
+    `max_retries` and `timeout` apply to models given as strings (configure a
+    model instance yourself). Compile the result with the checkpointer of your
+    choice, and name it: `.compile(checkpointer=..., name=GRAPH_NAME)`.
     """
     defaults = RefineContext(
         max_iterations=max_iterations,
@@ -69,6 +77,9 @@ def create_self_refine_graph(
         history_window=history_window,
         select=select,
         profile=profile,
+        max_tokens_total=max_tokens_total,
+        max_retries=max_retries,
+        timeout=timeout,
     )
     if prompts is None:
         get_profile(profile)  # unknown profiles fail here, before any model call

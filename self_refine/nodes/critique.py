@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 
+from self_refine.calls import model_errors, trace_config
 from self_refine.context import RefineContext
 from self_refine.critics import Critic, CritiqueRequest, CritiqueResult, HumanCritic, LLMCritic
 from self_refine.errors import ConfigError
@@ -13,7 +14,7 @@ from self_refine.nodes.deps import Deps
 from self_refine.state import Attempt, Critique, RefineState, add_usage
 from self_refine.stopping import StopView, first_stop, policies_for
 
-__all__ = ["make_critique"]
+__all__ = ["check_critics", "make_critique"]
 
 
 def make_critique(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
@@ -22,13 +23,21 @@ def make_critique(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
     def critique(state: RefineState) -> dict[str, Any]:
         """Critique the latest draft against the task."""
         ctx = deps.settings()
-        result = _repeat(state) or _critic(deps, ctx).critique(_request(state))
+        result = _repeat(state)
+        if result is None:
+            runner, config, model = _traced_critic(deps, ctx, state)
+            with model_errors("critic", model):
+                result = runner.invoke(_request(state), config)
         return _record(deps, ctx, state, result)
 
     async def acritique(state: RefineState) -> dict[str, Any]:
         """Critique the latest draft against the task."""
         ctx = deps.settings()
-        result = _repeat(state) or await _critic(deps, ctx).acritique(_request(state))
+        result = _repeat(state)
+        if result is None:
+            runner, config, model = _traced_critic(deps, ctx, state)
+            with model_errors("critic", model):
+                result = await runner.ainvoke(_request(state), config)
         return _record(deps, ctx, state, result)
 
     return RunnableLambda(critique, afunc=acritique, name="critique")
@@ -47,6 +56,28 @@ def _critic(deps: Deps, ctx: RefineContext) -> Critic:
             raise ConfigError("the human critic works alone: name it by itself, ['human']")
         return HumanCritic()
     return LLMCritic(deps.model("critic", ctx), deps.prompt_set(ctx))
+
+
+def check_critics(deps: Deps, ctx: RefineContext) -> None:
+    """Raise ConfigError for critics this run cannot have, before any model call."""
+    _critic(deps, ctx)
+
+
+def _traced_critic(
+    deps: Deps, ctx: RefineContext, state: RefineState
+) -> tuple[RunnableLambda[CritiqueRequest, CritiqueResult], RunnableConfig, Any]:
+    """The critic as a child run whose model calls carry the run's metadata and tags."""
+    critic = _critic(deps, ctx)
+    model = getattr(critic, "model", None)
+    config = trace_config(
+        "critique",
+        "critic",
+        model,
+        iteration=state.get("iteration", 0),
+        profile=deps.profile_name(ctx),
+    )
+    runner = RunnableLambda(critic.critique, afunc=critic.acritique, name=f"{critic.name} critic")
+    return runner, config, model
 
 
 def _request(state: RefineState) -> CritiqueRequest:
@@ -77,6 +108,9 @@ def _record(
         "critique": result.critique.model_dump(),
         "usage": add_usage(state.get("draft_usage"), result.usage),
     }
+    problems = [*(state.get("draft_problems") or []), *result.problems]
+    if problems:
+        attempt["problems"] = problems
     usage = add_usage(state.get("usage"), result.usage)
     view = StopView([*(state.get("attempts") or []), attempt], attempt["iteration"], usage)
     return {

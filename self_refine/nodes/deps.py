@@ -52,8 +52,18 @@ class Deps:
                 f"no model for the {role}: pass model= to create_self_refine_graph "
                 "or set 'model' in the run's context"
             )
-        return resolve_model(chosen, base_url=ctx.base_url)
+        return resolve_model(
+            chosen,
+            base_url=ctx.base_url,
+            timeout=ctx.timeout,
+            max_retries=ctx.max_retries,
+            api_key=ctx.api_key,
+        )
 
     def prompt_set(self, ctx: RefineContext) -> PromptSet:
         """The factory's prompts if given, else the context's profile."""
         return self.prompts or get_profile(ctx.profile or "general")
+
+    def profile_name(self, ctx: RefineContext) -> str:
+        """The name of the prompt set in use, for traces."""
+        return self.prompts.name if self.prompts else ctx.profile or "general"

@@ -6,12 +6,13 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from self_refine.models import message_text, message_usage
+from self_refine.calls import DraftReply, awrite_draft, trace_config, write_draft
+from self_refine.nodes.critique import check_critics
 from self_refine.nodes.deps import Deps
 from self_refine.prompts import generate_messages
-from self_refine.state import RefineState, Usage, add_usage
+from self_refine.state import RefineState, add_usage
 
 __all__ = ["make_generate"]
 
@@ -19,39 +20,34 @@ __all__ = ["make_generate"]
 def make_generate(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
     """Build the node that asks the generator for a first draft."""
 
-    def prepare(state: RefineState) -> tuple[BaseChatModel, list[BaseMessage]]:
+    def prepare(state: RefineState) -> tuple[BaseChatModel, list[BaseMessage], RunnableConfig]:
         ctx = deps.settings()
+        check_critics(deps, ctx)
         model = deps.model("generator", ctx)
-        return model, generate_messages(deps.prompt_set(ctx), state["task"])
+        config = trace_config(
+            "generate", "generator", model, iteration=0, profile=deps.profile_name(ctx)
+        )
+        return model, generate_messages(deps.prompt_set(ctx), state["task"]), config
 
     def generate(state: RefineState) -> dict[str, Any]:
         """Write the first draft of the task."""
-        model, messages = prepare(state)
-        reply = model.invoke(messages)
-        usage = message_usage(reply)
-        if not message_text(reply):  # one retry: an empty draft is a failed call
-            reply = model.invoke(messages)
-            usage = add_usage(usage, message_usage(reply))
-        return _update(state, message_text(reply), usage)
+        model, messages, config = prepare(state)
+        return _update(state, write_draft(model, messages, "generator", config))
 
     async def agenerate(state: RefineState) -> dict[str, Any]:
         """Write the first draft of the task."""
-        model, messages = prepare(state)
-        reply = await model.ainvoke(messages)
-        usage = message_usage(reply)
-        if not message_text(reply):
-            reply = await model.ainvoke(messages)
-            usage = add_usage(usage, message_usage(reply))
-        return _update(state, message_text(reply), usage)
+        model, messages, config = prepare(state)
+        return _update(state, await awrite_draft(model, messages, "generator", config))
 
     return RunnableLambda(generate, afunc=agenerate, name="generate")
 
 
-def _update(state: RefineState, draft: str, usage: Usage) -> dict[str, Any]:
+def _update(state: RefineState, reply: DraftReply) -> dict[str, Any]:
     return {
-        "draft": draft,
+        "draft": reply.text,
         "iteration": 0,
-        "draft_usage": usage,
-        "usage": add_usage(state.get("usage"), usage),
+        "draft_usage": reply.usage,
+        "draft_problems": reply.problems,
+        "usage": add_usage(state.get("usage"), reply.usage),
         "stop_reason": None,
     }

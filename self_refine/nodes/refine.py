@@ -6,12 +6,12 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from self_refine.models import message_text, message_usage
+from self_refine.calls import DraftReply, awrite_draft, trace_config, write_draft
 from self_refine.nodes.deps import Deps
 from self_refine.prompts import refine_messages
-from self_refine.state import RefineState, Usage, add_usage
+from self_refine.state import RefineState, add_usage
 
 __all__ = ["make_refine"]
 
@@ -19,7 +19,7 @@ __all__ = ["make_refine"]
 def make_refine(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
     """Build the node that asks the refiner for a better draft."""
 
-    def prepare(state: RefineState) -> tuple[BaseChatModel, list[BaseMessage]]:
+    def prepare(state: RefineState) -> tuple[BaseChatModel, list[BaseMessage], RunnableConfig]:
         ctx = deps.settings()
         messages = refine_messages(
             deps.prompt_set(ctx),
@@ -28,38 +28,37 @@ def make_refine(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
             state.get("critique"),
             ctx.history_window,
         )
-        return deps.model("refiner", ctx), messages
+        model = deps.model("refiner", ctx)
+        config = trace_config(
+            "refine",
+            "refiner",
+            model,
+            iteration=state.get("iteration", 0) + 1,
+            profile=deps.profile_name(ctx),
+        )
+        return model, messages, config
 
     def refine(state: RefineState) -> dict[str, Any]:
         """Rewrite the latest draft so it addresses the feedback."""
-        model, messages = prepare(state)
-        reply = model.invoke(messages)
-        usage = message_usage(reply)
-        if not message_text(reply):  # one retry: an empty draft is a failed call
-            reply = model.invoke(messages)
-            usage = add_usage(usage, message_usage(reply))
-        return _update(state, message_text(reply), usage)
+        model, messages, config = prepare(state)
+        return _update(state, write_draft(model, messages, "refiner", config))
 
     async def arefine(state: RefineState) -> dict[str, Any]:
         """Rewrite the latest draft so it addresses the feedback."""
-        model, messages = prepare(state)
-        reply = await model.ainvoke(messages)
-        usage = message_usage(reply)
-        if not message_text(reply):
-            reply = await model.ainvoke(messages)
-            usage = add_usage(usage, message_usage(reply))
-        return _update(state, message_text(reply), usage)
+        model, messages, config = prepare(state)
+        return _update(state, await awrite_draft(model, messages, "refiner", config))
 
     return RunnableLambda(refine, afunc=arefine, name="refine")
 
 
-def _update(state: RefineState, draft: str, usage: Usage) -> dict[str, Any]:
-    # A refiner that keeps answering nothing leaves the draft as it was: the
-    # "unchanged" policy then ends the run instead of critiquing an empty text.
+def _update(state: RefineState, reply: DraftReply) -> dict[str, Any]:
+    # A refiner that refuses or keeps answering nothing leaves the draft as it
+    # was (the reply says why): the "unchanged" policy then ends the run.
     return {
-        "draft": draft or state.get("draft", ""),
+        "draft": reply.text or state.get("draft", ""),
         "iteration": state.get("iteration", 0) + 1,
-        "draft_usage": usage,
-        "usage": add_usage(state.get("usage"), usage),
+        "draft_usage": reply.usage,
+        "draft_problems": reply.problems,
+        "usage": add_usage(state.get("usage"), reply.usage),
         "stop_reason": None,
     }

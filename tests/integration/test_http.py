@@ -116,6 +116,8 @@ def test_malformed_critique_is_asked_again_and_the_run_goes_on(
     clean = refine(TASK, model=chat_model(server))
     server.fail_next("malformed", times=1, role="critic")
     faulty = refine(TASK, model=chat_model(server))
+    problems = faulty["attempts"][0].pop("problems")
+    assert "asked again in plain text" in problems[0]
     assert faulty["attempts"] == clean["attempts"]
     faults = [r.fault for r in server.chat_requests("critic")]
     assert faults.count("malformed") == 1

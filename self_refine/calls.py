@@ -1,0 +1,164 @@
+"""Model calls that survive bad replies and, when the endpoint keeps failing, fail in one line.
+
+Transport failures (rate limits, server errors, timeouts, dropped connections)
+are retried by the model client itself, with exponential backoff and jitter,
+up to the run's `max_retries`; what is left after that becomes a
+`ModelCallError` naming the role, the model, the endpoint and the last error.
+Replies that arrive but are unusable (empty, a refusal) are retried once or
+recorded as a problem of the attempt; they never end a run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+from langchain_core.exceptions import ModelError
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+from self_refine.errors import ModelCallError
+from self_refine.models import describe_model, message_text, message_usage
+from self_refine.redact import model_secrets, redact
+from self_refine.state import Usage, add_usage
+
+__all__ = [
+    "DraftReply",
+    "awrite_draft",
+    "is_transport_error",
+    "model_errors",
+    "refusal_of",
+    "trace_config",
+    "write_draft",
+]
+
+_RETRIED_NAMES = frozenset(
+    {"APIConnectionError", "APITimeoutError", "RateLimitError", "InternalServerError"}
+)
+_HTTP_MODULES = frozenset({"httpx", "httpcore"})
+_SDK_MODULES = frozenset({"openai", "anthropic"})
+_REFUSAL = re.compile(
+    r"^\W*(?:(?:i['’]?m|i am) sorry|sorry|i apologi[sz]e|unfortunately)?[^.!?\n]{0,30}?"
+    r"\b(?:i|we)\s*(?:can(?:['’]|no)?t|won['’]?t|will not|am unable to|['’]m unable to|"
+    r"am not able to|must decline to)\s+(?:help|assist|comply|do that|provide|fulfil|"
+    r"complete|write|create|answer|support|continue)",
+    re.IGNORECASE,
+)
+_REFUSAL_MAX_CHARS = 400
+
+
+def is_transport_error(error: BaseException) -> bool:
+    """True for failures of the connection or the endpoint, not of the reply's content."""
+    if isinstance(error, TimeoutError | ConnectionError | ModelError):
+        return True
+    for cls in type(error).__mro__:
+        root = cls.__module__.split(".")[0]
+        if root in _HTTP_MODULES or (root in _SDK_MODULES and cls.__name__ == "APIError"):
+            return True
+    return False
+
+
+def _model_call_error(role: str, model: Any, error: BaseException) -> ModelCallError:
+    name, endpoint = describe_model(model)
+    retries = getattr(model, "max_retries", None)
+    kinds = {cls.__name__ for cls in type(error).__mro__}
+    retried = bool(kinds & _RETRIED_NAMES) and isinstance(retries, int)
+    tried = f" after {retries} {'retry' if retries == 1 else 'retries'}" if retried else ""
+    detail = " ".join(str(error).split())[:300] or "no detail"
+    text = (
+        f"the {role} model {name!r} at {endpoint} failed{tried}: {type(error).__name__}: {detail}"
+    )
+    return ModelCallError(redact(text, model_secrets(model)))
+
+
+@contextmanager
+def model_errors(role: str, model: Any) -> Iterator[None]:
+    """Turn a transport failure inside the block into a one-line ModelCallError."""
+    try:
+        yield
+    except Exception as error:
+        if isinstance(error, ModelCallError) or not is_transport_error(error):
+            raise
+        raise _model_call_error(role, model, error) from None
+
+
+def refusal_of(reply: Any) -> str | None:
+    """The refusal a reply carries (the API's refusal field, or a short refusing text)."""
+    extra = getattr(reply, "additional_kwargs", None) or {}
+    if isinstance(extra.get("refusal"), str) and extra["refusal"].strip():
+        return str(extra["refusal"]).strip()
+    text = message_text(reply) if isinstance(reply, BaseMessage) else ""
+    if text and len(text) <= _REFUSAL_MAX_CHARS and _REFUSAL.search(text):
+        return text
+    return None
+
+
+def trace_config(
+    node: str, role: str, model: Any, *, iteration: int, profile: str
+) -> RunnableConfig:
+    """Metadata and tags for a model call, as traces (LangSmith) show them."""
+    name, _ = describe_model(model)
+    return {
+        "metadata": {"role": role, "iteration": iteration, "profile": profile, "model": name},
+        "tags": ["self-refine", node],
+    }
+
+
+class DraftReply(NamedTuple):
+    """A draft from the generator or refiner, the tokens it cost, and what went wrong."""
+
+    text: str
+    usage: Usage
+    problems: list[str]
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= 160 else flat[:157] + "..."
+
+
+def _read_draft(role: str, replies: Sequence[Any]) -> DraftReply:
+    """Judge the last reply; a refiner's refusal or silence keeps the previous draft."""
+    usage = add_usage(*(message_usage(r) for r in replies))
+    reply = replies[-1]
+    text = message_text(reply)
+    problems: list[str] = []
+    kept = "; the previous draft was kept" if role == "refiner" else ""
+    refusal = refusal_of(reply)
+    if refusal:
+        problems.append(f"the {role} refused: {_short(refusal)!r}{kept}")
+        text = "" if role == "refiner" else text
+    elif not text:
+        problems.append(f"the {role} returned an empty reply twice{kept}")
+    elif len(replies) > 1:
+        problems.append(f"the {role} returned an empty reply; asked again")
+    return DraftReply(text, usage, problems)
+
+
+def _needs_retry(reply: Any) -> bool:
+    return not message_text(reply) and refusal_of(reply) is None
+
+
+def write_draft(
+    model: BaseChatModel, messages: list[BaseMessage], role: str, config: RunnableConfig
+) -> DraftReply:
+    """Ask for a draft; an empty reply is asked once more."""
+    with model_errors(role, model):
+        replies = [model.invoke(messages, config)]
+        if _needs_retry(replies[0]):
+            replies.append(model.invoke(messages, config))
+    return _read_draft(role, replies)
+
+
+async def awrite_draft(
+    model: BaseChatModel, messages: list[BaseMessage], role: str, config: RunnableConfig
+) -> DraftReply:
+    """Async twin of write_draft()."""
+    with model_errors(role, model):
+        replies = [await model.ainvoke(messages, config)]
+        if _needs_retry(replies[0]):
+            replies.append(await model.ainvoke(messages, config))
+    return _read_draft(role, replies)

@@ -1,0 +1,205 @@
+"""Bounded work (iteration cap, token budget) and bad input refused before any model call."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from self_refine import (
+    GRAPH_NAME,
+    ConfigError,
+    RefineContext,
+    create_self_refine_graph,
+    recursion_limit,
+    refine,
+)
+from self_refine.cli import main
+from self_refine.state import MAX_TASK_CHARS
+from tests.openai_server import OpenAIServer, offline_responder
+from tests.scripted_responder import role_of
+
+TASK = "Write one sentence using the words: dog, frisbee, park."
+
+
+def _never_satisfied(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+    """A critic that always wants more, and a refiner that always changes something."""
+    role = role_of(messages)
+    if role == "critic":
+        return json.dumps({"feedback": ["Make it better."], "score": 0.5, "done": False})
+    if role == "refiner":
+        return f"Draft number {len(str(messages))}."
+    return offline_responder(messages, request)
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer(responder=_never_satisfied) as running:
+        yield running
+
+
+def _graph_run(server: OpenAIServer, task: Any, **settings: Any) -> dict[str, Any]:
+    graph = create_self_refine_graph(None).compile(checkpointer=InMemorySaver(), name=GRAPH_NAME)
+    context = RefineContext(
+        model="openai:test-model", base_url=server.base_url, api_key="sk-test", **settings
+    )
+    config: Any = {
+        "configurable": {"thread_id": "t"},
+        "recursion_limit": recursion_limit(settings.get("max_iterations", 3)),
+    }
+    return dict(graph.invoke({"task": task}, config, context=context))
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("max_iterations", [1, 4])
+def test_a_critic_that_is_never_satisfied_gets_exactly_the_calls_the_cap_implies(
+    server: OpenAIServer, max_iterations: int
+) -> None:
+    result = _graph_run(server, TASK, max_iterations=max_iterations)
+
+    roles = [r.role for r in server.chat_requests()]
+    assert roles.count("generator") == 1
+    assert roles.count("critic") == max_iterations + 1
+    assert roles.count("refiner") == max_iterations
+    assert len(roles) == 2 * max_iterations + 2
+    assert result["stop_reason"] == "max_iterations"
+    assert [a["iteration"] for a in result["attempts"]] == list(range(max_iterations + 1))
+
+
+@pytest.mark.parametrize(
+    "where",
+    [{"max_iterations": 50}, {"context": RefineContext(max_iterations=50)}],
+    ids=["option", "context"],
+)
+def test_the_recursion_limit_follows_the_largest_iteration_cap(where: dict[str, Any]) -> None:
+    result = refine(TASK, model="offline", stop=[], **where)
+
+    assert result["stop_reason"] == "max_iterations"
+    assert result["iterations"] == 50
+
+
+def test_a_token_budget_stops_the_run() -> None:
+    unlimited = refine(TASK, model="offline")
+    budget = unlimited["usage"]["total_tokens"] // 2
+
+    result = refine(TASK, model="offline", context=RefineContext(max_tokens_total=budget))
+
+    assert result["stop_reason"] == "token_budget"
+    assert result["usage"]["total_tokens"] >= budget
+    assert len(result["attempts"]) < len(unlimited["attempts"])
+
+
+def test_the_cli_takes_a_token_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "c.sqlite")
+    code = main(["run", TASK, "--max-tokens-total", "300", "--json", "--db", db])
+
+    assert code == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["stop_reason"] == "token_budget"
+
+
+# -- bad input: a clear error naming the fix, and no model call --------------------------
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["   "], "the task is empty"),
+        (["x" * (MAX_TASK_CHARS + 1)], f"over the limit of {MAX_TASK_CHARS:,}"),
+        ([TASK, "--max-iterations", "0"], "--max-iterations must be between 1 and 50"),
+        ([TASK, "--score-threshold", "1.5"], "--score-threshold must be between 0 and 1"),
+        ([TASK, "--patience", "0"], "--patience must be >= 1"),
+        ([TASK, "--history-window", "-1"], "--history-window must be >= 0"),
+        ([TASK, "--max-retries", "-1"], "--max-retries must be between 0 and 100"),
+        ([TASK, "--timeout", "0"], "--timeout must be a positive number of seconds"),
+        ([TASK, "--max-tokens-total", "0"], "--max-tokens-total must be >= 1"),
+        ([TASK, "--api-key", " "], "--api-key is empty"),
+        ([TASK, "--profile", "nope"], "unknown profile 'nope'; choose one of: general"),
+        ([TASK, "--model", "not a model"], "unknown model string 'not a model'"),
+    ],
+)
+def test_the_cli_refuses_bad_input_before_any_model_call(
+    server: OpenAIServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+) -> None:
+    db = str(tmp_path / "c.sqlite")
+    argv = ["run", *args, "--db", db, "--base-url", server.base_url]
+    if "--model" not in args:
+        argv += ["--model", "openai:test-model"]
+    if "--api-key" not in args:
+        argv += ["--api-key", "sk-test"]
+
+    code = main(argv)
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err
+    assert err.count("\n") == 1 and err.startswith("self-refine: error: ")
+    assert server.chat_requests() == []
+
+
+@pytest.mark.parametrize(
+    "db",
+    ["/proc/no-such-dir/c.sqlite", "{tmp}", "{tmp}/not-a-database.sqlite"],
+)
+def test_the_cli_refuses_an_unusable_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], db: str
+) -> None:
+    (tmp_path / "not-a-database.sqlite").write_text("plain text, not SQLite\n" * 100)
+
+    code = main(["run", TASK, "--db", db.format(tmp=tmp_path)])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "cannot open the database" in err and "choose a writable path with --db" in err
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("task", "message"),
+    [
+        (None, "task must be a string, got NoneType"),
+        (42, "task must be a string, got int"),
+        ("", "task is empty"),
+        ("y" * (MAX_TASK_CHARS + 1), "over the limit"),
+    ],
+)
+def test_the_graph_refuses_a_bad_task_before_any_model_call(
+    server: OpenAIServer, task: Any, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _graph_run(server, task)
+    assert server.chat_requests() == []
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"critics": ["nope"]}, "unknown critic(s) 'nope'"),
+        ({"profile": "nope"}, "unknown profile 'nope'"),
+        ({"max_iterations": "3"}, "max_iterations must be an integer, got '3'"),
+        ({"timeout": -1}, "timeout must be"),
+        ({"max_retries": 1.5}, "max_retries must be an integer"),
+        ({"score_threshold": "high"}, "score_threshold must be a number"),
+        ({"max_tokens_total": 0}, "max_tokens_total must be >= 1"),
+    ],
+)
+def test_the_graph_refuses_bad_settings_before_any_model_call(
+    server: OpenAIServer, settings: dict[str, Any], message: str
+) -> None:
+    graph = create_self_refine_graph(None).compile(checkpointer=InMemorySaver())
+    context = {"model": "openai:test-model", "base_url": server.base_url, **settings}
+
+    with pytest.raises(ConfigError) as raised:
+        graph.invoke({"task": TASK}, {"configurable": {"thread_id": "t"}}, context=context)
+
+    assert message in str(raised.value)
+    assert server.chat_requests() == []

@@ -1,0 +1,103 @@
+"""The command line on PostgreSQL: the official checkpointer, tables made on first use."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from self_refine.cli import main
+from self_refine.storage import ThreadSettings
+from tests.openai_server import OpenAIServer
+
+pytestmark = pytest.mark.integration
+
+TASK = "Write one sentence using the words: dog, frisbee, park."
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as running:
+        yield running
+
+
+def _tables(url: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        return {row[0] for row in rows}
+
+
+def test_a_run_on_postgres_creates_the_tables_and_can_be_shown(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _tables(postgres_url) == set()
+
+    assert main(["run", TASK, "--thread-id", "pg", "--json", "--db", postgres_url]) == 0
+    result = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert main(["show", "pg", "--json", "--db", postgres_url]) == 0
+    shown = json.loads(capsys.readouterr().out)
+
+    assert {"checkpoints", "checkpoint_writes", "self_refine_threads"} <= _tables(postgres_url)
+    assert result["stop_reason"] == "critic_done"
+    assert shown["attempts"] == result["attempts"]
+    stored = ThreadSettings(postgres_url).load("pg") or {}
+    assert stored["model"] == "offline" and stored["max_iterations"] == 3
+    assert "api_key" not in stored
+
+
+def test_a_failed_run_on_postgres_resumes_with_its_settings(
+    postgres_url: str, server: OpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ["--model", "openai:test-model", "--base-url", server.base_url, "--api-key", "k"]
+    server.fail_next("500", times=1, role="critic")
+
+    code = main(
+        ["run", TASK, "--thread-id", "t", "--max-retries", "0", *common, "--db", postgres_url]
+    )
+    assert code == 1
+    assert f"self-refine resume t --db {postgres_url}" in capsys.readouterr().err
+
+    assert main(["resume", "t", "--json", "--db", postgres_url, "--api-key", "k"]) == 0
+    result = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert result["stop_reason"] == "critic_done"
+    assert len(server.chat_requests("generator")) == 1
+    assert [a["iteration"] for a in result["attempts"]] == list(range(len(result["attempts"])))
+
+
+def test_thread_settings_round_trip_and_stay_separate(postgres_url: str) -> None:
+    settings = ThreadSettings(postgres_url)
+    settings.save("a", {"model": "offline", "max_iterations": 2})
+    settings.save("b", {"model": "offline", "max_iterations": 5})
+    settings.save("a", {"model": "offline", "max_iterations": 3})
+
+    assert settings.load("a") == {"model": "offline", "max_iterations": 3}
+    assert settings.load("b") == {"model": "offline", "max_iterations": 5}
+    assert settings.load("c") is None
+
+
+def test_an_unreachable_server_is_a_clear_error_without_the_password(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = "postgresql://app:s3cret-pw@127.0.0.1:9/refine"
+
+    code = main(["run", TASK, "--db", url])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "cannot open the database postgresql://app:***@127.0.0.1:9/refine" in err
+    assert "start PostgreSQL or fix the URL given with --db" in err
+    assert "s3cret-pw" not in err
+
+
+def test_a_missing_postgres_extra_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+
+    code = main(["run", TASK, "--db", "postgresql://app@127.0.0.1:9/refine"])
+
+    assert code == 2
+    assert 'pip install "langgraph-self-refine[postgres]"' in capsys.readouterr().err
