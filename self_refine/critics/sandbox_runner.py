@@ -137,6 +137,8 @@ def _describe(error: BaseException) -> str:
     limits = _SPEC["limits"]
     if isinstance(error, MemoryError):
         return f"memory limit exceeded ({limits['memory_mb']} MB)"
+    if isinstance(error, SystemExit):
+        return f"the code exited with status {error.code}"
     errno = getattr(error, "errno", None)
     if errno == 27:  # EFBIG
         return f"file size limit exceeded ({limits['file_size_mb']} MB)"
@@ -234,8 +236,9 @@ def _run_tests(source: str, tests: list[dict[str, Any]]) -> None:
             except BaseException as error:  # noqa: BLE001 - the code itself failed
                 if os.getpid() != _PID:
                     os._exit(0)
-                _emit(event="load_error", error=_describe(error))
-                return
+                if not isinstance(error, SystemExit) or error.code not in (None, 0):
+                    _emit(event="load_error", error=_describe(error))
+                    return
         _emit(event="start", index=index)
         try:
             if "stdin" in test:
