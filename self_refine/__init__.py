@@ -1,7 +1,19 @@
 """Self-Refine (generate, critique, refine) as a checkpointed LangGraph state machine."""
 
 from self_refine.context import RefineContext
-from self_refine.critics import Critic, CritiqueRequest, CritiqueResult, LLMCritic
+from self_refine.critics import (
+    VERIFIERS,
+    CombinedCritic,
+    Critic,
+    CritiqueRequest,
+    CritiqueResult,
+    LLMCritic,
+    NotApplicable,
+    Verifier,
+    judge_draft,
+)
+from self_refine.critics.sandbox import SandboxLimits
+from self_refine.critics.verifiers import python_tests_verifier
 from self_refine.errors import ConfigError, ModelCallError, SelfRefineError
 from self_refine.graphs import create_self_refine_graph, recursion_limit
 from self_refine.models import resolve_model
@@ -18,11 +30,14 @@ from self_refine.stopping import (
     StopView,
     TokenBudget,
     Unchanged,
+    Verified,
 )
 
 __all__ = [
     "PROFILES",
+    "VERIFIERS",
     "Attempt",
+    "CombinedCritic",
     "ConfigError",
     "Critic",
     "CriticDone",
@@ -33,12 +48,14 @@ __all__ = [
     "MaxIterations",
     "ModelCallError",
     "NoImprovement",
+    "NotApplicable",
     "OfflineModel",
     "PromptSet",
     "RefineContext",
     "RefineInput",
     "RefineOutput",
     "RefineState",
+    "SandboxLimits",
     "ScoreThreshold",
     "SelfRefineError",
     "StopPolicy",
@@ -46,9 +63,13 @@ __all__ = [
     "TokenBudget",
     "Unchanged",
     "Usage",
+    "Verified",
+    "Verifier",
     "arefine",
     "create_self_refine_graph",
     "get_profile",
+    "judge_draft",
+    "python_tests_verifier",
     "recursion_limit",
     "refine",
     "resolve_model",

@@ -319,3 +319,22 @@ def test_common_modules_import_inside_the_sandbox() -> None:
 def test_bad_limits_are_refused_with_a_clear_error() -> None:
     with pytest.raises(ValueError, match="sandbox limit timeout must be a positive number"):
         SandboxLimits(timeout=0)
+
+
+def test_a_sandbox_that_cannot_start_is_an_error_not_a_failed_draft(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from self_refine.critics import sandbox
+    from self_refine.errors import SelfRefineError
+
+    monkeypatch.setattr(sandbox, "_RUNNER", tmp_path / "missing_runner.py")
+    with pytest.raises(SelfRefineError, match=r"the sandbox did not start .*missing_runner.py"):
+        run_python_tests("x = 1", PASS)
+
+
+def test_other_platforms_are_told_the_sandbox_needs_linux(monkeypatch: pytest.MonkeyPatch) -> None:
+    from self_refine.critics import VERIFIERS
+
+    monkeypatch.setattr(sys, "platform", "darwin")
+    with pytest.raises(ValueError, match="running generated code needs Linux"):
+        VERIFIERS["python_tests"]("t", "x = 1", {"tests": ["assert x == 1"]})

@@ -33,9 +33,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from self_refine.errors import ConfigError
+from self_refine.errors import ConfigError, SelfRefineError
 
-__all__ = ["CodeTest", "IOTest", "SandboxLimits", "SandboxRun", "TestOutcome", "run_python_tests"]
+__all__ = [
+    "CodeTest",
+    "IOTest",
+    "SandboxLimits",
+    "SandboxRun",
+    "TestOutcome",
+    "require_sandbox",
+    "run_python_tests",
+]
 
 _HERE = Path(__file__).resolve().parent
 _RUNNER = _HERE / "sandbox_runner.py"
@@ -107,6 +115,15 @@ class SandboxRun:
             self.load_error is None
             and self.problem is None
             and all(o.passed for o in self.outcomes)
+        )
+
+
+def require_sandbox() -> None:
+    """Raise ConfigError on platforms the sandbox does not support (it needs Linux)."""
+    if not sys.platform.startswith("linux"):
+        raise ConfigError(
+            f"running generated code needs Linux (this is {sys.platform}): run python_tests "
+            "on a Linux host or container, or leave it out of the critics"
         )
 
 
@@ -263,6 +280,7 @@ def run_python_tests(
     `guards=False` leaves out the Python-level audit hook, so that only the
     kernel's mechanisms contain the code (used to test that they hold).
     """
+    require_sandbox()
     limits = limits or SandboxLimits()
     private = Path(tempfile.mkdtemp(prefix="self-refine-sandbox-"))
     work = Path(tempfile.mkdtemp(prefix="self-refine-work-")).resolve()
@@ -333,14 +351,18 @@ def _report(
     kinds = {e.get("event") for e in events}
     setup = next((e for e in events if e.get("event") == "setup_error"), None)
     if setup is not None:
-        raise RuntimeError(f"the sandbox could not isolate the code: {setup.get('error')}")
+        raise SelfRefineError(f"the sandbox could not isolate the code: {setup.get('error')}")
+    if "ready" not in kinds:
+        detail = _read(err, 2000).decode("utf-8", "replace").strip().splitlines()[-1:]
+        raise SelfRefineError(
+            f"the sandbox did not start (runner status {returncode}): "
+            f"{detail[0] if detail else 'no error output'}"
+        )
     load = next((e for e in events if e.get("event") == "load_error"), None)
     isolation: dict[str, Any] = next(
         (e.get("isolation", {}) for e in events if e.get("event") == "ready"), {}
     )
     problem = _problem(returncode, "done" in kinds, timed_out, limits)
-    if problem is None and "ready" not in kinds:
-        problem = f"the sandbox failed to start (exit status {returncode})"
     done = {e.get("index"): e for e in events if e.get("event") == "result"}
     started = [e.get("index") for e in events if e.get("event") == "start"]
     if problem and load is None and started[-1:] == [-1]:

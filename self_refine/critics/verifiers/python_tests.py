@@ -18,6 +18,7 @@ from self_refine.critics.sandbox import (
     SandboxLimits,
     SandboxRun,
     TestOutcome,
+    require_sandbox,
     run_python_tests,
 )
 from self_refine.critics.verifiers.base import BuiltinVerifier, reference_field
@@ -119,6 +120,12 @@ def critique_run(run: SandboxRun) -> Critique:
     return Critique(feedback=feedback, score=score, done=run.passed)
 
 
+def _prepare(reference: Any) -> list[CodeTest | IOTest]:
+    tests = parse_tests(reference_field(reference, "tests", '["assert add(2, 3) == 5"]'))
+    require_sandbox()
+    return tests
+
+
 def python_tests_verifier(limits: SandboxLimits | None = None) -> BuiltinVerifier:
     """A `python_tests` verifier whose sandbox uses `limits`."""
 
@@ -136,9 +143,7 @@ def python_tests_verifier(limits: SandboxLimits | None = None) -> BuiltinVerifie
     return BuiltinVerifier(
         name="python_tests",
         summary='the code passes reference["tests"] (asserts or input/output pairs), sandboxed',
-        prepare=lambda reference: parse_tests(
-            reference_field(reference, "tests", '["assert add(2, 3) == 5"]')
-        ),
+        prepare=_prepare,
         judge=judge,
     )
 
