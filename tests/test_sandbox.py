@@ -101,16 +101,21 @@ def test_open_file_limit() -> None:
 def test_fork_attempts_are_bounded_by_the_process_limit_and_cleaned_up() -> None:
     code = (
         "import os, time\n"
+        "ready, told = os.pipe()\n"
         "forked = 0\n"
         "try:\n"
         "    for _ in range(1000):\n"
         "        if os.fork() == 0:\n"
         "            print(os.getpid(), flush=True)\n"
+        "            os.write(told, b'x')\n"
         "            time.sleep(60)\n"
         "            os._exit(0)\n"
         "        forked += 1\n"
         "except OSError as error:\n"
         "    print('forked', forked, error.errno, flush=True)\n"
+        "seen = 0\n"
+        "while seen < forked:\n"
+        "    seen += len(os.read(ready, 64))\n"
     )
     run = run_python_tests(code, PASS, limits=SandboxLimits(max_processes=8))
     summary = [line for line in run.stdout.splitlines() if line.startswith("forked")]
@@ -153,13 +158,15 @@ def _uid_of(pid: str) -> int | None:
 def test_process_that_escapes_its_session_is_still_killed() -> None:
     code = (
         "import os, time\n"
+        "ready, told = os.pipe()\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
         "    if os.fork() == 0:\n"
         "        print(os.getpid(), flush=True)\n"
+        "        os.write(told, b'x')\n"
         "        time.sleep(60)\n"
         "    os._exit(0)\n"
-        "time.sleep(0.5)\n"
+        "os.read(ready, 1)\n"
     )
     run = run_python_tests(code, PASS)
     escaped = _pids(run.stdout)
