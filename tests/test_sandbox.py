@@ -331,10 +331,10 @@ def test_bad_limits_are_refused_with_a_clear_error() -> None:
 def test_a_sandbox_that_cannot_start_is_an_error_not_a_failed_draft(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from self_refine.critics import sandbox
+    from self_refine.critics import sandbox_process
     from self_refine.errors import SelfRefineError
 
-    monkeypatch.setattr(sandbox, "_RUNNER", tmp_path / "missing_runner.py")
+    monkeypatch.setattr(sandbox_process, "_RUNNER", tmp_path / "missing_runner.py")
     with pytest.raises(SelfRefineError, match=r"the sandbox did not start .*missing_runner.py"):
         run_python_tests("x = 1", PASS)
 
