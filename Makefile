@@ -6,6 +6,7 @@ STAMP := $(VENV)/.installed-dev
 # Lint what exists: benchmarks/ may not be there yet.
 LINT_PATHS := self_refine tests $(wildcard benchmarks)
 TASK ?= Write one sentence about a dog in a park using the words: dog, frisbee, park, catch.
+REFERENCE ?= {"concepts": ["dog", "frisbee", "park", "catch"]}
 
 .PHONY: run test lint studio bench clean
 
@@ -26,7 +27,8 @@ $(VENV)/.installed-studio: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed-run
 
 run: $(VENV)/.installed-run
-	$(BIN)/self-refine run "$(TASK)" --model offline
+	$(BIN)/self-refine run "$(TASK)" --model offline --profile constrained_generation \
+		--reference '$(REFERENCE)'
 
 # LangGraph Studio on a free port of 127.0.0.1, offline model unless SELF_REFINE_MODEL says otherwise.
 studio: $(VENV)/.installed-studio

@@ -1,7 +1,20 @@
 """Self-Refine (generate, critique, refine) as a checkpointed LangGraph state machine."""
 
 from self_refine.context import RefineContext
-from self_refine.critics import Critic, CritiqueRequest, CritiqueResult, HumanCritic, LLMCritic
+from self_refine.critics import (
+    VERIFIERS,
+    CombinedCritic,
+    Critic,
+    CritiqueRequest,
+    CritiqueResult,
+    HumanCritic,
+    LLMCritic,
+    NotApplicable,
+    Verifier,
+    judge_draft,
+)
+from self_refine.critics.sandbox import SandboxLimits
+from self_refine.critics.verifiers import python_tests_verifier
 from self_refine.errors import ConfigError, ModelCallError, SelfRefineError
 from self_refine.graphs import (
     GRAPH_NAME,
@@ -26,12 +39,15 @@ from self_refine.stopping import (
     StopView,
     TokenBudget,
     Unchanged,
+    Verified,
 )
 
 __all__ = [
     "GRAPH_NAME",
     "PROFILES",
+    "VERIFIERS",
     "Attempt",
+    "CombinedCritic",
     "ConfigError",
     "Critic",
     "CriticDone",
@@ -43,12 +59,14 @@ __all__ = [
     "MaxIterations",
     "ModelCallError",
     "NoImprovement",
+    "NotApplicable",
     "OfflineModel",
     "PromptSet",
     "RefineContext",
     "RefineInput",
     "RefineOutput",
     "RefineState",
+    "SandboxLimits",
     "ScoreThreshold",
     "SelfRefineError",
     "StopPolicy",
@@ -56,10 +74,14 @@ __all__ = [
     "TokenBudget",
     "Unchanged",
     "Usage",
+    "Verified",
+    "Verifier",
     "arefine",
     "create_refined_chat_graph",
     "create_self_refine_graph",
     "get_profile",
+    "judge_draft",
+    "python_tests_verifier",
     "recursion_limit",
     "refine",
     "refine_node",

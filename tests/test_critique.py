@@ -51,6 +51,7 @@ def test_model_without_structured_output_gets_plain_text_critiques() -> None:
         "score": 0.4,
         "done": False,
         "source": "llm",
+        "verified": None,
     }
 
 

@@ -118,7 +118,7 @@ def test_the_cli_takes_a_token_budget(tmp_path: Path, capsys: pytest.CaptureFixt
         ([TASK, "--timeout", "0"], "--timeout must be a positive number of seconds"),
         ([TASK, "--max-tokens-total", "0"], "--max-tokens-total must be >= 1"),
         ([TASK, "--api-key", " "], "--api-key is empty"),
-        ([TASK, "--profile", "nope"], "unknown profile 'nope'; choose one of: general"),
+        ([TASK, "--profile", "nope"], "unknown profile 'nope'; choose one of: acronym,"),
         ([TASK, "--model", "not a model"], "unknown model string 'not a model'"),
     ],
 )
@@ -183,7 +183,7 @@ def test_the_graph_refuses_a_bad_task_before_any_model_call(
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"critics": ["nope"]}, "unknown critic(s) 'nope'"),
+        ({"critics": ["nope"]}, "unknown critic 'nope'; known: 'llm', 'human', 'answer'"),
         ({"profile": "nope"}, "unknown profile 'nope'"),
         ({"max_iterations": "3"}, "max_iterations must be an integer, got '3'"),
         ({"timeout": -1}, "timeout must be"),

@@ -193,6 +193,7 @@ def test_output_carries_every_attempt_and_token_totals() -> None:
         "score": 0.2,
         "done": False,
         "source": "llm",
+        "verified": None,
     }
     # generate, critique, refine, critique: four calls of 10 + 5 tokens.
     assert result["usage"] == {"input_tokens": 40, "output_tokens": 20, "total_tokens": 60}

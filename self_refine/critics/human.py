@@ -120,7 +120,7 @@ def critique_from_answer(answer: Any) -> Critique:
     a shape that cannot be read.
     """
     if isinstance(answer, Critique):
-        answer = answer.model_dump(exclude={"source"})
+        answer = answer.model_dump(include=set(_ANSWER_KEYS))
     if isinstance(answer, str) or (
         isinstance(answer, list) and all(isinstance(item, str) for item in answer)
     ):

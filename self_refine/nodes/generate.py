@@ -22,7 +22,7 @@ def make_generate(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
 
     def prepare(state: RefineState) -> tuple[BaseChatModel, list[BaseMessage], RunnableConfig]:
         ctx = deps.settings()
-        check_critics(deps, ctx)
+        check_critics(deps, ctx, state.get("reference"))  # fail before any model call
         model = deps.model("generator", ctx)
         config = trace_config(
             "generate", "generator", model, iteration=0, profile=deps.profile_name(ctx)
