@@ -269,7 +269,9 @@ def test_resolve_verifier_accepts_names_and_callables_and_names_the_fix() -> Non
 
     assert resolve_verifier("concepts").name == "concepts"
     assert resolve_verifier(no_todo).name == "no_todo"
-    with pytest.raises(ConfigError, match=r"unknown critic 'answers'; known: 'llm', 'human', 'answer'"):
+    with pytest.raises(
+        ConfigError, match=r"unknown critic 'answers'; known: 'llm', 'human', 'answer'"
+    ):
         resolve_verifier("answers")
     with pytest.raises(ConfigError, match="a critic must be a name"):
         resolve_verifier(42)  # type: ignore[arg-type]
