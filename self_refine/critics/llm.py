@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +23,12 @@ log = logging.getLogger(__name__)
 
 # Models (by id) that failed structured output once; they get plain-text prompts after.
 _PLAIN_ONLY: set[int] = set()
+
+# Structured-output runnables by model id, with the model kept alive so its id stays
+# its own: building one costs about a millisecond (ChatOpenAI converts the schema).
+_STRUCTURED: dict[int, tuple[BaseChatModel, Any]] = {}
+_STRUCTURED_MAX = 32
+_STRUCTURED_LOCK = threading.Lock()
 
 
 class CritiqueReply(BaseModel):
@@ -53,7 +60,15 @@ class LLMCritic:
         return feedback_messages(self.prompts, request.task, request.draft, self.notes)
 
     def _structured(self) -> Any:
-        return self.model.with_structured_output(CritiqueReply, include_raw=True)
+        cached = _STRUCTURED.get(id(self.model))
+        if cached is not None and cached[0] is self.model:
+            return cached[1]
+        runnable = self.model.with_structured_output(CritiqueReply, include_raw=True)
+        with _STRUCTURED_LOCK:
+            if len(_STRUCTURED) >= _STRUCTURED_MAX:
+                _STRUCTURED.pop(next(iter(_STRUCTURED)))
+            _STRUCTURED[id(self.model)] = (self.model, runnable)
+        return runnable
 
     def critique(self, request: CritiqueRequest) -> CritiqueResult:
         """Judge the draft, falling back to plain text when structured output fails."""

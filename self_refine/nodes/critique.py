@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.runnables import RunnableLambda
-
 from self_refine.context import RefineContext
 from self_refine.critics import Critic, CritiqueRequest, CritiqueResult, LLMCritic
 from self_refine.errors import ConfigError
 from self_refine.nodes.deps import Deps
+from self_refine.nodes.runnable import NodeRunnable
 from self_refine.state import Attempt, Critique, RefineState, add_usage
 from self_refine.stopping import StopView, first_stop, policies_for
 
 __all__ = ["make_critique"]
 
 
-def make_critique(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
+def make_critique(deps: Deps) -> NodeRunnable:
     """Build the node that critiques the latest draft and evaluates the stop policies."""
 
     def critique(state: RefineState) -> dict[str, Any]:
@@ -31,7 +30,7 @@ def make_critique(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
         result = _repeat(state) or await _critic(deps, ctx).acritique(_request(state))
         return _record(deps, ctx, state, result)
 
-    return RunnableLambda(critique, afunc=acritique, name="critique")
+    return NodeRunnable(critique, acritique, name="critique")
 
 
 def _critic(deps: Deps, ctx: RefineContext) -> Critic:

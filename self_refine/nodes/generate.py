@@ -6,17 +6,17 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableLambda
 
 from self_refine.models import message_text, message_usage
 from self_refine.nodes.deps import Deps
+from self_refine.nodes.runnable import NodeRunnable
 from self_refine.prompts import generate_messages
 from self_refine.state import RefineState, Usage, add_usage
 
 __all__ = ["make_generate"]
 
 
-def make_generate(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
+def make_generate(deps: Deps) -> NodeRunnable:
     """Build the node that asks the generator for a first draft."""
 
     def prepare(state: RefineState) -> tuple[BaseChatModel, list[BaseMessage]]:
@@ -44,7 +44,7 @@ def make_generate(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
             usage = add_usage(usage, message_usage(reply))
         return _update(state, message_text(reply), usage)
 
-    return RunnableLambda(generate, afunc=agenerate, name="generate")
+    return NodeRunnable(generate, agenerate, name="generate")
 
 
 def _update(state: RefineState, draft: str, usage: Usage) -> dict[str, Any]:
