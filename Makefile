@@ -42,5 +42,10 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/pytest
 
+# Performance figures: writes benchmarks/results/latest.{json,md} and the table in
+# benchmarks/README.md (a few minutes; not part of `make test`).
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run
+
 clean:
 	rm -rf $(VENV) .self-refine .mypy_cache .ruff_cache .pytest_cache

@@ -123,10 +123,23 @@ def _append_attempts(
     return merged
 
 
-# Attempts are stored as deltas: each checkpoint keeps only the attempts written
-# in its step, so the database grows linearly with the number of iterations
-# instead of quadratically (an operator.add list is rewritten whole each step).
-AttemptLog = Annotated[list[Attempt], DeltaChannel(_append_attempts)]
+def _latest(current: Any, writes: Sequence[Any]) -> Any:
+    """Keep the newest write; batching-invariant, as DeltaChannel requires."""
+    return writes[-1] if writes else current
+
+
+# How the state is stored. SQLite keeps every plain (LastValue) channel inside
+# each checkpoint, so a 2 KB draft would be stored again at every step and an
+# operator.add list rewritten whole, which grows quadratically. Delta channels
+# keep only what each step wrote and replay it when a checkpoint is read:
+# - attempts: append-only; a snapshot would be a full copy of the log, and
+#   replaying the writes reads the same bytes, so snapshots are rare;
+# - task, draft, critique: only the newest write counts, so a snapshot every
+#   10 writes bounds the replay at the cost of one value in ten.
+# Before its first write a delta channel reads as empty ("" or {}), not missing.
+AttemptLog = Annotated[list[Attempt], DeltaChannel(_append_attempts, snapshot_frequency=1000)]
+Text = Annotated[str, DeltaChannel(_latest, snapshot_frequency=10)]
+CritiqueValue = Annotated[dict[str, Any], DeltaChannel(_latest, snapshot_frequency=10)]
 
 
 class RefineInput(TypedDict, total=False):
@@ -141,11 +154,11 @@ class RefineInput(TypedDict, total=False):
 class RefineState(TypedDict, total=False):
     """The loop's working state, checkpointed after every step."""
 
-    task: Required[str]
-    draft: str
+    task: Required[Text]
+    draft: Text
     reference: Any
     id: str
-    critique: dict[str, Any] | None
+    critique: CritiqueValue
     attempts: AttemptLog
     iteration: int
     stop_reason: str | None

@@ -41,7 +41,13 @@ def sqlite_path(db: str) -> Path:
 
 @contextmanager
 def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
-    """Open the checkpointer for an SQLite path or a PostgreSQL URL."""
+    """Open the checkpointer for an SQLite path or a PostgreSQL URL.
+
+    An SQLite database is in WAL mode with `synchronous=NORMAL`: each committed
+    step survives the program being killed, and only a power cut or an
+    operating-system crash can lose the last few (never corrupt the file).
+    That saves a disk flush per commit, two per step.
+    """
     if is_postgres_url(db):
         with postgres_checkpointer(db) as saver:
             yield saver
@@ -49,8 +55,13 @@ def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     path = sqlite_path(db)
-    with SqliteSaver.from_conn_string(str(path)) as saver:
-        yield saver
+    conn = sqlite3.connect(path, check_same_thread=False)  # the saver serializes access
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        yield SqliteSaver(conn)
+    finally:
+        conn.close()
 
 
 class ThreadSettings:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -38,6 +39,13 @@ def _plain_only(model: BaseChatModel) -> bool:
     return ref is not None and ref() is model
 
 
+# Structured-output runnables by model id, with the model kept alive so its id stays
+# its own: building one costs about a millisecond (ChatOpenAI converts the schema).
+_STRUCTURED: dict[int, tuple[BaseChatModel, Any]] = {}
+_STRUCTURED_MAX = 32
+_STRUCTURED_LOCK = threading.Lock()
+
+
 class CritiqueReply(BaseModel):
     """The JSON shape the critic model is asked for."""
 
@@ -68,7 +76,15 @@ class LLMCritic:
         return feedback_messages(self.prompts, request.task, request.draft, notes)
 
     def _structured(self) -> Any:
-        return self.model.with_structured_output(CritiqueReply, include_raw=True)
+        cached = _STRUCTURED.get(id(self.model))
+        if cached is not None and cached[0] is self.model:
+            return cached[1]
+        runnable = self.model.with_structured_output(CritiqueReply, include_raw=True)
+        with _STRUCTURED_LOCK:
+            if len(_STRUCTURED) >= _STRUCTURED_MAX:
+                _STRUCTURED.pop(next(iter(_STRUCTURED)))
+            _STRUCTURED[id(self.model)] = (self.model, runnable)
+        return runnable
 
     def critique(self, request: CritiqueRequest) -> CritiqueResult:
         """Judge the draft, falling back to plain text when structured output fails.

@@ -21,13 +21,14 @@ from self_refine.critics import (
 from self_refine.critics.verifiers import EXPLAINER_NAMES
 from self_refine.errors import ConfigError
 from self_refine.nodes.deps import Deps
+from self_refine.nodes.runnable import NodeRunnable
 from self_refine.state import Attempt, Critique, RefineState, add_usage
 from self_refine.stopping import StopView, first_stop, policies_for
 
 __all__ = ["check_critics", "make_critique"]
 
 
-def make_critique(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
+def make_critique(deps: Deps) -> NodeRunnable:
     """Build the node that critiques the latest draft and evaluates the stop policies."""
 
     def critique(state: RefineState) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def make_critique(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
                 result = await runner.ainvoke(_request(state), config)
         return _record(deps, ctx, state, result)
 
-    return RunnableLambda(critique, afunc=acritique, name="critique")
+    return NodeRunnable(critique, acritique, name="critique")
 
 
 def _specs(deps: Deps, ctx: RefineContext) -> list[Any]:

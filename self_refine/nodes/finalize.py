@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.runnables import RunnableLambda
-
 from self_refine.nodes.deps import Deps
+from self_refine.nodes.runnable import NodeRunnable
 from self_refine.state import Attempt, RefineState
 
 __all__ = ["make_finalize", "pick_best"]
@@ -20,7 +19,7 @@ def pick_best(attempts: list[Attempt]) -> Attempt | None:
     return max(scored, key=lambda a: (a["critique"]["score"], a["iteration"]))
 
 
-def make_finalize(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
+def make_finalize(deps: Deps) -> NodeRunnable:
     """Build the node that chooses the answer ("best" or "last")."""
 
     def finalize(state: RefineState) -> dict[str, Any]:
@@ -37,4 +36,4 @@ def make_finalize(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
             "score": chosen["critique"].get("score") if chosen else None,
         }
 
-    return RunnableLambda(finalize, name="finalize")
+    return NodeRunnable(finalize, name="finalize")

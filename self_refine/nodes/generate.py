@@ -6,18 +6,19 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import RunnableConfig
 
 from self_refine.calls import DraftReply, awrite_draft, trace_config, write_draft
 from self_refine.nodes.critique import check_critics
 from self_refine.nodes.deps import Deps
+from self_refine.nodes.runnable import NodeRunnable
 from self_refine.prompts import generate_messages
 from self_refine.state import RefineState, add_usage
 
 __all__ = ["make_generate"]
 
 
-def make_generate(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
+def make_generate(deps: Deps) -> NodeRunnable:
     """Build the node that asks the generator for a first draft."""
 
     def prepare(state: RefineState) -> tuple[BaseChatModel, list[BaseMessage], RunnableConfig]:
@@ -39,7 +40,7 @@ def make_generate(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
         model, messages, config = prepare(state)
         return _update(state, await awrite_draft(model, messages, "generator", config))
 
-    return RunnableLambda(generate, afunc=agenerate, name="generate")
+    return NodeRunnable(generate, agenerate, name="generate")
 
 
 def _update(state: RefineState, reply: DraftReply) -> dict[str, Any]:

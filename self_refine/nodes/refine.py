@@ -6,17 +6,18 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import RunnableConfig
 
 from self_refine.calls import DraftReply, awrite_draft, trace_config, write_draft
 from self_refine.nodes.deps import Deps
+from self_refine.nodes.runnable import NodeRunnable
 from self_refine.prompts import refine_messages
 from self_refine.state import RefineState, add_usage
 
 __all__ = ["make_refine"]
 
 
-def make_refine(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
+def make_refine(deps: Deps) -> NodeRunnable:
     """Build the node that asks the refiner for a better draft."""
 
     def prepare(state: RefineState) -> tuple[BaseChatModel, list[BaseMessage], RunnableConfig]:
@@ -48,7 +49,7 @@ def make_refine(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
         model, messages, config = prepare(state)
         return _update(state, await awrite_draft(model, messages, "refiner", config))
 
-    return RunnableLambda(refine, afunc=arefine, name="refine")
+    return NodeRunnable(refine, arefine, name="refine")
 
 
 def _update(state: RefineState, reply: DraftReply) -> dict[str, Any]:

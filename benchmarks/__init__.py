@@ -1,0 +1,1 @@
+"""Performance measurements of langgraph-self-refine; run them with `make bench`."""

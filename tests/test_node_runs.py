@@ -1,0 +1,74 @@
+"""Each node runs as one traced run, passes its config to model calls, and awaits async bodies."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
+
+from self_refine import OfflineModel, create_self_refine_graph
+
+TASK = "Write a sentence using the words: dog, frisbee, park."
+
+
+class _RecordingOffline(OfflineModel):
+    """The offline model, noting whether each call came in sync or async."""
+
+    calls: list[str] = []
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.calls.append("sync")
+        return super()._generate(messages, *args, **kwargs)
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+    ) -> ChatResult:
+        self.calls.append("async")
+        return super()._generate(messages, *args, **kwargs)
+
+
+class _ChainStarts(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.names: Counter[str] = Counter()
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        self.names[kwargs.get("name") or ""] += 1
+
+
+def _graph(model: OfflineModel) -> Any:
+    return create_self_refine_graph(model, max_iterations=2).compile()
+
+
+def test_each_node_step_is_one_run_in_the_callbacks() -> None:
+    handler = _ChainStarts()
+    result = _graph(OfflineModel(edits_per_step=1)).invoke({"task": TASK}, {"callbacks": [handler]})
+    assert result["stop_reason"] == "max_iterations"
+    assert handler.names["generate"] == 1
+    assert handler.names["critique"] == 3
+    assert handler.names["refine"] == 2
+    assert handler.names["finalize"] == 1
+
+
+def test_model_calls_inside_nodes_stream_under_the_node_that_made_them() -> None:
+    graph = _graph(OfflineModel(edits_per_step=1))
+    nodes = [
+        metadata["langgraph_node"]
+        for _, metadata in graph.stream({"task": TASK}, stream_mode="messages")
+    ]
+    assert Counter(nodes) == {"generate": 1, "critique": 3, "refine": 2}
+
+
+async def test_awaiting_the_graph_calls_the_models_asynchronously() -> None:
+    model = _RecordingOffline(edits_per_step=1, calls=[])
+    result = await _graph(model).ainvoke({"task": TASK})
+    assert result["stop_reason"] == "max_iterations"
+    assert model.calls == ["async"] * 6
+
+
+def test_invoking_the_graph_calls_the_models_synchronously() -> None:
+    model = _RecordingOffline(edits_per_step=1, calls=[])
+    _graph(model).invoke({"task": TASK})
+    assert model.calls == ["sync"] * 6
