@@ -1,5 +1,7 @@
 """Self-Refine (generate, critique, refine) as a checkpointed LangGraph state machine."""
 
+from self_refine.batch import Judge
+from self_refine.batch_api import BatchResult, arefine_batch, refine_batch
 from self_refine.context import RefineContext
 from self_refine.critics import Critic, CritiqueRequest, CritiqueResult, LLMCritic
 from self_refine.errors import ConfigError, ModelCallError, SelfRefineError
@@ -23,6 +25,7 @@ from self_refine.stopping import (
 __all__ = [
     "PROFILES",
     "Attempt",
+    "BatchResult",
     "ConfigError",
     "Critic",
     "CriticDone",
@@ -31,6 +34,7 @@ __all__ = [
     "CritiqueResult",
     "LLMCritic",
     "MaxIterations",
+    "Judge",
     "ModelCallError",
     "NoImprovement",
     "OfflineModel",
@@ -47,9 +51,11 @@ __all__ = [
     "Unchanged",
     "Usage",
     "arefine",
+    "arefine_batch",
     "create_self_refine_graph",
     "get_profile",
     "recursion_limit",
     "refine",
+    "refine_batch",
     "resolve_model",
 ]
