@@ -31,9 +31,9 @@ __all__ = [
     "thread_id_for",
 ]
 
-Judge = Callable[[str, str, Any], Critique | None]
-"""Judge a draft: (task, draft, reference) -> a Critique whose `done` says it is
-correct, or None when nothing can judge it (no reference, say)."""
+Judge = Callable[[str, str, Any], bool | None]
+"""Judge a draft: (task, draft, reference) -> whether it is correct, or None when
+nothing can judge it (the reference lacks what the verifiers need, say)."""
 
 VERIFIED = "verified"
 _NAMESPACE = uuid.UUID("6f1d2a8e-5b1c-4f57-9d5e-2f0c3b7a9e41")
@@ -94,13 +94,10 @@ def _payload(item: BatchItem) -> dict[str, Any]:
     return payload
 
 
-def _verified_attempt(draft: str, verdict: Critique, usage: Any) -> Attempt:
-    return {
-        "iteration": 0,
-        "draft": draft,
-        "critique": verdict.model_dump(),
-        "usage": add_usage(usage),
-    }
+def _verified_attempt(draft: str, source: str, usage: Any) -> Attempt:
+    """The first attempt of a draft the judge accepted, in place of a critique."""
+    critique = Critique(feedback=[], score=1.0, done=True, source=source)
+    return {"iteration": 0, "draft": draft, "critique": critique.model_dump(), "usage": usage}
 
 
 @dataclass
@@ -109,10 +106,12 @@ class BatchRunner:
 
     `select` must match the graph's ("best" or "last"): it tells which draft
     the run would have answered after k refine steps, for the per-step curve.
+    `judge_name` is the source named in the critique of a draft the judge accepted.
     """
 
     engine: Engine
     judge: Judge | None = None
+    judge_name: str = "verifiers"
     refine_only_incorrect: bool = False
     select: str = "best"
     key: str = ""
@@ -127,15 +126,14 @@ class BatchRunner:
         verdicts = _Verdicts(item, self.judge)
         gate = self.refine_only_incorrect
         if gate and item.draft is not None:
-            verdict = (await verdicts.of([item.draft]))[item.draft]
-            if verdict is not None and verdict.done:
-                attempt = _verified_attempt(item.draft, verdict, None)
+            if (await verdicts.of([item.draft]))[item.draft]:
+                attempt = _verified_attempt(item.draft, self.judge_name, add_usage())
                 values = {
                     "answer": item.draft,
                     "attempts": [attempt],
                     "iterations": 0,
                     "stop_reason": VERIFIED,
-                    "score": verdict.score,
+                    "score": attempt["critique"]["score"],
                     "usage": add_usage(),
                 }
                 return await self._record(item, values, thread_id, verdicts)
@@ -167,10 +165,10 @@ class BatchRunner:
     async def _check_gate(self, thread_id: str, view: ThreadView, verdicts: _Verdicts) -> None:
         """Finish the thread at once when the judge accepts its first draft."""
         draft = str(view.values.get("draft", ""))
-        verdict = (await verdicts.of([draft]))[draft]
-        if verdict is None or not verdict.done:
+        if not (await verdicts.of([draft]))[draft]:
             return
-        attempt = _verified_attempt(draft, verdict, view.values.get("draft_usage"))
+        usage = add_usage(view.values.get("draft_usage"))
+        attempt = _verified_attempt(draft, self.judge_name, usage)
         await self.engine.update(
             thread_id,
             {
@@ -190,8 +188,7 @@ class BatchRunner:
         judged = await verdicts.of([a["draft"] for a in attempts] + [answer])
 
         def correct(draft: str) -> bool | None:
-            verdict = judged.get(draft)
-            return None if verdict is None else bool(verdict.done)
+            return judged.get(draft)
 
         record: dict[str, Any] = {"id": item.id}
         if item.line is not None:
@@ -265,18 +262,18 @@ class _Verdicts:
     def __init__(self, item: BatchItem, judge: Judge | None) -> None:
         self.item = item
         self.judge = judge
-        self.known: dict[str, Critique | None] = {}
+        self.known: dict[str, bool | None] = {}
         if item.draft is not None and item.correct is not None:
-            self.known[item.draft] = Critique(done=item.correct, source="caller")
+            self.known[item.draft] = item.correct
 
-    async def of(self, drafts: Sequence[str]) -> dict[str, Critique | None]:
+    async def of(self, drafts: Sequence[str]) -> dict[str, bool | None]:
         """Verdicts for drafts (None where nothing can judge)."""
         todo = [d for d in dict.fromkeys(drafts) if d not in self.known]
         if todo and self.judge is not None:
             self.known.update(await asyncio.to_thread(self._judge, todo))
         return {d: self.known.get(d) for d in drafts}
 
-    def _judge(self, drafts: list[str]) -> dict[str, Critique | None]:
+    def _judge(self, drafts: list[str]) -> dict[str, bool | None]:
         assert self.judge is not None
         return {d: self.judge(self.item.task, d, self.item.reference) for d in drafts}
 

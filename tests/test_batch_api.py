@@ -15,16 +15,14 @@ from openai_server import OpenAIServer
 from self_refine import OfflineModel, arefine_batch, refine_batch
 from self_refine.errors import ConfigError
 from self_refine.models import resolve_model
-from self_refine.state import Critique
 
 
-def answer_judge(task: str, draft: str, reference: Any) -> Critique | None:
+def answer_judge(task: str, draft: str, reference: Any) -> bool | None:
     """Right when the draft's last number is the reference answer."""
     if not reference:
         return None
     numbers = re.findall(r"-?\d+", draft)
-    right = bool(numbers) and numbers[-1] == reference["answer"]
-    return Critique(done=right, score=1.0 if right else 0.0, source="answer")
+    return bool(numbers) and numbers[-1] == reference["answer"]
 
 
 @pytest.fixture
@@ -152,7 +150,7 @@ def test_generated_drafts_that_pass_the_judge_are_never_critiqued(
     verified = [r for r in result.records if r and r["stop_reason"] == "verified"]
     assert len(verified) == 4
     assert all(
-        r["iterations"] == 0 and r["attempts"][0]["critique"]["source"] == "answer"
+        r["iterations"] == 0 and r["attempts"][0]["critique"]["source"] == "verifiers"
         for r in verified
     )
 
