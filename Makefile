@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 TASK ?= Write one sentence about a dog in a park using the words: dog, frisbee, park, catch.
+REFERENCE ?= {"concepts": ["dog", "frisbee", "park", "catch"]}
 
 .PHONY: run test lint studio bench clean
 
@@ -20,7 +21,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed-run
 
 run: $(VENV)/.installed-run
-	$(BIN)/self-refine run "$(TASK)" --model offline
+	$(BIN)/self-refine run "$(TASK)" --model offline --profile constrained_generation \
+		--reference '$(REFERENCE)'
 
 lint: $(STAMP)
 	$(BIN)/ruff check self_refine tests benchmarks

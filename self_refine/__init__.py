@@ -3,7 +3,19 @@
 from self_refine.batch import Judge
 from self_refine.batch_api import BatchResult, arefine_batch, refine_batch
 from self_refine.context import RefineContext
-from self_refine.critics import Critic, CritiqueRequest, CritiqueResult, LLMCritic
+from self_refine.critics import (
+    VERIFIERS,
+    CombinedCritic,
+    Critic,
+    CritiqueRequest,
+    CritiqueResult,
+    LLMCritic,
+    NotApplicable,
+    Verifier,
+    judge_draft,
+)
+from self_refine.critics.sandbox import SandboxLimits
+from self_refine.critics.verifiers import python_tests_verifier
 from self_refine.errors import ConfigError, ModelCallError, SelfRefineError
 from self_refine.graphs import create_self_refine_graph, recursion_limit
 from self_refine.models import resolve_model
@@ -20,12 +32,15 @@ from self_refine.stopping import (
     StopView,
     TokenBudget,
     Unchanged,
+    Verified,
 )
 
 __all__ = [
     "PROFILES",
+    "VERIFIERS",
     "Attempt",
     "BatchResult",
+    "CombinedCritic",
     "ConfigError",
     "Critic",
     "CriticDone",
@@ -33,16 +48,18 @@ __all__ = [
     "CritiqueRequest",
     "CritiqueResult",
     "LLMCritic",
-    "MaxIterations",
     "Judge",
+    "MaxIterations",
     "ModelCallError",
     "NoImprovement",
+    "NotApplicable",
     "OfflineModel",
     "PromptSet",
     "RefineContext",
     "RefineInput",
     "RefineOutput",
     "RefineState",
+    "SandboxLimits",
     "ScoreThreshold",
     "SelfRefineError",
     "StopPolicy",
@@ -50,10 +67,14 @@ __all__ = [
     "TokenBudget",
     "Unchanged",
     "Usage",
+    "Verified",
+    "Verifier",
     "arefine",
     "arefine_batch",
     "create_self_refine_graph",
     "get_profile",
+    "judge_draft",
+    "python_tests_verifier",
     "recursion_limit",
     "refine",
     "refine_batch",

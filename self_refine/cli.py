@@ -30,6 +30,7 @@ SETTING_KEYS = (
     "history_window",
     "select",
     "profile",
+    "critics",
 )
 
 
@@ -56,7 +57,18 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         "--history-window", type=int, help="earlier attempts the refine prompt carries (all)"
     )
     parser.add_argument("--select", choices=("best", "last"), default="best", help="answer pick")
-    parser.add_argument("--profile", default="general", help="prompt set (general)")
+    parser.add_argument(
+        "--profile",
+        default="general",
+        help="prompt set and default critics for the kind of task (general); "
+        "see `self-refine profiles`",
+    )
+    parser.add_argument(
+        "--critics",
+        metavar="NAME[,NAME]",
+        help="who critiques: verifiers (answer, python_tests, concepts, json_schema) run "
+        "first, llm explains their findings when one fails (default: the profile's)",
+    )
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
@@ -79,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="refine a response to a task, step by step")
     run.add_argument("task", help="the task text")
     run.add_argument("--draft", help="start from this response instead of generating one")
+    run.add_argument(
+        "--reference",
+        metavar="JSON",
+        help='what verifiers check against, a JSON object or @file, e.g. \'{"answer": "42"}\'',
+    )
     run.add_argument("--thread-id", help="name the thread (default: a new UUID)")
     run.add_argument("--json", action="store_true", help="print the final result as JSON")
     _add_settings(run)
@@ -93,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("thread_id")
     show.add_argument("--json", action="store_true", help="print the thread's state as JSON")
     _add_db(show)
+
+    commands.add_parser("profiles", help="list the prompt profiles, one line each")
     _add_batch_commands(commands)
     return parser
 
@@ -138,7 +157,61 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--patience must be >= 1, got {settings['patience']}")
     if settings["history_window"] is not None and settings["history_window"] < 0:
         raise UsageError(f"--history-window must be >= 0, got {settings['history_window']}")
+    if settings["critics"] is not None:
+        settings["critics"] = _critic_names(settings["critics"])
     return settings
+
+
+def _critic_names(text: str) -> list[str]:
+    """The names given to --critics, checked against the known critics."""
+    from self_refine.critics import VERIFIERS
+    from self_refine.critics.verifiers import EXPLAINER_NAMES
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    known = ["llm", *VERIFIERS]
+    unknown = [n for n in names if n not in known and n not in EXPLAINER_NAMES]
+    if not names or unknown:
+        given = ", ".join(map(repr, unknown)) or "(none given)"
+        raise UsageError(
+            f"--critics {text!r}: unknown name(s) {given}; choose from {', '.join(known)}"
+        )
+    return names
+
+
+def _reference(text: str | None) -> dict[str, Any] | None:
+    """Read --reference: a JSON object, or @path to a file holding one."""
+    import json
+
+    if text is None:
+        return None
+    source = "--reference"
+    if text.startswith("@"):
+        source = f"--reference file {text[1:]!r}"
+        try:
+            text = open(text[1:], encoding="utf-8").read()
+        except OSError as error:
+            raise UsageError(f"{source}: {error.strerror or error}") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UsageError(
+            f"{source} is not valid JSON: {error.msg} (column {error.colno})"
+        ) from None
+    if not isinstance(value, dict):
+        raise UsageError(f'{source} must be a JSON object such as \'{{"answer": "42"}}\'')
+    return value
+
+
+def _check_critics(settings: dict[str, Any], reference: Any) -> None:
+    """Fail before any model call when the critics cannot judge drafts for this reference."""
+    from self_refine.critics import resolve_verifier
+    from self_refine.critics.combined import check_judgeable
+    from self_refine.critics.verifiers import EXPLAINER_NAMES
+    from self_refine.prompts import get_profile
+
+    names = settings.get("critics") or list(get_profile(settings["profile"]).critics)
+    verifiers = [resolve_verifier(n) for n in names if n not in EXPLAINER_NAMES]
+    check_judgeable(verifiers, any(n in EXPLAINER_NAMES for n in names), reference)
 
 
 def _check_reachable(base_url: str | None) -> None:
@@ -175,6 +248,7 @@ def _graph(settings: dict[str, Any]) -> Any:
         history_window=settings["history_window"],
         select=settings["select"],
         profile=settings["profile"],
+        critics=settings.get("critics") or (),
     )
 
 
@@ -253,12 +327,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.draft is not None and not args.draft.strip():
         raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
     _graph(settings)  # bad models, profiles and missing keys fail here, before any call
+    reference = _reference(args.reference)
+    _check_critics(settings, reference)
     _check_reachable(settings["base_url"])
     thread_id = args.thread_id or str(uuid.uuid4())
     records = ThreadSettings(args.db)
     payload: dict[str, Any] = {"task": args.task}
     if args.draft is not None:
         payload["draft"] = args.draft
+    if reference is not None:
+        payload["reference"] = reference
     if records.load(thread_id) is None:
         records.save(thread_id, settings)
     return _stream(args, settings, thread_id, payload)
@@ -302,6 +380,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_profiles(args: argparse.Namespace) -> int:
+    """List the prompt profiles with their default critics, one line each."""
+    from self_refine.prompts import PROFILES
+
+    for profile in PROFILES.values():
+        critics = ",".join(profile.critics)
+        print(f"{profile.name:<24} {critics:<16} {profile.summary}")
+    return 0
+
+
 def cmd_batch(args: argparse.Namespace) -> int:
     """Refine a JSONL file of items."""
     from self_refine.batch_cli import batch_command
@@ -322,6 +410,7 @@ COMMANDS = {
     "run": cmd_run,
     "resume": cmd_resume,
     "show": cmd_show,
+    "profiles": cmd_profiles,
     "batch": cmd_batch,
     "report": cmd_report,
 }

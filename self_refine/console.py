@@ -37,7 +37,8 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
             f"  done {str(critique.get('done', False)).lower()}  ({critique.get('source')})",
             file=out,
         )
-        for item in critique.get("feedback") or ["(no feedback items)"]:
+        empty = "(every verifier passed)" if critique.get("verified") else "(no feedback items)"
+        for item in critique.get("feedback") or [empty]:
             print(
                 textwrap.fill(item, 88, initial_indent="    - ", subsequent_indent="      "),
                 file=out,

@@ -7,7 +7,8 @@ endpoint. It is not a language model and does not pretend to be one:
 - as critic it runs real, checkable tests on the draft (every required term of
   the task mentioned, a capital first letter, a closing full stop, no filler
   words, no doubled words) and reports each failure as one feedback item, with
-  the fraction of checks passed as the score;
+  the fraction of checks passed as the score; it leaves out what the automatic
+  checks' notes in its prompt already say;
 - as refiner it applies the feedback items it understands, at most
   `edits_per_step` of them per step, like an editor making small passes.
 
@@ -152,6 +153,12 @@ def refine_text(draft: str, feedback: Sequence[str], edits_per_step: int) -> str
     return draft
 
 
+def _finding(item: str) -> tuple[str, str] | str:
+    """What an item asks for ("mention", "frisbee"), so a repeat of a note can be left out."""
+    match = re.search(r"(\w+) (?:the \w+ )?\"([^\"]+)\"", item)
+    return (match.group(1).lower(), match.group(2).lower()) if match else item
+
+
 def _feedback_items(block: str | None) -> list[str]:
     if not block:
         return []
@@ -175,7 +182,10 @@ class OfflineModel(BaseChatModel):
         role = re.search(r"^Role: (\w+)", system)
         task = _section(prompt, "task") or prompt
         if role and role.group(1) == "critic":
-            return json.dumps(critique_text(task, _section(prompt, "draft") or ""))
+            critique = critique_text(task, _section(prompt, "draft") or "")
+            noted = {_finding(n) for n in _feedback_items(_section(prompt, "feedback"))}
+            critique["feedback"] = [i for i in critique["feedback"] if _finding(i) not in noted]
+            return json.dumps(critique)
         if role and role.group(1) == "refiner":
             draft = _section(prompt, "draft") or ""
             return refine_text(

@@ -38,6 +38,12 @@ class Critique(BaseModel):
     source: str = Field(
         default="llm", description='Who said it: "llm", a verifier\'s name, or "human".'
     )
+    verified: bool | None = Field(
+        default=None,
+        description="True when programmatic verifiers checked the draft and every one passed, "
+        "so no LLM critique was asked for; False when a verifier failed; None when no "
+        "verifier judged it.",
+    )
 
     @field_validator("score", mode="before")
     @classmethod

@@ -18,7 +18,9 @@ __all__ = [
     "StopView",
     "TokenBudget",
     "Unchanged",
+    "Verified",
     "DEFAULT_MAX_ITERATIONS",
+    "DEFAULT_POLICIES",
     "policies_for",
     "first_stop",
 ]
@@ -55,6 +57,15 @@ class MaxIterations:
 
     def __call__(self, view: StopView) -> str | None:
         return "max_iterations" if view.iteration >= self.n else None
+
+
+@dataclass(frozen=True)
+class Verified:
+    """Stop when every verifier passed and so no LLM critique was asked for; always first."""
+
+    def __call__(self, view: StopView) -> str | None:
+        critique = view.attempts[-1]["critique"] if view.attempts else {}
+        return "verified" if critique.get("verified") is True and critique.get("done") else None
 
 
 @dataclass(frozen=True)
@@ -121,13 +132,22 @@ class TokenBudget:
         return "token_budget" if view.usage["total_tokens"] >= self.max_tokens_total else None
 
 
-def policies_for(stop: Sequence[StopPolicy] | None, ctx: RefineContext) -> list[StopPolicy]:
-    """The policies in force for a run, in order; the iteration cap always comes last.
+DEFAULT_POLICIES: tuple[StopPolicy, ...] = (CriticDone(), Unchanged())
+"""The policies in force when neither the factory nor the profile names others."""
 
-    `stop` (the factory's) replaces the defaults (critic done, draft unchanged);
-    the context's `score_threshold` and `patience` add their policies when set.
+
+def policies_for(
+    stop: Sequence[StopPolicy] | None,
+    ctx: RefineContext,
+    defaults: Sequence[StopPolicy] = DEFAULT_POLICIES,
+) -> list[StopPolicy]:
+    """The policies in force for a run, in order: `verified` first, the iteration cap last.
+
+    `stop` (the factory's) replaces `defaults` (the profile's: critic done,
+    draft unchanged, ...); the context's `score_threshold` and `patience` add
+    their policies when set.
     """
-    policies: list[StopPolicy] = list(stop) if stop is not None else [CriticDone(), Unchanged()]
+    policies: list[StopPolicy] = [Verified(), *(stop if stop is not None else defaults)]
     if ctx.score_threshold is not None:
         policies.append(ScoreThreshold(ctx.score_threshold))
     if ctx.patience is not None:

@@ -1,7 +1,30 @@
 """Critics: turn a draft into a Critique."""
 
 from self_refine.critics.base import Critic, CritiqueRequest, CritiqueResult
+from self_refine.critics.combined import CombinedCritic, merge_critiques
 from self_refine.critics.llm import LLMCritic
 from self_refine.critics.parse import parse_critique_text
+from self_refine.critics.verifiers import (
+    VERIFIERS,
+    NotApplicable,
+    Verifier,
+    VerifierCritic,
+    judge_draft,
+    resolve_verifier,
+)
 
-__all__ = ["Critic", "CritiqueRequest", "CritiqueResult", "LLMCritic", "parse_critique_text"]
+__all__ = [
+    "VERIFIERS",
+    "CombinedCritic",
+    "Critic",
+    "CritiqueRequest",
+    "CritiqueResult",
+    "LLMCritic",
+    "NotApplicable",
+    "Verifier",
+    "VerifierCritic",
+    "judge_draft",
+    "merge_critiques",
+    "parse_critique_text",
+    "resolve_verifier",
+]

@@ -13,13 +13,18 @@ __all__ = ["Critic", "CritiqueRequest", "CritiqueResult"]
 
 @dataclass(frozen=True)
 class CritiqueRequest:
-    """The draft to judge, with the task, the earlier attempts and any reference data."""
+    """The draft to judge, with the task, the earlier attempts and any reference data.
+
+    `notes` are findings of automatic checks (verifiers) that a critic should
+    explain and extend.
+    """
 
     task: str
     draft: str
     iteration: int
     attempts: Sequence[Attempt] = ()
     reference: Any = None
+    notes: Sequence[str] = ()
 
 
 class CritiqueResult(NamedTuple):

@@ -50,7 +50,8 @@ class LLMCritic:
         self.notes = tuple(notes)
 
     def _messages(self, request: CritiqueRequest) -> list[BaseMessage]:
-        return feedback_messages(self.prompts, request.task, request.draft, self.notes)
+        notes = [*self.notes, *request.notes]
+        return feedback_messages(self.prompts, request.task, request.draft, notes)
 
     def _structured(self) -> Any:
         return self.model.with_structured_output(CritiqueReply, include_raw=True)

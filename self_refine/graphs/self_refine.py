@@ -9,6 +9,8 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 
 from self_refine.context import RefineContext
+from self_refine.critics import Critic, resolve_verifier
+from self_refine.critics.verifiers import EXPLAINER_NAMES
 from self_refine.models import resolve_model
 from self_refine.nodes import (
     Deps,
@@ -57,9 +59,12 @@ def create_self_refine_graph(
     `model` serves every role unless a role has its own model; each may be a
     LangChain chat model or a model string ("offline", "gpt-4o-mini",
     "openai:gpt-4o-mini"). The keyword settings are defaults that a run's
-    `RefineContext` may override; `critics` names who critiques ("llm" by
-    default); `stop` replaces the default policies
-    (critic done, draft unchanged), and the iteration cap always applies.
+    `RefineContext` may override. `critics` lists who critiques: verifier names
+    ("answer", "python_tests", "concepts", "json_schema") or (task, draft,
+    reference) callables, which run first, and "llm" or a Critic object, which
+    explains their findings when one fails (default: the profile's critics).
+    `stop` replaces the profile's policies (critic done, draft unchanged, ...);
+    `verified` is always checked first and the iteration cap always applies.
     Compile the result with the checkpointer of your choice.
     """
     defaults = RefineContext(
@@ -80,6 +85,9 @@ def create_self_refine_graph(
     for spec in roles.values():
         if spec is not None:
             resolve_model(spec)  # bad model strings and missing keys fail here
+    for spec in critics:
+        if not isinstance(spec, Critic) and spec not in EXPLAINER_NAMES:
+            resolve_verifier(spec)  # unknown names and non-callables fail here
     if stop is not None and callable(stop):
         stop = [stop]
     deps = Deps(models=roles, defaults=defaults, stop=stop, prompts=prompts, critics=tuple(critics))  # type: ignore[arg-type]

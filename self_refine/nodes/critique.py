@@ -7,13 +7,22 @@ from typing import Any
 from langchain_core.runnables import RunnableLambda
 
 from self_refine.context import RefineContext
-from self_refine.critics import Critic, CritiqueRequest, CritiqueResult, LLMCritic
+from self_refine.critics import (
+    VERIFIERS,
+    CombinedCritic,
+    Critic,
+    CritiqueRequest,
+    CritiqueResult,
+    LLMCritic,
+    resolve_verifier,
+)
+from self_refine.critics.verifiers import EXPLAINER_NAMES
 from self_refine.errors import ConfigError
 from self_refine.nodes.deps import Deps
 from self_refine.state import Attempt, Critique, RefineState, add_usage
 from self_refine.stopping import StopView, first_stop, policies_for
 
-__all__ = ["make_critique"]
+__all__ = ["check_critics", "make_critique"]
 
 
 def make_critique(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
@@ -34,13 +43,44 @@ def make_critique(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
     return RunnableLambda(critique, afunc=acritique, name="critique")
 
 
-def _critic(deps: Deps, ctx: RefineContext) -> Critic:
-    """The critic for this run: the context's `critics` names, else the factory's, else "llm"."""
-    names = ctx.critics or [c for c in deps.critics if isinstance(c, str)] or ["llm"]
-    unknown = [name for name in names if name != "llm"]
-    if unknown:
-        raise ConfigError(f"unknown critic(s) {', '.join(map(repr, unknown))}; known: 'llm'")
-    return LLMCritic(deps.model("critic", ctx), deps.prompt_set(ctx))
+def _specs(deps: Deps, ctx: RefineContext) -> list[Any]:
+    """The run's critics: the context's names, else the factory's, else the profile's."""
+    return list(ctx.critics or deps.critics or deps.prompt_set(ctx).critics)
+
+
+def _is_verifier(spec: Any) -> bool:
+    """Verifier names and plain callables are verifiers; "llm" and Critic objects explain."""
+    if isinstance(spec, str):
+        return spec not in EXPLAINER_NAMES
+    return not isinstance(spec, Critic) and callable(spec)
+
+
+def _explainer(deps: Deps, ctx: RefineContext, specs: list[Any]) -> Critic | None:
+    """The critic that explains and extends the verifiers' findings, if the run names one."""
+    if len(specs) > 1:
+        raise ConfigError(f"name one explaining critic, not {len(specs)}: {specs!r}")
+    if not specs:
+        return None
+    spec = specs[0]
+    if isinstance(spec, Critic):
+        return spec
+    if spec == "llm":
+        return LLMCritic(deps.model("critic", ctx), deps.prompt_set(ctx))
+    raise ConfigError(f"unknown critic {spec!r}; known: 'llm', {', '.join(map(repr, VERIFIERS))}")
+
+
+def _critic(deps: Deps, ctx: RefineContext) -> CombinedCritic:
+    """The critic for this run: its verifiers first, then its explaining critic ("llm")."""
+    specs = _specs(deps, ctx)
+    verifiers = [resolve_verifier(s) for s in specs if _is_verifier(s)]
+    return CombinedCritic(
+        verifiers, _explainer(deps, ctx, [s for s in specs if not _is_verifier(s)])
+    )
+
+
+def check_critics(deps: Deps, ctx: RefineContext, reference: Any) -> None:
+    """Raise ConfigError, before any model call, if the run's critics cannot judge its drafts."""
+    _critic(deps, ctx).check(reference)
 
 
 def _request(state: RefineState) -> CritiqueRequest:
@@ -78,5 +118,5 @@ def _record(
         "attempts": [attempt],
         "iteration": attempt["iteration"],
         "usage": usage,
-        "stop_reason": first_stop(policies_for(deps.stop, ctx), view),
+        "stop_reason": first_stop(policies_for(deps.stop, ctx, deps.prompt_set(ctx).stop), view),
     }

@@ -9,6 +9,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableLambda
 
 from self_refine.models import message_text, message_usage
+from self_refine.nodes.critique import check_critics
 from self_refine.nodes.deps import Deps
 from self_refine.prompts import generate_messages
 from self_refine.state import RefineState, Usage, add_usage
@@ -21,6 +22,7 @@ def make_generate(deps: Deps) -> RunnableLambda[RefineState, dict[str, Any]]:
 
     def prepare(state: RefineState) -> tuple[BaseChatModel, list[BaseMessage]]:
         ctx = deps.settings()
+        check_critics(deps, ctx, state.get("reference"))  # fail before any model call
         model = deps.model("generator", ctx)
         return model, generate_messages(deps.prompt_set(ctx), state["task"])
 

@@ -1,24 +1,46 @@
-"""Prompt sets ("profiles"): generate, feedback and refine instructions per kind of task."""
+"""Prompt sets ("profiles"): generate, feedback and refine instructions per kind of task.
+
+Besides the general profile there is one per task of the Self-Refine paper
+(Madaan et al., 2023), with instructions written for this library. Each names
+its default critics (verifiers first, then "llm") and stop policies.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from self_refine.errors import ConfigError
+from self_refine.stopping import (
+    DEFAULT_POLICIES,
+    CriticDone,
+    NoImprovement,
+    ScoreThreshold,
+    StopPolicy,
+    Unchanged,
+)
 
 __all__ = ["PROFILES", "PromptSet", "get_profile"]
 
 
 @dataclass(frozen=True)
 class PromptSet:
-    """The three instructions of Self-Refine for one kind of task."""
+    """The three instructions of Self-Refine for one kind of task, with its defaults.
+
+    `critics` are used when neither the run nor the graph names critics; a
+    verifier among them is skipped for inputs whose reference lacks its data.
+    `stop` are the stop policies used when the graph was not given `stop=`.
+    """
 
     name: str
     summary: str
     generate: str
     feedback: str
     refine: str
+    critics: tuple[str, ...] = ("llm",)
+    stop: tuple[StopPolicy, ...] = DEFAULT_POLICIES
 
+
+_CODE_BLOCK = "Reply with the complete code in one ```python block."
 
 GENERAL = PromptSet(
     name="general",
@@ -38,7 +60,171 @@ GENERAL = PromptSet(
     ),
 )
 
-PROFILES: dict[str, PromptSet] = {GENERAL.name: GENERAL}
+DIALOGUE = PromptSet(
+    name="dialogue",
+    summary="Reply in a conversation; the critic rates relevance, specificity, engagement, safety.",
+    generate=(
+        "You take part in a conversation. Write the next reply to the user: relevant to "
+        "their last turn, informative and specific, consistent with what was said before, "
+        "engaging, and safe. Reply with the message only."
+    ),
+    feedback=(
+        "You review one reply in a conversation, aspect by aspect: relevance to the last "
+        "user turn; informativeness; specificity (no generic filler); engagement (does it "
+        "keep the conversation going); consistency with earlier turns; understanding of "
+        "what the user wants; fluency; safety. For each aspect that falls short, give one "
+        "feedback item that names the aspect and the change to make. Score the reply from "
+        "0 to 1 and set done to true only when no aspect needs work."
+    ),
+    refine=(
+        "You rewrite a conversational reply from reviewer feedback. Address every item, "
+        "keep what already worked, and keep the tone natural and the length right for a "
+        "chat. Reply with the new message only."
+    ),
+    stop=(ScoreThreshold(0.9), CriticDone(), Unchanged()),
+)
+
+CODE_OPTIMIZATION = PromptSet(
+    name="code_optimization",
+    summary="Make a Python program faster with the same output; the critic finds slow parts.",
+    generate=f"You write a correct and efficient Python program for the task. {_CODE_BLOCK}",
+    feedback=(
+        "You review a Python program for speed on large inputs. Look for what makes it slow: "
+        "the time complexity of its loops, work repeated that could be cached or computed "
+        "once, data structures with slow lookups, slow reading and writing of input and "
+        "output. For each, give one feedback item naming the code and the faster approach, "
+        "with its complexity. Never suggest a change that alters the output. Score from 0 "
+        "to 1 how close the program is to an efficient solution; set done to true when no "
+        "meaningful speed-up remains."
+    ),
+    refine=(
+        "You speed up a Python program from reviewer feedback. Apply the improvements and "
+        f"keep the output identical for every input. {_CODE_BLOCK}"
+    ),
+    stop=(CriticDone(), Unchanged(), NoImprovement(2)),
+)
+
+CODE_READABILITY = PromptSet(
+    name="code_readability",
+    summary="Make code easier to read (names, comments, structure) without changing behaviour.",
+    generate=f"You write clear, correct Python code for the task. {_CODE_BLOCK}",
+    feedback=(
+        "You review code for readability. Check the names (does each say what it holds or "
+        "does?), the comments (there where intent is not obvious, absent where they repeat "
+        "the code) and the structure (long functions to split, deep nesting, duplicated "
+        "logic, unexplained constants). Give each problem as one feedback item naming the "
+        "line or name and a better version. Score from 0 to 1; set done to true when the "
+        "code reads clearly."
+    ),
+    refine=(
+        "You rewrite code for readability from reviewer feedback: clearer names, useful "
+        f"comments, simpler structure, exactly the same behaviour. {_CODE_BLOCK}"
+    ),
+)
+
+MATH = PromptSet(
+    name="math",
+    summary='Solve a word problem step by step; with reference["answer"], the answer verifier.',
+    generate=(
+        "You solve math word problems. Work step by step and show every calculation, then "
+        'end with one line "The answer is <answer>." that gives only the final value.'
+    ),
+    feedback=(
+        "You check a worked solution to a math problem step by step: is the reasoning of "
+        "each step sound, is each calculation right (redo it), is every quantity of the "
+        "problem used correctly, and does the solution answer the question asked, in the "
+        "units asked for? Give each error as one feedback item that names the step and what "
+        "is wrong. Score from 0 to 1; set done to true only when every step is right."
+    ),
+    refine=(
+        "You correct a worked solution from the feedback. Redo the wrong steps and every "
+        'step that depends on them, then end with one line "The answer is <answer>."'
+    ),
+    critics=("answer", "llm"),
+)
+
+SENTIMENT_REVERSAL = PromptSet(
+    name="sentiment_reversal",
+    summary="Rewrite a review with the opposite sentiment, keeping its subject and facts.",
+    generate=(
+        "You rewrite reviews with their sentiment reversed: a positive review becomes "
+        "negative and a negative one positive. Keep the subject, the facts, and roughly the "
+        "length and style. Reply with the rewritten review only."
+    ),
+    feedback=(
+        "You review a sentiment reversal against the original review in the task. Is the "
+        "sentiment fully and convincingly reversed, with no phrase left in the old "
+        "sentiment? Are the subject and facts kept? Does it read naturally? Give each "
+        "problem as one feedback item that quotes the phrase to change. Score from 0 to 1 "
+        "how clearly the sentiment is reversed; set done to true when it fully is."
+    ),
+    refine=(
+        "You improve a sentiment-reversed review from the feedback: rewrite every phrase "
+        "that still carries the old sentiment, keep the facts, keep it natural. Reply with "
+        "the review only."
+    ),
+    stop=(ScoreThreshold(0.9), CriticDone(), Unchanged()),
+)
+
+ACRONYM = PromptSet(
+    name="acronym",
+    summary="Invent an acronym for a title; rated on pronunciation, spelling, relevance, tone.",
+    generate=(
+        "You invent acronyms for titles. Propose one acronym built from the title's words "
+        "that is easy to say and to spell, relates to the title's meaning and sounds "
+        "positive. Reply with the acronym and the words it stands for."
+    ),
+    feedback=(
+        "You rate an acronym for a title on: ease of pronunciation; ease of spelling; "
+        "relation to the title's meaning; positive or neutral associations; and clash with "
+        "a well-known existing acronym. For each aspect that falls short, give one feedback "
+        "item saying what to change. Score from 0 to 1; set done to true only when it is "
+        "strong on every aspect."
+    ),
+    refine=(
+        "You improve an acronym for a title from the feedback, keeping what was rated well. "
+        "Reply with the acronym and the words it stands for."
+    ),
+    stop=(CriticDone(), Unchanged(), NoImprovement(2)),
+)
+
+CONSTRAINED_GENERATION = PromptSet(
+    name="constrained_generation",
+    summary="Write sentences using given concepts; the concepts verifier lists missing ones.",
+    generate=(
+        "You write one or two fluent sentences about a plausible everyday scene that use "
+        "every concept the task lists (plurals and other inflected forms are fine). Reply "
+        "with the sentences only."
+    ),
+    feedback=(
+        "You review sentences that must use a list of concepts. Check that every concept "
+        "appears, that the scene makes sense, and that the text is fluent. Give each "
+        "problem as one feedback item: a missing concept and where it could fit, or what "
+        "does not make sense and how to fix it. Score from 0 to 1; set done to true only "
+        "when every concept is used in sensible, fluent text."
+    ),
+    refine=(
+        "You rewrite the sentences from the feedback: work every missing concept in "
+        "naturally, fix what does not make sense, keep the text fluent. Reply with the "
+        "sentences only."
+    ),
+    critics=("concepts", "llm"),
+)
+
+PROFILES: dict[str, PromptSet] = {
+    p.name: p
+    for p in (
+        GENERAL,
+        DIALOGUE,
+        CODE_OPTIMIZATION,
+        CODE_READABILITY,
+        MATH,
+        SENTIMENT_REVERSAL,
+        ACRONYM,
+        CONSTRAINED_GENERATION,
+    )
+}
+"""Every profile by name: `general` and the seven tasks of the Self-Refine paper."""
 
 
 def get_profile(name: str) -> PromptSet:

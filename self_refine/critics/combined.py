@@ -1,0 +1,126 @@
+"""The combined critic: verifiers first; an explaining critic only when one of them fails."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from self_refine.critics.base import Critic, CritiqueRequest, CritiqueResult
+from self_refine.critics.verifiers import NotApplicable, VerifierCritic
+from self_refine.errors import ConfigError
+from self_refine.state import Critique, add_usage
+
+__all__ = ["CombinedCritic", "check_judgeable", "merge_critiques"]
+
+
+def check_judgeable(
+    verifiers: Sequence[VerifierCritic], has_explainer: bool, reference: Any
+) -> None:
+    """Raise ConfigError if `reference` is malformed for a verifier, or nothing could judge.
+
+    Without an explaining critic, at least one verifier must apply to the reference.
+    """
+    reasons = [reason for v in verifiers if (reason := v.applies(reference))]
+    if verifiers and not has_explainer and len(reasons) == len(verifiers):
+        raise ConfigError(
+            f"no critic can judge this task: {'; '.join(reasons)}. "
+            'Give that in the reference, or add "llm" to the critics'
+        )
+
+
+def merge_critiques(critiques: Sequence[Critique], *, verified: bool | None) -> Critique:
+    """One critique from several: every item tagged with who said it, the lowest score.
+
+    Done only when every part is done; a single critique is returned untagged.
+    """
+    if len(critiques) == 1:
+        return critiques[0].model_copy(update={"verified": verified})
+    scores = [c.score for c in critiques if c.score is not None]
+    return Critique(
+        feedback=[f"[{c.source}] {item}" for c in critiques for item in c.feedback],
+        score=min(scores) if scores else None,
+        done=all(c.done for c in critiques),
+        source="+".join(dict.fromkeys(c.source for c in critiques)),
+        verified=verified,
+    )
+
+
+class CombinedCritic:
+    """Runs the verifiers, then, only if one fails, the explaining critic with their findings.
+
+    - every applicable verifier passes: their critique, `verified=True`, no model call;
+    - one fails: the explaining critic (if any) gets the findings as notes, and
+      the critique merges both with `verified=False`;
+    - no verifier applies (the reference lacks their data): the explaining
+      critic alone; with none, a ConfigError saying what the reference needs.
+    """
+
+    def __init__(self, verifiers: Sequence[VerifierCritic], explainer: Critic | None) -> None:
+        if not verifiers and explainer is None:
+            raise ConfigError('no critic configured: add "llm" or a verifier to the critics')
+        self.verifiers = list(verifiers)
+        self.explainer = explainer
+        names = [v.name for v in self.verifiers] + ([explainer.name] if explainer else [])
+        self.name = "+".join(names)
+
+    def check(self, reference: Any) -> None:
+        """Raise ConfigError now if the reference is malformed or no critic could judge a draft."""
+        check_judgeable(self.verifiers, self.explainer is not None, reference)
+
+    def _judged(
+        self, results: list[tuple[VerifierCritic, CritiqueResult | None]]
+    ) -> list[Critique]:
+        """The verifiers' critiques, skipping those that do not apply to this reference."""
+        judged = [r.critique for _, r in results if r is not None]
+        if not judged and self.explainer is None:
+            skipped = ", ".join(v.name for v, _ in results)
+            raise ConfigError(
+                f"no critic can judge this draft: the verifiers ({skipped}) do not apply "
+                'to its reference; give the data they need, or add "llm" to the critics'
+            )
+        return judged
+
+    def _request(self, request: CritiqueRequest, judged: list[Critique]) -> CritiqueRequest:
+        notes = [f"{c.source}: {item}" for c in judged if not c.done for item in c.feedback]
+        return dataclasses.replace(request, notes=[*request.notes, *notes])
+
+    def _finish(self, judged: list[Critique], explained: CritiqueResult | None) -> CritiqueResult:
+        if explained is None:
+            passed = all(c.done for c in judged)
+            return CritiqueResult(merge_critiques(judged, verified=passed), add_usage())
+        merged = merge_critiques([*judged, explained.critique], verified=False if judged else None)
+        return CritiqueResult(merged, explained.usage)
+
+    def _needs_explainer(self, judged: list[Critique]) -> bool:
+        return self.explainer is not None and (not judged or not all(c.done for c in judged))
+
+    def critique(self, request: CritiqueRequest) -> CritiqueResult:
+        """Judge the draft: verifiers first, the explaining critic only if one fails."""
+        results: list[tuple[VerifierCritic, CritiqueResult | None]] = []
+        for verifier in self.verifiers:
+            try:
+                results.append((verifier, verifier.critique(request)))
+            except NotApplicable:
+                results.append((verifier, None))
+        judged = self._judged(results)
+        explained = None
+        if self._needs_explainer(judged):
+            assert self.explainer is not None
+            explained = self.explainer.critique(self._request(request, judged))
+        return self._finish(judged, explained)
+
+    async def acritique(self, request: CritiqueRequest) -> CritiqueResult:
+        """Async twin of critique()."""
+        results: list[tuple[VerifierCritic, CritiqueResult | None]] = []
+        for verifier in self.verifiers:
+            try:
+                results.append((verifier, await verifier.acritique(request)))
+            except NotApplicable:
+                results.append((verifier, None))
+        judged = self._judged(results)
+        explained = None
+        if self._needs_explainer(judged):
+            assert self.explainer is not None
+            explained = await self.explainer.acritique(self._request(request, judged))
+        return self._finish(judged, explained)

@@ -1,0 +1,321 @@
+"""The sandbox's child process: isolate itself, then run untrusted code and its tests.
+
+Started by sandbox.py as `python -I sandbox_runner.py SPEC`; stdlib only. It
+reports JSON lines on the file descriptor the spec names: `ready` (with what
+isolation holds), `start` and `result` per test, then `done`. The code under
+test runs in this same process, after every isolation step.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import io
+import json
+import os
+import signal
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+_PID = os.getpid()
+_SPEC: dict[str, Any] = {}
+_PRELOAD = (
+    "abc array bisect calendar cmath collections collections.abc contextlib copy csv "
+    "dataclasses datetime decimal enum fractions functools hashlib heapq itertools math "
+    "numbers operator random re statistics string struct textwrap time typing unicodedata"
+).split()
+_BLOCKED = {
+    "socket.__new__": "network access",
+    "socket.socketpair": "network access",
+    "os.system": "running other programs",
+    "os.exec": "running other programs",
+    "os.posix_spawn": "running other programs",
+    "os.spawn": "running other programs",
+    "subprocess.Popen": "running other programs",
+    "os.kill": "signalling processes",
+    "os.killpg": "signalling processes",
+    "signal.pthread_kill": "signalling processes",
+}
+_PATH_EVENTS = {  # event -> positions of the paths it changes
+    "os.remove": (0,),
+    "os.rmdir": (0,),
+    "os.mkdir": (0,),
+    "os.rename": (0, 1),
+    "os.link": (1,),
+    "os.symlink": (1,),
+    "os.chmod": (0,),
+    "os.chown": (0,),
+    "os.truncate": (0,),
+    "os.utime": (0,),
+}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
+def _emit(**event: Any) -> None:
+    """Report one event to the host; a forked copy of this process says nothing and ends."""
+    if os.getpid() != _PID:
+        os._exit(0)
+    try:
+        os.write(_SPEC["results_fd"], (json.dumps(event) + "\n").encode())
+    except OSError:
+        pass
+
+
+def _isolate(spec: dict[str, Any], iso: ModuleType) -> dict[str, str]:
+    """Apply every isolation step the platform allows; describe what holds."""
+    as_root = os.geteuid() == 0
+    work = spec["work"]
+    report: dict[str, str] = {}
+    entered = iso.enter_namespaces(as_root)
+    report["network"] = (
+        "none (private network namespace)"
+        if "network" in entered
+        else "not removed by the kernel here; blocked in Python only"
+    )
+    if "mount" in entered:
+        expose = [p for p in {*sys.path, os.path.dirname(os.__file__)} if p] if as_root else []
+        report["filesystem"] = iso.lock_filesystem(work, expose, os.path.join(spec["private"], "x"))
+    else:
+        report["filesystem"] = "not locked by the kernel here; writes guarded in Python only"
+    if as_root:
+        if iso.blocking_ancestor(os.path.dirname(os.__file__)):
+            for name in _PRELOAD:  # the unprivileged user could not import them later
+                __import__(name)
+        uid = iso.drop_privileges(spec["uids"], work)
+        report["user"] = f"uid {uid} (unprivileged, this run only)"
+        processes = spec["limits"]["max_processes"]
+    else:
+        report["user"] = "the host's own user"
+        processes = spec["limits"]["max_processes"] + iso.count_processes(os.getuid())
+    os.chdir(work)
+    try:
+        iso.forbid_new_privileges()
+    except OSError:
+        report["privileges"] = "could not drop capabilities"
+    limits = spec["limits"]
+    iso.apply_limits(
+        limits["cpu_seconds"],
+        limits["memory_mb"],
+        limits["file_size_mb"],
+        limits["max_open_files"],
+        processes,
+    )
+    return report
+
+
+def _outside(path: Any, work: str) -> bool:
+    if isinstance(path, int) or path is None:
+        return False
+    resolved = os.path.realpath(os.fsdecode(path))
+    return resolved != work and not resolved.startswith(work + os.sep)
+
+
+def _guard(work: str) -> None:
+    """Refuse network access, other programs, signals and writes outside `work`, in Python."""
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        what = _BLOCKED.get(event) or ("ctypes" if event.startswith("ctypes.") else None)
+        if what:
+            raise PermissionError(f"{what} is not allowed in the sandbox")
+        if event == "open" and len(args) > 2 and isinstance(args[2], int):
+            if args[2] & _WRITE_FLAGS and _outside(args[0], work):
+                raise PermissionError(f"writing outside the working directory: {args[0]}")
+        for position in _PATH_EVENTS.get(event, ()):
+            if position < len(args) and _outside(args[position], work):
+                raise PermissionError(
+                    f"changing files outside the working directory: {args[position]}"
+                )
+
+    sys.addaudithook(hook)
+
+
+def _describe(error: BaseException) -> str:
+    """One line for an exception, naming the sandbox limit behind it when there is one."""
+    limits = _SPEC["limits"]
+    if isinstance(error, MemoryError):
+        return f"memory limit exceeded ({limits['memory_mb']} MB)"
+    if isinstance(error, SystemExit):
+        return f"the code exited with status {error.code}"
+    errno = getattr(error, "errno", None)
+    if errno == 27:  # EFBIG
+        return f"file size limit exceeded ({limits['file_size_mb']} MB)"
+    text = f"{type(error).__name__}: {error}".strip().rstrip(":")
+    if errno == 11 and isinstance(error, OSError):  # EAGAIN from fork
+        text += f" (process limit: {limits['max_processes']})"
+    elif errno == 24:  # EMFILE
+        text += f" (open file limit: {limits['max_open_files']})"
+    elif errno == 30:  # EROFS
+        text += " (only the working directory is writable)"
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == "<solution>"]
+    if frames:
+        text += f" (line {frames[-1].lineno} of the code)"
+    return text[:500]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _check_assert(source: str, namespace: dict[str, Any]) -> str | None:
+    """Run one test statement; return None when it passes, else what went wrong."""
+    tree = ast.parse(source)
+    node = tree.body[0] if len(tree.body) == 1 else None
+    if (
+        isinstance(node, ast.Assert)
+        and isinstance(node.test, ast.Compare)
+        and len(node.test.ops) == 1
+        and isinstance(node.test.ops[0], ast.Eq)
+    ):
+        left = eval(compile(ast.Expression(node.test.left), "<test>", "eval"), namespace)
+        right = eval(compile(ast.Expression(node.test.comparators[0]), "<test>", "eval"), namespace)
+        if left == right:
+            return None
+        verb = "returned" if isinstance(node.test.left, ast.Call) else "is"
+        return f"{ast.unparse(node.test.left)} {verb} {_short(left)}, expected {_short(right)}"
+    try:
+        exec(compile(tree, "<test>", "exec"), namespace)
+    except AssertionError as error:
+        return f"assertion failed{': ' + str(error) if str(error) else ''}"
+    return None
+
+
+class _CappedOutput(io.BytesIO):
+    """Captured standard output that refuses to grow past the file size limit."""
+
+    def write(self, data: Any) -> int:
+        if self.tell() + len(data) > _SPEC["limits"]["file_size_mb"] << 20:
+            raise OSError(27, "output too large")
+        return super().write(data)
+
+
+def _run_program(code: Any, stdin: str) -> tuple[str, str | None]:
+    """Run the code as a program with `stdin`; return its output and any failure."""
+    out = io.TextIOWrapper(_CappedOutput(), encoding="utf-8", write_through=True)
+    saved = sys.stdin, sys.stdout
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8")
+    sys.stdout = out
+    failure = None
+    try:
+        exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
+    except SystemExit as stop:
+        if stop.code not in (None, 0):
+            failure = f"exited with status {stop.code}"
+    except BaseException as error:  # noqa: BLE001 - report whatever the program raised
+        failure = _describe(error)
+    finally:
+        sys.stdin, sys.stdout = saved
+    if os.getpid() != _PID:
+        os._exit(0)
+    out.flush()
+    buffer = out.buffer
+    assert isinstance(buffer, io.BytesIO)
+    return buffer.getvalue().decode("utf-8", "replace"), failure
+
+
+def _same_output(got: str, expected: str) -> bool:
+    return got.split() == expected.split()
+
+
+def _run_tests(source: str, tests: list[dict[str, Any]]) -> None:
+    try:
+        code = compile(source, "<solution>", "exec")
+    except SyntaxError as error:
+        _emit(event="load_error", error=f"SyntaxError: {error.msg} (line {error.lineno})")
+        return
+    namespace: dict[str, Any] | None = None
+    for index, test in enumerate(tests):
+        if "stdin" not in test and namespace is None:
+            _emit(event="start", index=-1)  # loading the code, before any test
+            namespace = {"__name__": "solution", "__builtins__": __builtins__}
+            try:
+                exec(code, namespace)
+            except BaseException as error:  # noqa: BLE001 - the code itself failed
+                if os.getpid() != _PID:
+                    os._exit(0)
+                if not isinstance(error, SystemExit) or error.code not in (None, 0):
+                    _emit(event="load_error", error=_describe(error))
+                    return
+        _emit(event="start", index=index)
+        try:
+            if "stdin" in test:
+                got, failure = _run_program(code, test["stdin"])
+                if failure is None and not _same_output(got, test["stdout"]):
+                    failure = f"expected output {_short(test['stdout'])}, got {_short(got)}"
+            else:
+                assert namespace is not None
+                failure = _check_assert(test["source"], namespace)
+        except BaseException as error:  # noqa: BLE001 - a test may raise anything
+            failure = _describe(error)
+        if os.getpid() != _PID:
+            os._exit(0)
+        if isinstance(failure, str) and failure.startswith("memory limit") and namespace:
+            namespace.clear()  # free what the code holds so the report can be written
+        _emit(event="result", index=index, passed=failure is None, detail=failure or "")
+
+
+def _load_isolation(path: str) -> ModuleType:
+    found = importlib.util.spec_from_file_location("sandbox_isolation", path)
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    return module
+
+
+def _work(iso: ModuleType) -> None:
+    """The worker: isolate, run the code and its tests, report, and end."""
+    global _PID
+    _PID = os.getpid()
+    try:
+        report = _isolate(_SPEC, iso)
+    except Exception as error:  # noqa: BLE001 - setup failures go to the host, then stop
+        _emit(event="setup_error", error=f"{type(error).__name__}: {error}")
+        os._exit(3)
+    if _SPEC["guards"]:
+        _guard(_SPEC["work"])
+    _emit(event="ready", isolation=report, pid=_PID)
+    _run_tests(_SPEC["code"], _SPEC["tests"])
+    try:
+        sys.stdout.flush()
+    except BaseException:  # noqa: BLE001 - the code may have broken standard output
+        pass
+    _emit(event="done")
+    os._exit(0)
+
+
+def _reap(worker: int, iso: ModuleType) -> int:
+    """Wait for the worker, then kill and collect every process it left; return its status."""
+    status: int | None = None
+    while True:
+        if status is not None:
+            for pid in iso.children_of(_PID):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        try:
+            pid, raw = os.wait()
+        except ChildProcessError:
+            return status or 0
+        if pid == worker:
+            status = raw
+
+
+def main() -> None:
+    """Fork the worker that runs the spec's code, and outlive everything it starts."""
+    _SPEC.update(json.loads(Path(sys.argv[1]).read_text()))
+    sys.dont_write_bytecode = True
+    iso = _load_isolation(_SPEC["isolation_module"])
+    iso.become_subreaper()
+    worker = os.fork()
+    if worker == 0:
+        _work(iso)
+    _emit(event="exit", status=_reap(worker, iso))
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

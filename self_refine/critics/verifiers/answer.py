@@ -1,0 +1,159 @@
+"""The `answer` verifier: compare the draft's final answer with the reference answer."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from typing import Any
+
+from self_refine.critics.verifiers.base import BuiltinVerifier, reference_field
+from self_refine.errors import ConfigError
+from self_refine.state import Critique
+
+__all__ = ["ANSWER", "answers_match", "extract_answer"]
+
+_ANSWER_IS = re.compile(
+    r"(?:final answer|the answer|answer)\s*(?:is\b\s*:?|:|=)\s*(?:\*\*)?\s*(?P<value>[^\n]+)", re.I
+)
+_HASHES = re.compile(r"^\s*####\s*(?P<value>.+?)\s*$", re.M)
+_NUMBER = re.compile(
+    r"[-\u2212]?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+)?"
+    r"|[-\u2212]?\.\d+"
+)
+_SENTENCE_END = re.compile(r"\.(?=\s|$)|[;!?]|,\s|\s(?:because|since|as|which|so)\b")
+_TOLERANCE = 1e-6
+
+
+def _boxed(draft: str) -> str | None:
+    """The content of the last \\boxed{...}, with nested braces."""
+    start = draft.rfind("\\boxed")
+    if start < 0:
+        return None
+    brace = draft.find("{", start)
+    if brace < 0:
+        return None
+    depth = 0
+    for end in range(brace, len(draft)):
+        depth += {"{": 1, "}": -1}.get(draft[end], 0)
+        if depth == 0:
+            return draft[brace + 1 : end].strip()
+    return None
+
+
+def extract_answer(draft: str) -> tuple[str, str] | None:
+    """The final answer in the draft and where it was found, or None.
+
+    Looks for, in order: the last \\boxed{...}, the last "#### ...", the last
+    "The answer is ..." (or "Answer: ..."), and the last number in the text.
+    """
+    boxed = _boxed(draft)
+    if boxed:
+        return boxed, "\\boxed{}"
+    hashes = _HASHES.findall(draft)
+    if hashes:
+        return hashes[-1], '"####"'
+    stated = list(_ANSWER_IS.finditer(draft))
+    if stated:
+        value = stated[-1].group("value")
+        value = _SENTENCE_END.split(value, maxsplit=1)[0].strip().strip("*").strip()
+        if value:
+            return value, '"the answer is"'
+    numbers = _NUMBER.findall(draft)
+    if numbers:
+        return numbers[-1].strip(), "the last number"
+    return None
+
+
+def _strip_latex(text: str) -> str:
+    text = re.sub(r"^\s*[A-Za-z]\w*\s*=\s*", "", text)  # "x = 5" -> "5"
+    text = re.sub(r"\\(?:text|mathrm|textbf|mathbf)\{([^{}]*)\}", r"\1", text)
+    text = re.sub(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", text)
+    text = text.replace("\\$", "$").replace("\\%", "%").replace("\\!", "").replace("\\,", "")
+    return text.replace("\\left", "").replace("\\right", "")
+
+
+def _number(text: str) -> Fraction | None:
+    """The number a short answer states, tolerant of $, commas, %, units and fractions."""
+    text = _strip_latex(text).replace("\u2212", "-").strip().strip("$").strip()
+    text = re.sub(r"^\((.*)\)$", r"\1", text)
+    match = re.fullmatch(
+        r"(?P<num>[-+]?\$?\s*[\d.,]+(?:[eE][-+]?\d+)?)"
+        r"(?:\s*/\s*\(?(?P<den>[-+]?[\d.]+)\)?)?\s*%?\s*(?P<unit>[A-Za-z][A-Za-z .]*)?",
+        text.replace("(", "").replace(")", "") if "/" in text else text,
+    )
+    if not match:
+        return None
+    raw = match.group("num").replace("$", "").replace(" ", "")
+    if "," in raw:
+        if not re.fullmatch(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?", raw):
+            return None
+        raw = raw.replace(",", "")
+    try:
+        value = Fraction(Decimal(raw))
+        if match.group("den"):
+            value /= Fraction(Decimal(match.group("den")))
+    except (InvalidOperation, ZeroDivisionError, ValueError):
+        return None
+    return value
+
+
+def _words(text: str) -> str:
+    text = _strip_latex(text).lower().strip().strip("$").strip()
+    text = re.sub(r"^\(?([a-z])\)$", r"\1", text)  # "(b)" -> "b"
+    text = text.strip(" .,;:!\"'`*")
+    return " ".join(text.split())
+
+
+def answers_match(given: str, expected: Any) -> bool:
+    """True when `given` states the same answer as `expected` (number or text).
+
+    Numbers match within a relative 1e-6, whatever their notation: 42, 42.0,
+    $42, 1,000, 3/4 and 0.75, 50%, \\frac{3}{4}. Text matches case- and
+    spacing-insensitively; "(B)" matches "B". A list of expected answers
+    matches any of them.
+    """
+    if isinstance(expected, list | tuple):
+        return any(answers_match(given, option) for option in expected)
+    if isinstance(expected, bool):
+        expected = "yes" if expected else "no"
+    a, b = _number(given), _number(str(expected))
+    if a is not None and b is not None:
+        return abs(a - b) <= _TOLERANCE * max(Fraction(1), abs(b))
+    return _words(given) == _words(str(expected)) and bool(_words(given))
+
+
+def _prepare(reference: Any) -> Any:
+    expected = reference_field(reference, "answer", '"42"')
+    if not isinstance(expected, str | int | float | list | tuple):
+        raise ConfigError(
+            f'reference["answer"] must be a number, a string or a list of them, '
+            f"got {type(expected).__name__}"
+        )
+    return expected
+
+
+def _judge(task: str, draft: str, expected: Any) -> Critique:
+    found = extract_answer(draft)
+    if found is None:
+        return Critique(
+            feedback=['No final answer found: end with "The answer is <answer>."'], score=0.0
+        )
+    value, where = found
+    if answers_match(value, expected):
+        return Critique(score=1.0, done=True)
+    return Critique(
+        feedback=[
+            f'The final answer "{value}" (read from {where}) is wrong; '
+            "recheck the steps that lead to it."
+        ],
+        score=0.0,
+    )
+
+
+ANSWER = BuiltinVerifier(
+    name="answer",
+    summary='the final answer equals reference["answer"] (numbers in any notation)',
+    prepare=_prepare,
+    judge=_judge,
+)
