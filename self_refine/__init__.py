@@ -1,6 +1,5 @@
 """Self-Refine (generate, critique, refine) as a checkpointed LangGraph state machine."""
 
-from self_refine.batch import Judge
 from self_refine.batch_api import BatchResult, arefine_batch, refine_batch
 from self_refine.context import RefineContext
 from self_refine.critics import (
@@ -48,7 +47,6 @@ __all__ = [
     "CritiqueRequest",
     "CritiqueResult",
     "LLMCritic",
-    "Judge",
     "MaxIterations",
     "ModelCallError",
     "NoImprovement",

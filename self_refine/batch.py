@@ -19,21 +19,17 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from self_refine.batch_io import BatchItem
+from self_refine.batch_judge import Judge
 from self_refine.nodes.finalize import pick_best
 from self_refine.state import Attempt, Critique, add_usage
 
 __all__ = [
     "BatchRunner",
     "Engine",
-    "Judge",
     "ThreadView",
     "run_key",
     "thread_id_for",
 ]
-
-Judge = Callable[[str, str, Any], bool | None]
-"""Judge a draft: (task, draft, reference) -> whether it is correct, or None when
-nothing can judge it (the reference lacks what the verifiers need, say)."""
 
 VERIFIED = "verified"
 _NAMESPACE = uuid.UUID("6f1d2a8e-5b1c-4f57-9d5e-2f0c3b7a9e41")
@@ -96,7 +92,7 @@ def _payload(item: BatchItem) -> dict[str, Any]:
 
 def _verified_attempt(draft: str, source: str, usage: Any) -> Attempt:
     """The first attempt of a draft the judge accepted, in place of a critique."""
-    critique = Critique(feedback=[], score=1.0, done=True, source=source)
+    critique = Critique(feedback=[], score=1.0, done=True, source=source, verified=True)
     return {"iteration": 0, "draft": draft, "critique": critique.model_dump(), "usage": usage}
 
 
@@ -106,12 +102,10 @@ class BatchRunner:
 
     `select` must match the graph's ("best" or "last"): it tells which draft
     the run would have answered after k refine steps, for the per-step curve.
-    `judge_name` is the source named in the critique of a draft the judge accepted.
     """
 
     engine: Engine
     judge: Judge | None = None
-    judge_name: str = "verifiers"
     refine_only_incorrect: bool = False
     select: str = "best"
     key: str = ""
@@ -127,7 +121,8 @@ class BatchRunner:
         gate = self.refine_only_incorrect
         if gate and item.draft is not None:
             if (await verdicts.of([item.draft]))[item.draft]:
-                attempt = _verified_attempt(item.draft, self.judge_name, add_usage())
+                source = "caller" if item.correct is not None else self._source(item)
+                attempt = _verified_attempt(item.draft, source, add_usage())
                 values = {
                     "answer": item.draft,
                     "attempts": [attempt],
@@ -152,7 +147,7 @@ class BatchRunner:
             view = view or await self.engine.state(thread_id)
             at_gate = gate and _at_gate(view)
             if at_gate:
-                await self._check_gate(thread_id, view, verdicts)
+                await self._check_gate(thread_id, item, view, verdicts)
             first_leg = gate and not at_gate and not view.values.get("attempts")
             payload = None if view.values else _payload(item)
             values = await self.engine.run(thread_id, payload, stop_before_critique=first_leg)
@@ -162,13 +157,18 @@ class BatchRunner:
             f"(inspect it with `self-refine show {thread_id}`)"
         )
 
-    async def _check_gate(self, thread_id: str, view: ThreadView, verdicts: _Verdicts) -> None:
+    def _source(self, item: BatchItem) -> str:
+        return self.judge.source(item.reference) if self.judge else "caller"
+
+    async def _check_gate(
+        self, thread_id: str, item: BatchItem, view: ThreadView, verdicts: _Verdicts
+    ) -> None:
         """Finish the thread at once when the judge accepts its first draft."""
         draft = str(view.values.get("draft", ""))
         if not (await verdicts.of([draft]))[draft]:
             return
         usage = add_usage(view.values.get("draft_usage"))
-        attempt = _verified_attempt(draft, self.judge_name, usage)
+        attempt = _verified_attempt(draft, self._source(item), usage)
         await self.engine.update(
             thread_id,
             {

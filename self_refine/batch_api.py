@@ -13,13 +13,16 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from self_refine.batch import BatchRunner, Judge, run_key
+from self_refine.batch import BatchRunner, run_key
 from self_refine.batch_engines import LocalEngine
 from self_refine.batch_io import BatchItem, append_jsonl
+from self_refine.batch_judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
 from self_refine.context import RefineContext
+from self_refine.critics import Verifier
 from self_refine.errors import ConfigError
 from self_refine.graphs import create_self_refine_graph
 from self_refine.metrics import summarize
+from self_refine.prompts import get_profile
 
 __all__ = ["BatchResult", "arefine_batch", "refine_batch"]
 
@@ -79,6 +82,18 @@ def _items(
     return items
 
 
+def _critic_specs(context: RefineContext | None, options: dict[str, Any]) -> list[Any]:
+    """The critics the graph will use: the context's, else the factory's, else the profile's."""
+    if context is not None and context.critics:
+        return list(context.critics)
+    if options.get("critics"):
+        return list(options["critics"])
+    prompts = options.get("prompts") or get_profile(
+        (context.profile if context else None) or options.get("profile") or "general"
+    )
+    return list(prompts.critics)
+
+
 async def arefine_batch(
     tasks: Sequence[str],
     *,
@@ -87,7 +102,7 @@ async def arefine_batch(
     references: Sequence[Any] | None = None,
     correct: Sequence[bool | None] | None = None,
     ids: Sequence[str] | None = None,
-    judge: Judge | None = None,
+    verifiers: Sequence[str | Verifier] | None = None,
     refine_only_incorrect: bool = True,
     concurrency: int = 8,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
@@ -99,16 +114,26 @@ async def arefine_batch(
 
     `correct[i]` says whether `answers[i]` is already right (None: unknown);
     with `refine_only_incorrect` (the default) right answers come back as
-    they were, with no model call. `judge(task, draft, reference)` tells right
-    from wrong where `correct` does not, and judges the refined answers, so the
-    summary can report accuracy before and after. `options` go to
-    `create_self_refine_graph` (`critic_model`, `max_iterations`, ...). Each
-    record is appended to the JSONL file `log` when given. Threads live in an
-    in-memory checkpointer unless you pass one.
+    they were, with no model call. `verifiers` (names or callables; default:
+    every built-in verifier, each judging the items whose reference holds its
+    data, e.g. `{"answer": "42"}`) tell right from wrong where `correct` does
+    not, and judge the refined answers, so the summary reports accuracy before
+    and after; `verifiers=()` judges nothing. `options` go to
+    `create_self_refine_graph` (`critic_model`, `critics`, `max_iterations`,
+    ...). Each record is appended to the JSONL file `log` when given. Threads
+    live in an in-memory checkpointer unless you pass one.
     """
     items = _items(tasks, answers, references, correct, ids)
     if concurrency < 1:
         raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
+    judge_specs = list(DEFAULT_VERIFIERS if verifiers is None else verifiers)
+    judge = VerifierJudge(judge_specs) if judge_specs else None
+    check = ReferenceCheck(judge_specs, _critic_specs(context, options))
+    for index, item in enumerate(items):
+        try:
+            check(item.reference)
+        except ConfigError as error:
+            raise ConfigError(f"references[{index}]: {error}") from None
     if checkpointer is None:
         from langgraph.checkpoint.memory import InMemorySaver
 
@@ -121,6 +146,7 @@ async def arefine_batch(
             "options": options,
             "context": context,
             "refine_only_incorrect": refine_only_incorrect,
+            "verifiers": judge.name if judge else None,
         }
     )
     runner = BatchRunner(

@@ -13,8 +13,16 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from self_refine.batch import BatchRunner, Engine, Judge, run_key
-from self_refine.batch_io import BatchItem, OutputFile, in_shard, parse_shard, read_items
+from self_refine.batch import BatchRunner, Engine, run_key
+from self_refine.batch_io import (
+    BatchItem,
+    InputProblem,
+    OutputFile,
+    in_shard,
+    parse_shard,
+    read_items,
+)
+from self_refine.batch_judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.metrics import format_summary, summarize
@@ -32,6 +40,7 @@ RESULT_SETTINGS = (
     "history_window",
     "select",
     "profile",
+    "critics",
 )
 """Settings that shape results: a rerun with others gets new threads (see thread_id_for)."""
 
@@ -44,15 +53,30 @@ def _context(args: argparse.Namespace) -> RefineContext:
     )
 
 
-def _result_settings(args: argparse.Namespace, judge_names: list[str]) -> dict[str, Any]:
+def _result_settings(args: argparse.Namespace, verifiers: list[str]) -> dict[str, Any]:
     settings = {name: getattr(args, name) for name in RESULT_SETTINGS}
-    settings.update(refine_only_incorrect=args.refine_only_incorrect, judge=judge_names)
+    settings.update(refine_only_incorrect=args.refine_only_incorrect, verifiers=verifiers)
     return settings
 
 
-def _judge(args: argparse.Namespace) -> tuple[Judge | None, list[str]]:
-    """The judge of correctness for this batch, and its verifiers' names."""
-    return None, []
+def _verifier_names(text: str | None) -> list[str]:
+    """The names given to --verifiers (default: every built-in verifier); "" for none."""
+    if text is None:
+        return list(DEFAULT_VERIFIERS)
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in DEFAULT_VERIFIERS]
+    if unknown:
+        raise ConfigError(
+            f"--verifiers: unknown name(s) {', '.join(map(repr, unknown))}; "
+            f"choose from {', '.join(DEFAULT_VERIFIERS)}, or give '' for none"
+        )
+    return names
+
+
+def _critic_specs(context: RefineContext) -> list[str]:
+    from self_refine.prompts import get_profile
+
+    return list(context.critics or get_profile(context.profile or "general").critics)
 
 
 def _check_server(url: str) -> None:
@@ -78,6 +102,7 @@ def _local_graph(context: RefineContext) -> Any:
 
     return create_self_refine_graph(
         model(context.model),
+        critics=context.critics or (),
         critic_model=model(context.critic_model),
         refiner_model=model(context.refiner_model),
         max_iterations=context.max_iterations or 3,
@@ -93,13 +118,22 @@ def _warn(message: str) -> None:
     print(f"self-refine: {message}", file=sys.stderr, flush=True)
 
 
-def _selected(args: argparse.Namespace) -> tuple[list[BatchItem], list[int]]:
+def _selected(args: argparse.Namespace, check: ReferenceCheck) -> tuple[list[BatchItem], list[int]]:
     """The items this command runs (its shard of the input), and the unusable lines."""
     shard = parse_shard(args.shard) if args.shard else None
     if args.concurrency < 1:
         raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
     items, problems = read_items(args.input)
-    for problem in problems:
+    usable = []
+    for item in items:
+        try:
+            check(item.reference)
+        except ConfigError as error:
+            problems.append(InputProblem(item.line or 0, f'"reference": {error}'))
+        else:
+            usable.append(item)
+    items = usable
+    for problem in sorted(problems, key=lambda p: p.line):
         _warn(f"warning: {args.input} {problem}; skipped")
     if not items:
         raise ConfigError(
@@ -107,7 +141,7 @@ def _selected(args: argparse.Namespace) -> tuple[list[BatchItem], list[int]]:
         )
     if shard:
         items = [item for item in items if in_shard(item.id, shard)]
-    return items, [problem.line for problem in problems]
+    return items, sorted(problem.line for problem in problems)
 
 
 async def _run(
@@ -156,18 +190,19 @@ async def _engine(args: argparse.Namespace, context: RefineContext) -> AsyncIter
 def batch_command(args: argparse.Namespace) -> int:
     """Refine every item of a JSONL file into an output file; resumable."""
     context = _context(args)
-    items, bad_lines = _selected(args)
-    judge, judge_names = _judge(args)
-    if args.refine_only_incorrect and judge is None:
+    verifiers = _verifier_names(args.verifiers)
+    if args.refine_only_incorrect and not verifiers:
         raise ConfigError(
-            "--refine-only-incorrect needs a verifier to tell correct drafts apart: "
-            "give --judge (e.g. --judge answer) with a reference in each item"
+            "--refine-only-incorrect needs verifiers to tell correct drafts apart: "
+            "leave --verifiers out, or name some (e.g. --verifiers answer)"
         )
+    judge = VerifierJudge(verifiers) if verifiers else None
+    items, bad_lines = _selected(args, ReferenceCheck(verifiers, _critic_specs(context)))
     if args.server:
         _check_server(args.server)
     else:
         _local_graph(context)  # bad models, profiles and missing keys fail before any call
-    key = run_key(_result_settings(args, judge_names))
+    key = run_key(_result_settings(args, verifiers))
     output = OutputFile.open(args.output, key)
     try:
         if output.repaired:

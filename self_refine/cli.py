@@ -135,6 +135,12 @@ def _add_batch_commands(commands: Any) -> None:
     batch.add_argument(
         "--server", help="run items on a LangGraph server (e.g. http://127.0.0.1:2024)"
     )
+    batch.add_argument(
+        "--verifiers",
+        metavar="NAME[,NAME]",
+        help="verifiers that judge correctness for the accuracy figures (default: every "
+        "built-in one whose data the item's reference holds; '' for none)",
+    )
     _add_settings(batch)
     _add_db(batch)
 
@@ -394,6 +400,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     """Refine a JSONL file of items."""
     from self_refine.batch_cli import batch_command
 
+    if args.critics is not None:
+        args.critics = _critic_names(args.critics)
     if not args.server:
         _check_reachable(args.base_url)
     return batch_command(args)

@@ -17,14 +17,6 @@ from self_refine.errors import ConfigError
 from self_refine.models import resolve_model
 
 
-def answer_judge(task: str, draft: str, reference: Any) -> bool | None:
-    """Right when the draft's last number is the reference answer."""
-    if not reference:
-        return None
-    numbers = re.findall(r"-?\d+", draft)
-    return bool(numbers) and numbers[-1] == reference["answer"]
-
-
 @pytest.fixture
 def dataset() -> MathDataset:
     return math_dataset(per_kind=2)
@@ -65,7 +57,6 @@ def test_refining_everything_gives_the_scripted_accuracy_and_transitions(
         model=_model(server),
         references=columns["references"],
         ids=columns["ids"],
-        judge=answer_judge,
         refine_only_incorrect=False,
         concurrency=4,
     )
@@ -97,7 +88,6 @@ def test_known_correct_answers_come_back_untouched_without_model_calls(
         answers=firsts,
         correct=correct,
         references=columns["references"],
-        judge=answer_judge,
         log=log,
     )
     seen = set(_tasks_seen(server, ""))
@@ -132,7 +122,6 @@ def test_generated_drafts_that_pass_the_judge_are_never_critiqued(
         model=_model(server),
         references=columns["references"],
         ids=columns["ids"],
-        judge=answer_judge,
         concurrency=3,
     )
     critiqued = _tasks_seen(server, "critic")
@@ -150,7 +139,9 @@ def test_generated_drafts_that_pass_the_judge_are_never_critiqued(
     verified = [r for r in result.records if r and r["stop_reason"] == "verified"]
     assert len(verified) == 4
     assert all(
-        r["iterations"] == 0 and r["attempts"][0]["critique"]["source"] == "verifiers"
+        r["iterations"] == 0
+        and r["attempts"][0]["critique"]["source"] == "answer"
+        and r["attempts"][0]["critique"]["verified"] is True
         for r in verified
     )
 
@@ -201,3 +192,26 @@ async def test_the_blocking_call_works_inside_a_running_event_loop() -> None:
     assert result.records[0] is not None
     assert result.records[0]["stop_reason"] == "critic_done"
     assert "park" in result.answers[0]
+
+
+def test_a_malformed_reference_fails_before_any_model_call(server: OpenAIServer) -> None:
+    with pytest.raises(ConfigError, match=r"references\[1\]: reference\[\"answer\"\]"):
+        refine_batch(
+            ["What is 1 + 1?", "What is 2 + 2?"],
+            model=_model(server),
+            references=[{"answer": "2"}, {"answer": {"value": 4}}],
+        )
+    assert server.chat_requests() == []
+
+
+def test_without_verifiers_nothing_is_judged_and_everything_is_refined(
+    dataset: MathDataset, server: OpenAIServer
+) -> None:
+    columns = _columns(dataset)
+    result = refine_batch(
+        columns["tasks"], model=_model(server), references=columns["references"], verifiers=()
+    )
+    assert result.summary["judged"] == 0 and result.summary["accuracy_first"] is None
+    assert all(r is not None and r["correct_first"] is None for r in result.records)
+    assert len(set(_tasks_seen(server, "critic"))) == len(columns["tasks"])
+    assert "verified" not in result.summary["stop_reasons"]

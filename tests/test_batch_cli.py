@@ -104,7 +104,7 @@ def test_batch_gives_exact_accuracy_and_a_rerun_redoes_nothing(
     ci = by_id["q4"]  # right at first, talked out of it by the critic
     assert dataset.kinds["q4"] == "ci"
     assert (ci["correct_first"], ci["correct_final"]) == (True, False)
-    assert ci["first"] == "The answer is 38." and ci["answer"] == "The answer is 39."
+    assert ci["first"] == "The answer is 33." and ci["answer"] == "The answer is 34."
     assert ci["iterations"] == 1 and ci["stop_reason"] == "critic_done"
     assert ci["correct_at"] == [True, False] and ci["score"] == 0.9
     assert ci["usage"]["total_tokens"] == sum(a["usage"]["total_tokens"] for a in ci["attempts"])
@@ -229,13 +229,20 @@ def test_refine_only_incorrect_never_critiques_a_correct_first_draft(
 def test_malformed_lines_are_reported_and_the_rest_still_run(
     tmp_path: Path, dataset: MathDataset, server: OpenAIServer
 ) -> None:
-    dataset.write(tmp_path / "in.jsonl", ('{"task": "unterminated', '{"id": "no-task"}', "[]"))
-    done = _run(tmp_path, _command(server, "in.jsonl", "-o", "out.jsonl"))
+    bad_reference = json.dumps({"task": "What is 1 + 1?", "reference": {"answer": {"n": 2}}})
+    dataset.write(
+        tmp_path / "in.jsonl",
+        ('{"task": "unterminated', '{"id": "no-task"}', "[]", bad_reference),
+    )
+    done = _run(tmp_path, _command(server, "in.jsonl", "-o", "out.jsonl", "--summary", "s.json"))
     assert done.returncode == 0, done.stderr
     assert "in.jsonl line 11: not valid JSON" in done.stderr
     assert 'in.jsonl line 12: needs a "task"' in done.stderr
     assert "in.jsonl line 13: expected a JSON object" in done.stderr
+    assert 'in.jsonl line 14: "reference": reference["answer"]' in done.stderr
     assert len(_records(tmp_path / "out.jsonl")) == len(dataset.items)
+    assert json.loads((tmp_path / "s.json").read_text())["input_problems"] == [11, 12, 13, 14]
+    assert "What is 1 + 1?" not in "\n".join(r.text for r in server.chat_requests())
 
 
 def test_shards_split_the_dataset_exactly_once(
@@ -259,8 +266,15 @@ def test_shards_split_the_dataset_exactly_once(
 
 
 def test_bad_options_and_other_settings_fail_before_any_model_call(
-    tmp_path: Path, dataset: MathDataset, server: OpenAIServer
+    tmp_path: Path,
+    dataset: MathDataset,
+    server: OpenAIServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from self_refine.cli import main
+
+    monkeypatch.chdir(tmp_path)
     dataset.write(tmp_path / "in.jsonl")
     (tmp_path / "out.jsonl").write_text('{"id": "q0", "run_key": "from-other-settings"}\n')
     cases = [
@@ -268,10 +282,14 @@ def test_bad_options_and_other_settings_fail_before_any_model_call(
         (["missing.jsonl", "-o", "x.jsonl"], "check the input path"),
         (["in.jsonl", "-o", "x.jsonl", "--concurrency", "0"], "--concurrency must be >= 1"),
         (["in.jsonl", "-o", "x.jsonl", "--max-iterations", "0"], "max_iterations must be"),
+        (["in.jsonl", "-o", "x.jsonl", "--verifiers", "answer,oracle"], "unknown name(s) 'oracle'"),
+        (["in.jsonl", "-o", "x.jsonl", "--critics", "psychic"], "--critics 'psychic'"),
         (["in.jsonl", "-o", "out.jsonl"], "other settings"),
     ]
     for args, message in cases:
-        done = _run(tmp_path, _command(server, *args))
-        assert done.returncode == 2, (args, done.stderr)
-        assert message in done.stderr, (args, done.stderr)
+        code = main(_command(server, *args)[3:])
+        error = capsys.readouterr().err
+        assert code == 2, (args, error)
+        assert message in error, (args, error)
+    assert not (tmp_path / "x.jsonl").exists()
     assert server.chat_requests() == []

@@ -162,3 +162,39 @@ def test_server_path_fails_fast_when_the_server_is_down(
     assert "cannot reach the LangGraph server" in done.stderr
     assert not (tmp_path / "o.jsonl").exists()
     assert model_server.chat_requests() == []
+
+
+def test_a_killed_server_batch_resumes_without_duplicates(
+    tmp_path: Path, langgraph_server: str
+) -> None:
+    dataset = math_dataset(per_kind=2)
+    dataset.write(tmp_path / "in.jsonl")
+    with OpenAIServer(responder=MathResponder(dataset), latency=0.3) as model:
+        command = [
+            sys.executable, "-m", "self_refine.cli", "batch", "in.jsonl", "-o", "out.jsonl",
+            "--summary", "s.json", "--concurrency", "3", "--server", langgraph_server,
+            "--model", "test-model", "--base-url", model.base_url,
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            command, cwd=tmp_path, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        output = tmp_path / "out.jsonl"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (
+            not output.exists() or len(output.read_text().splitlines()) < 2
+        ):
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+        finished_at_kill = len(_records(output))
+        assert 2 <= finished_at_kill < len(dataset.items)
+        resumed = subprocess.run(
+            command, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300
+        )
+        assert resumed.returncode == 0, resumed.stderr
+    ids = [r["id"] for r in _records(output)]
+    assert sorted(ids) == sorted(i["id"] for i in dataset.items)
+    summary = json.loads((tmp_path / "s.json").read_text())
+    want = expected(dataset)
+    for key in ("accuracy_first", "accuracy_final", "transitions", "mean_iterations"):
+        assert summary[key] == want[key], key
