@@ -209,10 +209,11 @@ def batch_command(args: argparse.Namespace) -> int:
             _warn(f"note: {args.output} ended in a torn line (an interrupted write); removed it")
         done = output.done_ids()
         todo = [item for item in items if item.id not in done]
+        wanted = {item.id for item in items}
         progress = Progress(
             len(items),
             sys.stderr,
-            done_before=[r for r in output.records if str(r["id"]) in {i.id for i in items}],
+            done_before=[r for r in output.records if str(r["id"]) in wanted],
         )
         options = {
             "judge": judge,

@@ -203,6 +203,33 @@ def test_a_killed_batch_resumes_to_the_same_result_without_duplicates(tmp_path: 
     assert before_kill <= total <= before_kill + 4
 
 
+def test_ctrl_c_stops_cleanly_and_the_same_command_finishes_the_rest(
+    tmp_path: Path, dataset: MathDataset
+) -> None:
+    dataset.write(tmp_path / "in.jsonl")
+    with OpenAIServer(responder=MathResponder(dataset), latency=0.2) as server:
+        command = _command(server, "in.jsonl", "-o", "out.jsonl", "--concurrency", "2")
+        process = subprocess.Popen(
+            command, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        output = tmp_path / "out.jsonl"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (
+            not output.exists() or len(output.read_text().splitlines()) < 2
+        ):
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 130
+        assert "run the same command to continue" in stderr
+        assert 2 <= len(_records(output)) < len(dataset.items)
+        again = _run(tmp_path, command)
+        assert again.returncode == 0, again.stderr
+    ids = [r["id"] for r in _records(output)]
+    assert sorted(ids) == sorted(i["id"] for i in dataset.items)
+
+
 def test_refine_only_incorrect_never_critiques_a_correct_first_draft(
     tmp_path: Path, dataset: MathDataset, server: OpenAIServer
 ) -> None:
