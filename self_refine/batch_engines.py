@@ -34,12 +34,17 @@ async def open_async_checkpointer(
         async with _postgres(db, pool_size) as saver:
             yield saver
         return
+    import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     from self_refine.storage import sqlite_path
 
-    async with AsyncSqliteSaver.from_conn_string(str(sqlite_path(db))) as saver:
-        yield saver
+    async with aiosqlite.connect(str(sqlite_path(db))) as conn:
+        # WAL with synchronous=NORMAL: a killed process loses nothing committed; only a
+        # power cut can drop the last steps, which a resumed batch then redoes.
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        yield AsyncSqliteSaver(conn)
 
 
 @asynccontextmanager
