@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from self_refine.batch_io import BatchItem
 from self_refine.batch_judge import Judge
+from self_refine.errors import ConfigError
 from self_refine.nodes.finalize import pick_best
 from self_refine.state import Attempt, Critique, add_usage
 
@@ -131,7 +132,7 @@ class BatchRunner:
                     "score": attempt["critique"]["score"],
                     "usage": add_usage(),
                 }
-                return await self._record(item, values, thread_id, verdicts)
+                return await self._record(item, values, None, verdicts)
             gate = False
         values = await self._drive(thread_id, item, gate, verdicts)
         return await self._record(item, values, thread_id, verdicts)
@@ -180,16 +181,17 @@ class BatchRunner:
         )
 
     async def _record(
-        self, item: BatchItem, values: dict[str, Any], thread_id: str, verdicts: _Verdicts
+        self,
+        item: BatchItem,
+        values: dict[str, Any],
+        thread_id: str | None,
+        verdicts: _Verdicts,
     ) -> dict[str, Any]:
+        """The result line of a finished item; `thread_id` None when no thread ran."""
         attempts: list[Attempt] = list(values.get("attempts") or [])
         answer = str(values.get("answer", ""))
         picks = [self._pick([a for a in attempts if a["iteration"] <= k]) for k in _steps(attempts)]
-        judged = await verdicts.of([a["draft"] for a in attempts] + [answer])
-
-        def correct(draft: str) -> bool | None:
-            return judged.get(draft)
-
+        correct = (await verdicts.of([a["draft"] for a in attempts] + [answer])).get
         record: dict[str, Any] = {"id": item.id}
         if item.line is not None:
             record["line"] = item.line
@@ -230,8 +232,6 @@ class BatchRunner:
         An item that fails goes to `on_error` and the others go on; an error in
         the settings (ConfigError) stops the whole batch.
         """
-        from self_refine.errors import ConfigError
-
         pending = iter(items)
 
         async def worker() -> None:

@@ -59,6 +59,8 @@ def _items(
 ) -> list[BatchItem]:
     if isinstance(tasks, str):
         raise ConfigError("tasks must be a list of task texts, got one string: wrap it in [...]")
+    if correct is not None and answers is None:
+        raise ConfigError("correct says which answers are right: pass answers too")
     size = len(tasks)
     columns = zip(
         _column("answers", answers, size),

@@ -147,6 +147,7 @@ def _selected(args: argparse.Namespace, check: ReferenceCheck) -> tuple[list[Bat
 async def _run(
     args: argparse.Namespace,
     context: RefineContext,
+    builder: Any,
     options: dict[str, Any],
     todo: list[BatchItem],
     output: OutputFile,
@@ -167,15 +168,17 @@ async def _run(
         progress.note(f"item {item.id}{where} failed: {type(error).__name__}: {detail}")
         progress.fail()
 
-    async with _engine(args, context) as engine:
+    async with _engine(args, context, builder) as engine:
         runner = BatchRunner(engine, **options)
         await runner.run_all(todo, concurrency=args.concurrency, on_record=write, on_error=report)
     return failed
 
 
 @asynccontextmanager
-async def _engine(args: argparse.Namespace, context: RefineContext) -> AsyncIterator[Engine]:
-    """The LangGraph server of --server, else the graph with the --db checkpointer."""
+async def _engine(
+    args: argparse.Namespace, context: RefineContext, builder: Any
+) -> AsyncIterator[Engine]:
+    """The LangGraph server of --server, else the graph compiled with the --db checkpointer."""
     from self_refine.batch_engines import LocalEngine, ServerEngine, open_async_checkpointer
 
     if args.server:
@@ -184,7 +187,7 @@ async def _engine(args: argparse.Namespace, context: RefineContext) -> AsyncIter
         yield server
         return
     async with open_async_checkpointer(args.db, pool_size=args.concurrency) as saver:
-        yield LocalEngine(_local_graph(context).compile(checkpointer=saver))
+        yield LocalEngine(builder.compile(checkpointer=saver))
 
 
 def batch_command(args: argparse.Namespace) -> int:
@@ -198,10 +201,11 @@ def batch_command(args: argparse.Namespace) -> int:
         )
     judge = VerifierJudge(verifiers) if verifiers else None
     items, bad_lines = _selected(args, ReferenceCheck(verifiers, _critic_specs(context)))
+    builder = None
     if args.server:
         _check_server(args.server)
     else:
-        _local_graph(context)  # bad models, profiles and missing keys fail before any call
+        builder = _local_graph(context)  # bad models and missing keys fail before any call
     key = run_key(_result_settings(args, verifiers))
     output = OutputFile.open(args.output, key)
     try:
@@ -222,7 +226,7 @@ def batch_command(args: argparse.Namespace) -> int:
             "key": key,
         }
         try:
-            failed = asyncio.run(_run(args, context, options, todo, output, progress))
+            failed = asyncio.run(_run(args, context, builder, options, todo, output, progress))
         except KeyboardInterrupt:
             progress.close()
             _warn("interrupted; finished items are saved: run the same command to continue")

@@ -106,6 +106,11 @@ def test_known_correct_answers_come_back_untouched_without_model_calls(
     assert summary["transitions"]["correct->correct"] == 4
     assert summary["transitions"]["correct->incorrect"] == 0
     assert summary["stop_reasons"]["verified"] == 4
+    for record, right in zip(result.records, correct, strict=True):
+        assert record is not None
+        assert (record["thread_id"] is None) == right  # no thread for untouched answers
+        if right:
+            assert record["attempts"][0]["critique"]["source"] == "caller"
     logged = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["id"] for r in logged] == [str(n) for n in range(len(firsts))]
     again = refine_batch(columns["tasks"][:2], model=_model(server), answers=firsts[:2], log=log)
@@ -156,6 +161,8 @@ def test_bad_arguments_fail_before_any_model_call(server: OpenAIServer) -> None:
         refine_batch(["a", "b"], model=model, ids=["same", "same"])
     with pytest.raises(ConfigError, match=r"tasks\[1\] is empty"):
         refine_batch(["a", " "], model=model)
+    with pytest.raises(ConfigError, match="pass answers too"):
+        refine_batch(["a"], model=model, correct=[True])
     with pytest.raises(ConfigError, match="concurrency"):
         refine_batch(["a"], model=model, concurrency=0)
     assert server.chat_requests() == []

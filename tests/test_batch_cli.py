@@ -117,6 +117,21 @@ def test_batch_gives_exact_accuracy_and_a_rerun_redoes_nothing(
     assert _records(tmp_path / "out.jsonl") == records
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
 
+    # a kill in the middle of writing the last line: the torn line is cut, and the item,
+    # finished in its checkpointed thread, is written again without any model call
+    text = (tmp_path / "out.jsonl").read_text()
+    torn = records[-1]
+    (tmp_path / "out.jsonl").write_text(text[: len(text) - len(json.dumps(torn)) // 2])
+    requests = len(server.chat_requests())
+    repaired = _run(tmp_path, command)
+    assert repaired.returncode == 0, repaired.stderr
+    assert "ended in a torn line" in repaired.stderr
+    assert len(server.chat_requests()) == requests
+    again_records = _records(tmp_path / "out.jsonl")
+    assert sorted(r["id"] for r in again_records) == sorted(r["id"] for r in records)
+    assert again_records[-1] == torn
+    assert json.loads((tmp_path / "summary.json").read_text()) == summary
+
     report = _report(tmp_path, "out.jsonl", "--json", "--plot", "report.png")
     assert report.returncode == 0, report.stderr
     reported = json.loads(report.stdout)
