@@ -171,6 +171,24 @@ def test_custom_callable_verifier_with_the_offline_model() -> None:
     assert result["answer"] == "A dog."
 
 
+def test_the_verified_draft_is_the_answer_even_when_the_verifier_gives_no_score() -> None:
+    def ends_with_full_stop(task: str, draft: str, reference: Any) -> Critique:
+        ok = draft.rstrip().endswith(".")
+        return Critique(feedback=[] if ok else ["End the text with a full stop."], done=ok)
+
+    critic = RecordingModel(replies=[_critic_reply("Fine otherwise.", score=0.9)])
+    result = refine(
+        TASK,
+        model="offline",
+        critic_model=critic,
+        draft="A dog",
+        critics=[ends_with_full_stop, "llm"],
+    )
+    assert result["stop_reason"] == "verified"
+    assert [a["critique"]["score"] for a in result["attempts"]] == [0.0, 1.0]
+    assert result["answer"] == "A dog."
+
+
 def test_a_verifier_returning_the_wrong_type_is_a_clear_error() -> None:
     def sloppy(task: str, draft: str, reference: Any) -> Any:
         return True

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -331,10 +334,10 @@ def test_bad_limits_are_refused_with_a_clear_error() -> None:
 def test_a_sandbox_that_cannot_start_is_an_error_not_a_failed_draft(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from self_refine.critics import sandbox
+    from self_refine.critics import sandbox_process
     from self_refine.errors import SelfRefineError
 
-    monkeypatch.setattr(sandbox, "_RUNNER", tmp_path / "missing_runner.py")
+    monkeypatch.setattr(sandbox_process, "_RUNNER", tmp_path / "missing_runner.py")
     with pytest.raises(SelfRefineError, match=r"the sandbox did not start .*missing_runner.py"):
         run_python_tests("x = 1", PASS)
 
@@ -345,3 +348,79 @@ def test_other_platforms_are_told_the_sandbox_needs_linux(monkeypatch: pytest.Mo
     monkeypatch.setattr(sys, "platform", "darwin")
     with pytest.raises(ValueError, match="running generated code needs Linux"):
         VERIFIERS["python_tests"]("t", "x = 1", {"tests": ["assert x == 1"]})
+
+
+def _load_isolation() -> object:
+    import importlib.util
+
+    from self_refine.critics import sandbox_process
+
+    path = sandbox_process._HERE / "sandbox_isolation.py"
+    found = importlib.util.spec_from_file_location("sandbox_isolation", path)
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="simulating an unprivileged host needs root")
+def test_unprivileged_host_isolation_holds() -> None:
+    """The path a non-root host takes: a user namespace instead of root's privileges."""
+    import encodings.idna  # noqa: F401 - the unprivileged child cannot read root's stdlib
+    import json
+    import random
+
+    iso: Any = _load_isolation()
+    uid = random.randrange(1_800_000_000, 1_900_000_000)
+    work = Path(tempfile.mkdtemp(prefix="self-refine-test-"))  # the user must reach it
+    os.chown(work, uid, uid)
+    outside = Path("/tmp") / f"escape-{uuid.uuid4().hex}.txt"
+    report_r, report_w = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the forked child
+        out: dict[str, Any] = {}
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            out["entered"] = sorted(iso.enter_namespaces(False))
+            if "mount" in out["entered"]:
+                out["filesystem"] = iso.lock_filesystem(str(work), [], str(work / "x"))
+            iso.forbid_new_privileges()
+            os.chdir(work)
+            iso.apply_limits(5, 256, 1, 64, iso.count_processes(uid) + 4)
+            for name, attempt in (
+                ("outside", lambda: open(outside, "w")),
+                ("network", lambda: socket.create_connection(("127.0.0.1", 9), timeout=1)),
+            ):
+                try:
+                    attempt()
+                    out[name] = "allowed"
+                except OSError as error:
+                    out[name] = error.strerror
+            hold_r, hold_w = os.pipe()
+            forks = 0
+            try:
+                for _ in range(100):
+                    if os.fork() == 0:
+                        os.close(hold_w)
+                        os.read(hold_r, 1)  # returns once the forking process has ended
+                        os._exit(0)
+                    forks += 1
+            except OSError as error:
+                out["forks"] = [forks, error.strerror]
+        except Exception as error:  # noqa: BLE001 - reported to the test
+            out["error"] = repr(error)
+        os.write(report_w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(report_w)
+    os.waitpid(child, 0)
+    out = json.loads(os.read(report_r, 100_000) or b"{}")
+    shutil.rmtree(work)
+    if out.get("entered") != ["mount", "network"]:
+        pytest.skip(f"unprivileged user namespaces are not available here: {out}")
+    assert "error" not in out, out
+    assert out["filesystem"] == "read-only except the working directory"
+    assert out["outside"] == "Read-only file system" and not outside.exists()
+    assert out["network"] == "Network is unreachable"
+    assert out["forks"] == [4, "Resource temporarily unavailable"]

@@ -2,9 +2,10 @@
 
 What holds, and how (see README "The sandbox"):
 
-- a separate process in its own session, killed with its whole process group
-  (and, when the host runs as root, every process of its one-off uid) when the
-  run ends or its wall-clock timeout passes;
+- a separate process in its own session, stopped when its wall-clock timeout
+  passes; its runner is a child subreaper that kills and collects every process
+  the code started, and the host then kills the process group and, as root,
+  every process of the run's one-off uid;
 - hard rlimits on CPU time, address space, file size, open files and processes;
 - as root: a uid of its own, so the process limit bounds fork bombs and the host
   user's files and processes are out of reach;
@@ -18,21 +19,23 @@ What holds, and how (see README "The sandbox"):
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import random
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from self_refine.critics.sandbox_process import (
+    RunFiles,
+    read_bounded,
+    read_events,
+    run_contained,
+)
 from self_refine.errors import ConfigError, SelfRefineError
 
 __all__ = [
@@ -44,13 +47,6 @@ __all__ = [
     "require_sandbox",
     "run_python_tests",
 ]
-
-_HERE = Path(__file__).resolve().parent
-_RUNNER = _HERE / "sandbox_runner.py"
-_ISOLATION = _HERE / "sandbox_isolation.py"
-_STARTUP_GRACE = 30.0  # seconds the child may take to isolate itself before its clock starts
-_MAX_REPORT_BYTES = 1 << 20
-_ENV_KEEP = ("LANG", "LC_ALL", "TZ")
 
 
 @dataclass(frozen=True)
@@ -133,118 +129,11 @@ def _spec_test(test: CodeTest | IOTest) -> dict[str, str]:
     return {"source": test.source}
 
 
-def _uids() -> list[int]:
-    """One-off uids for a root host: a high range first, then one that user namespaces map."""
-    return [random.randrange(1_800_000_000, 1_900_000_000), random.randrange(40_000, 60_000)]
-
-
-def _environment(work: str) -> dict[str, str]:
-    env = {key: os.environ[key] for key in _ENV_KEEP if key in os.environ}
-    env.update(
-        PATH="/usr/local/bin:/usr/bin:/bin",
-        HOME=work,
-        TMPDIR=work,
-        PYTHONDONTWRITEBYTECODE="1",
-        PYTHONIOENCODING="utf-8",
-    )
-    return env
-
-
-def _read(path: Path, limit: int) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read(limit)
-
-
 def _truncate(data: bytes, limit: int, total: int) -> str:
     text = data.decode("utf-8", "replace")
     if total > limit or len(text) > limit:
         return text[:limit] + f"\n... [output truncated: {total:,} bytes in all]"
     return text
-
-
-def _events(path: Path) -> list[dict[str, Any]]:
-    events = []
-    for line in _read(path, _MAX_REPORT_BYTES).decode("utf-8", "replace").splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events
-
-
-def _ready(path: Path) -> dict[str, Any] | None:
-    return next((e for e in _events(path) if e.get("event") in ("ready", "setup_error")), None)
-
-
-def _live_processes(uids: Sequence[int]) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            status = Path(f"/proc/{entry}/status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        uid = int(fields.get("Uid", "-1").split()[0])
-        if uid in uids and not fields.get("State", "").strip().startswith("Z"):
-            found.append(int(entry))
-    return found
-
-
-def _kill_all(proc: subprocess.Popen[bytes], uids: Sequence[int]) -> None:
-    """Kill the run's process group and, as root, every process of its uids."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if os.geteuid() != 0:
-        return
-    for _ in range(200):
-        pids = _live_processes(uids)
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.01)
-
-
-def _kill(pid: Any) -> None:
-    if isinstance(pid, int) and pid > 1:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _wait(proc: subprocess.Popen[bytes], results: Path, timeout: float) -> bool:
-    """Wait for the run, its clock starting once the worker is isolated; False on timeout.
-
-    On timeout the worker is killed; the runner then kills and collects whatever
-    the worker left behind, and exits.
-    """
-    deadline = time.monotonic() + _STARTUP_GRACE
-    while (ready := _ready(results)) is None:
-        if proc.poll() is not None:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    try:
-        proc.wait(timeout=timeout)
-        return True
-    except subprocess.TimeoutExpired:
-        _kill(ready.get("pid"))
-    try:
-        proc.wait(timeout=_STARTUP_GRACE)
-    except subprocess.TimeoutExpired:
-        pass
-    return False
 
 
 def _seconds(value: float) -> str:
@@ -284,9 +173,8 @@ def run_python_tests(
     limits = limits or SandboxLimits()
     private = Path(tempfile.mkdtemp(prefix="self-refine-sandbox-"))
     work = Path(tempfile.mkdtemp(prefix="self-refine-work-")).resolve()
-    uids = _uids()
     try:
-        return _run(code, list(tests), limits, guards, private, work, uids)
+        return _run(code, list(tests), limits, guards, private, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(private, ignore_errors=True)
@@ -299,53 +187,27 @@ def _run(
     guards: bool,
     private: Path,
     work: Path,
-    uids: list[int],
 ) -> SandboxRun:
-    results, out, err = private / "results.jsonl", private / "stdout", private / "stderr"
-    fds = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) for p in (results, out, err)]
     spec = {
         "code": code,
         "tests": [_spec_test(t) for t in tests],
         "limits": {**asdict(limits), "cpu_seconds": math.ceil(limits.cpu_seconds)},
         "work": str(work),
         "private": str(private),
-        "uids": uids,
         "guards": guards,
-        "results_fd": fds[0],
-        "isolation_module": str(_ISOLATION),
     }
-    (private / "spec.json").write_text(json.dumps(spec))
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-I", str(_RUNNER), str(private / "spec.json")],
-            cwd=work,
-            env=_environment(str(work)),
-            stdin=subprocess.DEVNULL,
-            stdout=fds[1],
-            stderr=fds[2],
-            pass_fds=(fds[0],),
-            start_new_session=True,
-        )
-    finally:
-        for fd in fds:
-            os.close(fd)
-    try:
-        finished_in_time = _wait(proc, results, limits.timeout)
-    finally:
-        _kill_all(proc, uids)
-        proc.wait()
-    return _report(tests, limits, results, out, err, not finished_in_time)
+    files = RunFiles(private)
+    finished_in_time = run_contained(spec, files, work, limits.timeout)
+    return _report(tests, limits, files, not finished_in_time)
 
 
 def _report(
     tests: list[CodeTest | IOTest],
     limits: SandboxLimits,
-    results: Path,
-    out: Path,
-    err: Path,
+    files: RunFiles,
     timed_out: bool,
 ) -> SandboxRun:
-    events = _events(results)
+    events = read_events(files.results)
     ended = next((e for e in events if e.get("event") == "exit"), None)
     returncode = os.waitstatus_to_exitcode(int(ended["status"])) if ended else -signal.SIGKILL
     kinds = {e.get("event") for e in events}
@@ -353,7 +215,9 @@ def _report(
     if setup is not None:
         raise SelfRefineError(f"the sandbox could not isolate the code: {setup.get('error')}")
     if "ready" not in kinds:
-        detail = _read(err, 2000).decode("utf-8", "replace").strip().splitlines()[-1:]
+        detail = (
+            read_bounded(files.stderr, 2000).decode("utf-8", "replace").strip().splitlines()[-1:]
+        )
         raise SelfRefineError(
             f"the sandbox did not start (runner status {returncode}): "
             f"{detail[0] if detail else 'no error output'}"
@@ -381,7 +245,7 @@ def _report(
         outcomes=outcomes,
         load_error=str(load.get("error")) if load else None,
         problem=problem,
-        stdout=_truncate(_read(out, size * 4), size, out.stat().st_size),
-        stderr=_truncate(_read(err, size * 4), size, err.stat().st_size),
+        stdout=_truncate(read_bounded(files.stdout, size * 4), size, files.stdout.stat().st_size),
+        stderr=_truncate(read_bounded(files.stderr, size * 4), size, files.stderr.stat().st_size),
         isolation={str(k): str(v) for k, v in isolation.items()},
     )

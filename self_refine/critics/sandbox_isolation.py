@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import resource
 import stat
 from collections.abc import Iterable, Sequence
@@ -29,6 +30,7 @@ MS_REC = 16384
 MS_PRIVATE = 1 << 18
 MS_RELATIME = 1 << 21
 MS_STRICTATIME = 1 << 24
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 _MOUNT_FLAGS = {
@@ -78,6 +80,7 @@ def enter_namespaces(as_root: bool) -> set[str]:
         entered = {"mount"} if _unshare(CLONE_NEWNS) else set()
         return entered | ({"network"} if _unshare(CLONE_NEWNET) else set())
     uid, gid = os.getuid(), os.getgid()
+    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # else /proc/self/uid_map may not be ours to write
     if not _unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET):
         return set()
     try:
@@ -95,7 +98,7 @@ def _mounts() -> list[tuple[str, int]]:
     with open("/proc/self/mountinfo") as handle:
         for line in handle:
             fields = line.split()
-            point = fields[4].encode().decode("unicode_escape")
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
             flags = 0
             for option in fields[5].split(","):
                 flags |= _MOUNT_FLAGS.get(option, 0)

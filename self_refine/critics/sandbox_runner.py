@@ -27,31 +27,6 @@ _PRELOAD = (
     "dataclasses datetime decimal enum fractions functools hashlib heapq itertools math "
     "numbers operator random re statistics string struct textwrap time typing unicodedata"
 ).split()
-_BLOCKED = {
-    "socket.__new__": "network access",
-    "socket.socketpair": "network access",
-    "os.system": "running other programs",
-    "os.exec": "running other programs",
-    "os.posix_spawn": "running other programs",
-    "os.spawn": "running other programs",
-    "subprocess.Popen": "running other programs",
-    "os.kill": "signalling processes",
-    "os.killpg": "signalling processes",
-    "signal.pthread_kill": "signalling processes",
-}
-_PATH_EVENTS = {  # event -> positions of the paths it changes
-    "os.remove": (0,),
-    "os.rmdir": (0,),
-    "os.mkdir": (0,),
-    "os.rename": (0, 1),
-    "os.link": (1,),
-    "os.symlink": (1,),
-    "os.chmod": (0,),
-    "os.chown": (0,),
-    "os.truncate": (0,),
-    "os.utime": (0,),
-}
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 
 def _emit(**event: Any) -> None:
@@ -104,32 +79,6 @@ def _isolate(spec: dict[str, Any], iso: ModuleType) -> dict[str, str]:
         processes,
     )
     return report
-
-
-def _outside(path: Any, work: str) -> bool:
-    if isinstance(path, int) or path is None:
-        return False
-    resolved = os.path.realpath(os.fsdecode(path))
-    return resolved != work and not resolved.startswith(work + os.sep)
-
-
-def _guard(work: str) -> None:
-    """Refuse network access, other programs, signals and writes outside `work`, in Python."""
-
-    def hook(event: str, args: tuple[Any, ...]) -> None:
-        what = _BLOCKED.get(event) or ("ctypes" if event.startswith("ctypes.") else None)
-        if what:
-            raise PermissionError(f"{what} is not allowed in the sandbox")
-        if event == "open" and len(args) > 2 and isinstance(args[2], int):
-            if args[2] & _WRITE_FLAGS and _outside(args[0], work):
-                raise PermissionError(f"writing outside the working directory: {args[0]}")
-        for position in _PATH_EVENTS.get(event, ()):
-            if position < len(args) and _outside(args[position], work):
-                raise PermissionError(
-                    f"changing files outside the working directory: {args[position]}"
-                )
-
-    sys.addaudithook(hook)
 
 
 def _describe(error: BaseException) -> str:
@@ -257,15 +206,16 @@ def _run_tests(source: str, tests: list[dict[str, Any]]) -> None:
         _emit(event="result", index=index, passed=failure is None, detail=failure or "")
 
 
-def _load_isolation(path: str) -> ModuleType:
-    found = importlib.util.spec_from_file_location("sandbox_isolation", path)
+def _load(path: str, name: str) -> ModuleType:
+    """Load a sibling module of this file by path (the package itself is not importable here)."""
+    found = importlib.util.spec_from_file_location(name, path)
     assert found is not None and found.loader is not None
     module = importlib.util.module_from_spec(found)
     found.loader.exec_module(module)
     return module
 
 
-def _work(iso: ModuleType) -> None:
+def _work(iso: ModuleType, guard: ModuleType) -> None:
     """The worker: isolate, run the code and its tests, report, and end."""
     global _PID
     _PID = os.getpid()
@@ -275,7 +225,7 @@ def _work(iso: ModuleType) -> None:
         _emit(event="setup_error", error=f"{type(error).__name__}: {error}")
         os._exit(3)
     if _SPEC["guards"]:
-        _guard(_SPEC["work"])
+        guard.install(_SPEC["work"])
     _emit(event="ready", isolation=report, pid=_PID)
     _run_tests(_SPEC["code"], _SPEC["tests"])
     try:
@@ -308,11 +258,12 @@ def main() -> None:
     """Fork the worker that runs the spec's code, and outlive everything it starts."""
     _SPEC.update(json.loads(Path(sys.argv[1]).read_text()))
     sys.dont_write_bytecode = True
-    iso = _load_isolation(_SPEC["isolation_module"])
+    iso = _load(_SPEC["isolation_module"], "sandbox_isolation")
+    guard = _load(_SPEC["guard_module"], "sandbox_guard")  # before privileges are dropped
     iso.become_subreaper()
     worker = os.fork()
     if worker == 0:
-        _work(iso)
+        _work(iso, guard)
     _emit(event="exit", status=_reap(worker, iso))
     os._exit(0)
 

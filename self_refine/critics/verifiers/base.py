@@ -48,7 +48,11 @@ class BuiltinVerifier:
 
 @dataclass(frozen=True)
 class VerifierCritic:
-    """A verifier in the shape of a critic; its critiques name it as their source."""
+    """A verifier in the shape of a critic; its critiques name it as their source.
+
+    A critique without a score gets 1.0 when it passes and 0.0 when it fails, so
+    that the answer picked as "best" is never a draft a verifier rejected.
+    """
 
     name: str
     verify: Verifier
@@ -81,7 +85,9 @@ class VerifierCritic:
                 f"verifier {self.name!r} returned {type(result).__name__}; "
                 "a verifier must return a Critique"
             )
-        critique = result.model_copy(update={"source": self.name, "verified": result.done})
+        score = result.score if result.score is not None else float(result.done)
+        update = {"source": self.name, "verified": result.done, "score": score}
+        critique = result.model_copy(update=update)
         return CritiqueResult(critique, add_usage())
 
     async def acritique(self, request: CritiqueRequest) -> CritiqueResult:
