@@ -10,9 +10,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from self_refine.context import (
-        RefineContext,
-    )
+    from self_refine.batch_api import BatchResult, arefine_batch, refine_batch
+    from self_refine.context import RefineContext
     from self_refine.critics import (
         VERIFIERS,
         CombinedCritic,
@@ -25,12 +24,8 @@ if TYPE_CHECKING:
         Verifier,
         judge_draft,
     )
-    from self_refine.critics.sandbox import (
-        SandboxLimits,
-    )
-    from self_refine.critics.verifiers import (
-        python_tests_verifier,
-    )
+    from self_refine.critics.sandbox import SandboxLimits
+    from self_refine.critics.verifiers import python_tests_verifier
     from self_refine.errors import (
         ConfigError,
         ModelCallError,
@@ -45,12 +40,8 @@ if TYPE_CHECKING:
         reply_from_output,
         task_from_messages,
     )
-    from self_refine.models import (
-        resolve_model,
-    )
-    from self_refine.offline import (
-        OfflineModel,
-    )
+    from self_refine.models import resolve_model
+    from self_refine.offline import OfflineModel
     from self_refine.prompts import (
         PROFILES,
         PromptSet,
@@ -81,6 +72,9 @@ if TYPE_CHECKING:
     )
 
 _MODULE_OF = {
+    "BatchResult": "batch_api",
+    "arefine_batch": "batch_api",
+    "refine_batch": "batch_api",
     "RefineContext": "context",
     "VERIFIERS": "critics",
     "CombinedCritic": "critics",
@@ -134,6 +128,7 @@ __all__ = [
     "PROFILES",
     "VERIFIERS",
     "Attempt",
+    "BatchResult",
     "CombinedCritic",
     "ConfigError",
     "Critic",
@@ -165,6 +160,7 @@ __all__ = [
     "Verifier",
     "arefine",
     "create_refined_chat_graph",
+    "arefine_batch",
     "create_self_refine_graph",
     "get_profile",
     "judge_draft",
@@ -173,6 +169,7 @@ __all__ = [
     "refine",
     "refine_node",
     "reply_from_output",
+    "refine_batch",
     "resolve_model",
     "task_from_messages",
 ]

@@ -144,7 +144,42 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-reload", action="store_true", help="do not restart the server when code changes"
     )
     commands.add_parser("profiles", help="list the prompt profiles, one line each")
+    _add_batch_commands(commands)
     return parser
+
+
+def _add_batch_commands(commands: Any) -> None:
+    batch = commands.add_parser(
+        "batch", help="refine every item of a JSONL file (resumable: rerun to continue)"
+    )
+    batch.add_argument(
+        "input", help='JSONL file: one {"task": ..., "id"?, "reference"?, "draft"?} per line'
+    )
+    batch.add_argument("-o", "--output", required=True, help="JSONL results, one line per item")
+    batch.add_argument("--concurrency", type=int, default=8, help="items at a time (8)")
+    batch.add_argument(
+        "--refine-only-incorrect",
+        action="store_true",
+        help="leave first drafts that pass the verifiers as they are (no critique, no refine)",
+    )
+    batch.add_argument("--summary", help="also write the summary to this JSON file")
+    batch.add_argument("--shard", help="run only shard I of N (I/N, 1 <= I <= N) of the items")
+    batch.add_argument(
+        "--server", help="run items on a LangGraph server (e.g. http://127.0.0.1:2024)"
+    )
+    batch.add_argument(
+        "--verifiers",
+        metavar="NAME[,NAME]",
+        help="verifiers that judge correctness for the accuracy figures (default: every "
+        "built-in one whose data the item's reference holds; '' for none)",
+    )
+    _add_settings(batch)
+    _add_db(batch)
+
+    report = commands.add_parser("report", help="summarize batch output files")
+    report.add_argument("outputs", nargs="+", help="output files of `self-refine batch`")
+    report.add_argument("--plot", help="draw the summary into this image (.png, .svg, .pdf)")
+    report.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -453,12 +488,32 @@ def cmd_profiles(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_batch(args: argparse.Namespace) -> int:
+    """Refine a JSONL file of items."""
+    from self_refine.batch_cli import batch_command
+
+    if args.critics is not None:
+        args.critics = _critic_names(args.critics)
+    if not args.server:
+        _check_reachable(args.base_url)
+    return batch_command(args)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Summarize batch outputs."""
+    from self_refine.batch_cli import report_command
+
+    return report_command(args)
+
+
 COMMANDS = {
     "run": cmd_run,
     "resume": cmd_resume,
     "show": cmd_show,
     "studio": cmd_studio,
     "profiles": cmd_profiles,
+    "batch": cmd_batch,
+    "report": cmd_report,
 }
 
 

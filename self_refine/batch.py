@@ -1,0 +1,283 @@
+"""Refine many items at once: bounded concurrency, one checkpointed thread per item.
+
+`BatchRunner` drives each item's thread on an engine (a compiled graph with a
+checkpointer, or a LangGraph server) until it finishes, picking up where an
+earlier, interrupted run of the same item stopped. With `refine_only_incorrect`
+a first draft that the judge accepts is neither critiqued nor refined: the
+thread pauses before its first critique, the judge's verdict is recorded as
+that critique (stop reason "verified"), and the thread finishes at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from self_refine.batch_io import BatchItem
+from self_refine.batch_judge import Judge
+from self_refine.errors import ConfigError
+from self_refine.nodes.finalize import pick_best
+from self_refine.state import Attempt, Critique, add_usage
+
+__all__ = [
+    "BatchRunner",
+    "Engine",
+    "ThreadView",
+    "run_key",
+    "thread_id_for",
+]
+
+VERIFIED = "verified"
+_NAMESPACE = uuid.UUID("6f1d2a8e-5b1c-4f57-9d5e-2f0c3b7a9e41")
+_MAX_LEGS = 4
+
+
+@dataclass(frozen=True)
+class ThreadView:
+    """A thread's current values and the nodes it would run next."""
+
+    values: dict[str, Any]
+    next: tuple[str, ...] = ()
+
+
+class Engine(Protocol):
+    """Where items run: a compiled graph with a checkpointer, or a LangGraph server."""
+
+    async def state(self, thread_id: str) -> ThreadView:
+        """The thread's current state (empty values for a thread never run)."""
+        ...
+
+    async def run(
+        self, thread_id: str, payload: dict[str, Any] | None, *, stop_before_critique: bool
+    ) -> dict[str, Any]:
+        """Start (payload) or continue (None) the thread; return its values when it stops."""
+        ...
+
+    async def update(self, thread_id: str, values: dict[str, Any]) -> None:
+        """Write values to the thread as if the critique node had produced them."""
+        ...
+
+
+def run_key(settings: dict[str, Any]) -> str:
+    """A short fingerprint of the settings that shape results."""
+    text = json.dumps(settings, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def thread_id_for(key: str, item: BatchItem) -> str:
+    """The item's thread: the same settings, id and content give the same thread (a UUID)."""
+    return str(uuid.uuid5(_NAMESPACE, f"{key}\n{item.id}\n{item.content_key()}"))
+
+
+def _finished(values: dict[str, Any]) -> bool:
+    return bool(values.get("stop_reason")) and "answer" in values
+
+
+def _at_gate(view: ThreadView) -> bool:
+    return view.next == ("critique",) and not view.values.get("attempts")
+
+
+def _payload(item: BatchItem) -> dict[str, Any]:
+    payload: dict[str, Any] = {"task": item.task, "id": item.id}
+    if item.draft is not None:
+        payload["draft"] = item.draft
+    if item.reference is not None:
+        payload["reference"] = item.reference
+    return payload
+
+
+def _verified_attempt(draft: str, source: str, usage: Any) -> Attempt:
+    """The first attempt of a draft the judge accepted, in place of a critique."""
+    critique = Critique(feedback=[], score=1.0, done=True, source=source, verified=True)
+    return {"iteration": 0, "draft": draft, "critique": critique.model_dump(), "usage": usage}
+
+
+@dataclass
+class BatchRunner:
+    """Runs items on an engine and turns each finished thread into a result record.
+
+    `select` must match the graph's ("best" or "last"): it tells which draft
+    the run would have answered after k refine steps, for the per-step curve.
+    """
+
+    engine: Engine
+    judge: Judge | None = None
+    refine_only_incorrect: bool = False
+    select: str = "best"
+    key: str = ""
+
+    def thread_id(self, item: BatchItem) -> str:
+        """The item's thread id under this runner's settings."""
+        return thread_id_for(self.key, item)
+
+    async def run_item(self, item: BatchItem) -> dict[str, Any]:
+        """Refine one item (or finish its interrupted thread) and return its record."""
+        thread_id = self.thread_id(item)
+        verdicts = _Verdicts(item, self.judge)
+        gate = self.refine_only_incorrect
+        if gate and item.draft is not None:
+            if (await verdicts.of([item.draft]))[item.draft]:
+                source = "caller" if item.correct is not None else self._source(item)
+                attempt = _verified_attempt(item.draft, source, add_usage())
+                values = {
+                    "answer": item.draft,
+                    "attempts": [attempt],
+                    "iterations": 0,
+                    "stop_reason": VERIFIED,
+                    "score": attempt["critique"]["score"],
+                    "usage": add_usage(),
+                }
+                return await self._record(item, values, None, verdicts)
+            gate = False
+        values = await self._drive(thread_id, item, gate, verdicts)
+        return await self._record(item, values, thread_id, verdicts)
+
+    async def _drive(
+        self, thread_id: str, item: BatchItem, gate: bool, verdicts: _Verdicts
+    ) -> dict[str, Any]:
+        view: ThreadView | None = await self.engine.state(thread_id)
+        values = view.values if view else {}
+        for _ in range(_MAX_LEGS):
+            if _finished(values):
+                return values
+            view = view or await self.engine.state(thread_id)
+            at_gate = gate and _at_gate(view)
+            if at_gate:
+                await self._check_gate(thread_id, item, view, verdicts)
+            first_leg = gate and not at_gate and not view.values.get("attempts")
+            payload = None if view.values else _payload(item)
+            values = await self.engine.run(thread_id, payload, stop_before_critique=first_leg)
+            view = None
+        raise RuntimeError(
+            f"item {item.id!r} did not finish: its thread {thread_id} is paused "
+            f"(inspect it with `self-refine show {thread_id}`)"
+        )
+
+    def _source(self, item: BatchItem) -> str:
+        return self.judge.source(item.reference) if self.judge else "caller"
+
+    async def _check_gate(
+        self, thread_id: str, item: BatchItem, view: ThreadView, verdicts: _Verdicts
+    ) -> None:
+        """Finish the thread at once when the judge accepts its first draft."""
+        draft = str(view.values.get("draft", ""))
+        if not (await verdicts.of([draft]))[draft]:
+            return
+        usage = add_usage(view.values.get("draft_usage"))
+        attempt = _verified_attempt(draft, self._source(item), usage)
+        await self.engine.update(
+            thread_id,
+            {
+                "critique": attempt["critique"],
+                "attempts": [attempt],
+                "iteration": 0,
+                "stop_reason": VERIFIED,
+            },
+        )
+
+    async def _record(
+        self,
+        item: BatchItem,
+        values: dict[str, Any],
+        thread_id: str | None,
+        verdicts: _Verdicts,
+    ) -> dict[str, Any]:
+        """The result line of a finished item; `thread_id` None when no thread ran."""
+        attempts: list[Attempt] = list(values.get("attempts") or [])
+        answer = str(values.get("answer", ""))
+        picks = [self._pick([a for a in attempts if a["iteration"] <= k]) for k in _steps(attempts)]
+        correct = (await verdicts.of([a["draft"] for a in attempts] + [answer])).get
+        record: dict[str, Any] = {"id": item.id}
+        if item.line is not None:
+            record["line"] = item.line
+        record.update(
+            task=item.task,
+            answer=answer,
+            first=attempts[0]["draft"] if attempts else answer,
+            iterations=int(values.get("iterations") or 0),
+            stop_reason=values.get("stop_reason"),
+            score=values.get("score"),
+            correct_first=correct(attempts[0]["draft"]) if attempts else correct(answer),
+            correct_final=correct(answer),
+            correct_at=[correct(p["draft"]) for p in picks],
+            score_at=[p["critique"].get("score") for p in picks],
+            usage=add_usage(values.get("usage")),
+            attempts=[{**a, "correct": correct(a["draft"])} for a in attempts],
+            thread_id=thread_id,
+        )
+        if self.key:
+            record["run_key"] = self.key
+        return record
+
+    def _pick(self, attempts: list[Attempt]) -> Attempt:
+        chosen = attempts[-1] if self.select == "last" else pick_best(attempts)
+        assert chosen is not None
+        return chosen
+
+    async def run_all(
+        self,
+        items: Sequence[BatchItem],
+        *,
+        concurrency: int,
+        on_record: Callable[[BatchItem, dict[str, Any]], Awaitable[None]],
+        on_error: Callable[[BatchItem, Exception], Awaitable[None]],
+    ) -> None:
+        """Run items, at most `concurrency` at a time, reporting each as it finishes.
+
+        An item that fails goes to `on_error` and the others go on; an error in
+        the settings (ConfigError) stops the whole batch.
+        """
+        pending = iter(items)
+
+        async def worker() -> None:
+            for item in pending:
+                try:
+                    record = await self.run_item(item)
+                except ConfigError:
+                    raise
+                except Exception as error:  # noqa: BLE001 - one item's failure is reported
+                    await on_error(item, error)
+                    continue
+                await on_record(item, record)
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(max(1, min(concurrency, len(items)))):
+                    group.create_task(worker())
+        except* ConfigError as errors:
+            raise errors.exceptions[0] from None
+
+
+class _Verdicts:
+    """One item's verdicts, each draft judged once, off the event loop.
+
+    The caller's word on the item's own draft (`item.correct`) wins over the judge.
+    """
+
+    def __init__(self, item: BatchItem, judge: Judge | None) -> None:
+        self.item = item
+        self.judge = judge
+        self.known: dict[str, bool | None] = {}
+        if item.draft is not None and item.correct is not None:
+            self.known[item.draft] = item.correct
+
+    async def of(self, drafts: Sequence[str]) -> dict[str, bool | None]:
+        """Verdicts for drafts (None where nothing can judge)."""
+        todo = [d for d in dict.fromkeys(drafts) if d not in self.known]
+        if todo and self.judge is not None:
+            self.known.update(await asyncio.to_thread(self._judge, todo))
+        return {d: self.known.get(d) for d in drafts}
+
+    def _judge(self, drafts: list[str]) -> dict[str, bool | None]:
+        assert self.judge is not None
+        return {d: self.judge(self.item.task, d, self.item.reference) for d in drafts}
+
+
+def _steps(attempts: Sequence[Attempt]) -> list[int]:
+    """Refine step counts 0..last, one per attempt."""
+    return list(range(max((a["iteration"] for a in attempts), default=-1) + 1))

@@ -1,0 +1,208 @@
+"""refine_batch(): refine a batch of a policy's answers between generation and reward."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from self_refine.batch import BatchRunner, run_key
+from self_refine.batch_engines import LocalEngine
+from self_refine.batch_io import BatchItem, append_jsonl
+from self_refine.batch_judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
+from self_refine.context import RefineContext
+from self_refine.critics import Verifier
+from self_refine.errors import ConfigError
+from self_refine.graphs import create_self_refine_graph
+from self_refine.metrics import summarize
+from self_refine.prompts import get_profile
+
+__all__ = ["BatchResult", "arefine_batch", "refine_batch"]
+
+
+@dataclass
+class BatchResult:
+    """Refined answers in input order, one record per item, and the batch's statistics.
+
+    An item whose refinement failed keeps its given answer ("" when none was
+    given); `errors` maps its position to the reason.
+    """
+
+    answers: list[str]
+    records: list[dict[str, Any] | None]
+    summary: dict[str, Any]
+    errors: dict[int, str] = field(default_factory=dict)
+
+
+def _column(name: str, values: Sequence[Any] | None, size: int) -> list[Any]:
+    if values is None:
+        return [None] * size
+    if isinstance(values, str) or len(values) != size:
+        count = "a string" if isinstance(values, str) else f"{len(values)} entries"
+        raise ConfigError(f"{name} has {count} but tasks has {size}: pass one per task")
+    return list(values)
+
+
+def _items(
+    tasks: Sequence[str],
+    answers: Sequence[str] | None,
+    references: Sequence[Any] | None,
+    correct: Sequence[bool | None] | None,
+    ids: Sequence[str] | None,
+) -> list[BatchItem]:
+    if isinstance(tasks, str):
+        raise ConfigError("tasks must be a list of task texts, got one string: wrap it in [...]")
+    if correct is not None and answers is None:
+        raise ConfigError("correct says which answers are right: pass answers too")
+    size = len(tasks)
+    columns = zip(
+        _column("answers", answers, size),
+        _column("references", references, size),
+        _column("correct", correct, size),
+        _column("ids", ids, size),
+        strict=True,
+    )
+    items = []
+    for index, (task, (answer, reference, right, given_id)) in enumerate(
+        zip(tasks, columns, strict=True)
+    ):
+        if not isinstance(task, str) or not task.strip():
+            raise ConfigError(f"tasks[{index}] is empty or not a string: give the task text")
+        if answer is not None and not isinstance(answer, str):
+            raise ConfigError(f"answers[{index}] must be a string, got {type(answer).__name__}")
+        item_id = str(index) if given_id is None else str(given_id)
+        items.append(BatchItem(item_id, task, reference, answer, None, right))
+    if len({item.id for item in items}) != len(items):
+        raise ConfigError("ids must be unique: two tasks share an id")
+    return items
+
+
+def _critic_specs(context: RefineContext | None, options: dict[str, Any]) -> list[Any]:
+    """The critics the graph will use: the context's, else the factory's, else the profile's."""
+    if context is not None and context.critics:
+        return list(context.critics)
+    if options.get("critics"):
+        return list(options["critics"])
+    prompts = options.get("prompts") or get_profile(
+        (context.profile if context else None) or options.get("profile") or "general"
+    )
+    return list(prompts.critics)
+
+
+async def arefine_batch(
+    tasks: Sequence[str],
+    *,
+    model: BaseChatModel | str,
+    answers: Sequence[str] | None = None,
+    references: Sequence[Any] | None = None,
+    correct: Sequence[bool | None] | None = None,
+    ids: Sequence[str] | None = None,
+    verifiers: Sequence[str | Verifier] | None = None,
+    refine_only_incorrect: bool = True,
+    concurrency: int = 8,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    context: RefineContext | None = None,
+    log: str | Path | None = None,
+    **options: Any,
+) -> BatchResult:
+    """Refine a batch of tasks (from the given `answers`, else from generated drafts).
+
+    `correct[i]` says whether `answers[i]` is already right (None: unknown);
+    with `refine_only_incorrect` (the default) right answers come back as
+    they were, with no model call. `verifiers` (names or callables; default:
+    every built-in verifier, each judging the items whose reference holds its
+    data, e.g. `{"answer": "42"}`) tell right from wrong where `correct` does
+    not, and judge the refined answers, so the summary reports accuracy before
+    and after; `verifiers=()` judges nothing. `options` go to
+    `create_self_refine_graph` (`critic_model`, `critics`, `max_iterations`,
+    ...). Each record is appended to the JSONL file `log` when given. Threads
+    live in an in-memory checkpointer unless you pass one.
+    """
+    items = _items(tasks, answers, references, correct, ids)
+    if concurrency < 1:
+        raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
+    judge_specs = list(DEFAULT_VERIFIERS if verifiers is None else verifiers)
+    judge = VerifierJudge(judge_specs) if judge_specs else None
+    check = ReferenceCheck(judge_specs, _critic_specs(context, options))
+    for index, item in enumerate(items):
+        try:
+            check(item.reference)
+        except ConfigError as error:
+            raise ConfigError(f"references[{index}]: {error}") from None
+    if checkpointer is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        checkpointer = InMemorySaver()
+    graph = create_self_refine_graph(model, **options).compile(checkpointer=checkpointer)
+    select = (context.select if context else None) or options.get("select") or "best"
+    key = run_key(
+        {
+            "model": model if isinstance(model, str) else repr(model),
+            "options": options,
+            "context": context,
+            "refine_only_incorrect": refine_only_incorrect,
+            "verifiers": judge.name if judge else None,
+        }
+    )
+    runner = BatchRunner(
+        LocalEngine(graph, context=context),
+        judge=judge,
+        refine_only_incorrect=refine_only_incorrect,
+        select=select,
+        key=key,
+    )
+    records: dict[int, dict[str, Any]] = {}
+    errors: dict[int, str] = {}
+    position = {item.id: index for index, item in enumerate(items)}
+
+    async def keep(item: BatchItem, record: dict[str, Any]) -> None:
+        records[position[item.id]] = record
+
+    async def fail(item: BatchItem, error: Exception) -> None:
+        errors[position[item.id]] = f"{type(error).__name__}: {error}"
+
+    await runner.run_all(items, concurrency=concurrency, on_record=keep, on_error=fail)
+    ordered = [records.get(index) for index in range(len(items))]
+    if log is not None:
+        await asyncio.to_thread(append_jsonl, log, [r for r in ordered if r is not None])
+    refined = [
+        record["answer"] if record is not None else (item.draft or "")
+        for item, record in zip(items, ordered, strict=True)
+    ]
+    summary = summarize(r for r in ordered if r is not None)
+    summary["failed"] = len(errors)
+    return BatchResult(refined, ordered, summary, errors)
+
+
+_LOOP_LOCK = threading.Lock()
+
+
+@functools.cache
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """One event loop, in its own thread, for every blocking call of this process.
+
+    Chat clients keep connection pools bound to the loop that first used them,
+    so a training loop calling refine_batch() every step must reuse one loop.
+    """
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, name="self-refine-batch", daemon=True).start()
+    return loop
+
+
+def refine_batch(tasks: Sequence[str], **kwargs: Any) -> BatchResult:
+    """Blocking twin of arefine_batch() (same arguments); works inside a running loop too."""
+    with _LOOP_LOCK:
+        loop = _background_loop()
+    future = asyncio.run_coroutine_threadsafe(arefine_batch(tasks, **kwargs), loop)
+    try:
+        return future.result()
+    except KeyboardInterrupt:
+        future.cancel()
+        raise

@@ -1,0 +1,273 @@
+"""The `self-refine batch` and `self-refine report` commands."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from self_refine.batch import BatchRunner, Engine, run_key
+from self_refine.batch_io import (
+    BatchItem,
+    InputProblem,
+    OutputFile,
+    in_shard,
+    parse_shard,
+    read_items,
+)
+from self_refine.batch_judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
+from self_refine.context import RefineContext
+from self_refine.errors import ConfigError
+from self_refine.metrics import format_summary, summarize
+from self_refine.progress import Progress
+
+__all__ = ["batch_command", "report_command"]
+
+RESULT_SETTINGS = (
+    "model",
+    "critic_model",
+    "refiner_model",
+    "max_iterations",
+    "score_threshold",
+    "patience",
+    "history_window",
+    "select",
+    "profile",
+    "critics",
+)
+"""Settings that shape results: a rerun with others gets new threads (see thread_id_for)."""
+
+
+def _context(args: argparse.Namespace) -> RefineContext:
+    """The run's settings as a RefineContext (which checks their ranges)."""
+    return RefineContext(
+        **{name: getattr(args, name) for name in RESULT_SETTINGS},
+        base_url=args.base_url,
+    )
+
+
+def _result_settings(args: argparse.Namespace, verifiers: list[str]) -> dict[str, Any]:
+    settings = {name: getattr(args, name) for name in RESULT_SETTINGS}
+    settings.update(refine_only_incorrect=args.refine_only_incorrect, verifiers=verifiers)
+    return settings
+
+
+def _verifier_names(text: str | None) -> list[str]:
+    """The names given to --verifiers (default: every built-in verifier); "" for none."""
+    if text is None:
+        return list(DEFAULT_VERIFIERS)
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in DEFAULT_VERIFIERS]
+    if unknown:
+        raise ConfigError(
+            f"--verifiers: unknown name(s) {', '.join(map(repr, unknown))}; "
+            f"choose from {', '.join(DEFAULT_VERIFIERS)}, or give '' for none"
+        )
+    return names
+
+
+def _critic_specs(context: RefineContext) -> list[str]:
+    from self_refine.prompts import get_profile
+
+    return list(context.critics or get_profile(context.profile or "general").critics)
+
+
+def _check_server(url: str) -> None:
+    """Fail fast when the LangGraph server does not answer."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/ok", timeout=10) as reply:
+            reply.read()
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        reason = getattr(error, "reason", error)
+        raise RuntimeError(
+            f"cannot reach the LangGraph server at {url} ({reason}): "
+            "start it (e.g. `langgraph dev --config studio.json`) or fix --server"
+        ) from None
+
+
+def _local_graph(context: RefineContext) -> Any:
+    """The graph every item runs on; bad model strings and missing keys fail here."""
+    from self_refine.graphs import create_self_refine_graph
+    from self_refine.models import resolve_model
+
+    def model(name: str | None) -> Any:
+        return resolve_model(name, base_url=context.base_url) if name else None
+
+    return create_self_refine_graph(
+        model(context.model),
+        critics=context.critics or (),
+        critic_model=model(context.critic_model),
+        refiner_model=model(context.refiner_model),
+        max_iterations=context.max_iterations or 3,
+        score_threshold=context.score_threshold,
+        patience=context.patience,
+        history_window=context.history_window,
+        select=context.select or "best",
+        profile=context.profile or "general",
+    )
+
+
+def _warn(message: str) -> None:
+    print(f"self-refine: {message}", file=sys.stderr, flush=True)
+
+
+def _selected(args: argparse.Namespace, check: ReferenceCheck) -> tuple[list[BatchItem], list[int]]:
+    """The items this command runs (its shard of the input), and the unusable lines."""
+    shard = parse_shard(args.shard) if args.shard else None
+    if args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
+    items, problems = read_items(args.input)
+    usable = []
+    for item in items:
+        try:
+            check(item.reference)
+        except ConfigError as error:
+            problems.append(InputProblem(item.line or 0, f'"reference": {error}'))
+        else:
+            usable.append(item)
+    items = usable
+    for problem in sorted(problems, key=lambda p: p.line):
+        _warn(f"warning: {args.input} {problem}; skipped")
+    if not items:
+        raise ConfigError(
+            f'no usable items in {args.input}: give one JSON object with a "task" per line'
+        )
+    if shard:
+        items = [item for item in items if in_shard(item.id, shard)]
+    return items, sorted(problem.line for problem in problems)
+
+
+async def _run(
+    args: argparse.Namespace,
+    context: RefineContext,
+    builder: Any,
+    options: dict[str, Any],
+    todo: list[BatchItem],
+    output: OutputFile,
+    progress: Progress,
+) -> int:
+    """Run the items; return how many failed."""
+    failed = 0
+
+    async def write(item: BatchItem, record: dict[str, Any]) -> None:
+        await asyncio.to_thread(output.write, record)
+        progress.add(record)
+
+    async def report(item: BatchItem, error: Exception) -> None:
+        nonlocal failed
+        failed += 1
+        where = f" (line {item.line})" if item.line else ""
+        detail = " ".join(str(error).split())[:300]
+        progress.note(f"item {item.id}{where} failed: {type(error).__name__}: {detail}")
+        progress.fail()
+
+    async with _engine(args, context, builder) as engine:
+        runner = BatchRunner(engine, **options)
+        await runner.run_all(todo, concurrency=args.concurrency, on_record=write, on_error=report)
+    return failed
+
+
+@asynccontextmanager
+async def _engine(
+    args: argparse.Namespace, context: RefineContext, builder: Any
+) -> AsyncIterator[Engine]:
+    """The LangGraph server of --server, else the graph compiled with the --db checkpointer."""
+    from self_refine.batch_engines import LocalEngine, ServerEngine, open_async_checkpointer
+
+    if args.server:
+        server = ServerEngine(args.server, context=context)
+        await server.check()
+        yield server
+        return
+    async with open_async_checkpointer(args.db, pool_size=args.concurrency) as saver:
+        yield LocalEngine(builder.compile(checkpointer=saver))
+
+
+def batch_command(args: argparse.Namespace) -> int:
+    """Refine every item of a JSONL file into an output file; resumable."""
+    context = _context(args)
+    verifiers = _verifier_names(args.verifiers)
+    if args.refine_only_incorrect and not verifiers:
+        raise ConfigError(
+            "--refine-only-incorrect needs verifiers to tell correct drafts apart: "
+            "leave --verifiers out, or name some (e.g. --verifiers answer)"
+        )
+    judge = VerifierJudge(verifiers) if verifiers else None
+    items, bad_lines = _selected(args, ReferenceCheck(verifiers, _critic_specs(context)))
+    builder = None
+    if args.server:
+        _check_server(args.server)
+    else:
+        builder = _local_graph(context)  # bad models and missing keys fail before any call
+    key = run_key(_result_settings(args, verifiers))
+    output = OutputFile.open(args.output, key)
+    try:
+        if output.repaired:
+            _warn(f"note: {args.output} ended in a torn line (an interrupted write); removed it")
+        done = output.done_ids()
+        todo = [item for item in items if item.id not in done]
+        wanted = {item.id for item in items}
+        progress = Progress(
+            len(items),
+            sys.stderr,
+            done_before=[r for r in output.records if str(r["id"]) in wanted],
+        )
+        options = {
+            "judge": judge,
+            "refine_only_incorrect": args.refine_only_incorrect,
+            "select": context.select or "best",
+            "key": key,
+        }
+        try:
+            failed = asyncio.run(_run(args, context, builder, options, todo, output, progress))
+        except KeyboardInterrupt:
+            progress.close()
+            _warn("interrupted; finished items are saved: run the same command to continue")
+            return 130
+        progress.close()
+        records = list(output.records)
+    finally:
+        output.close()
+    summary = summarize(records)
+    summary.update(failed=failed, input_problems=bad_lines)
+    print(format_summary(summary))
+    if args.summary:
+        _write_json(args.summary, summary)
+    if failed:
+        _warn(f"{failed} item(s) failed; run the same command again to retry them")
+        return 1
+    return 0
+
+
+def _write_json(path: str, value: Any) -> None:
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot write {path!r} ({error.strerror}): fix the path") from None
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """Summarize finished output files, and draw the summary when asked."""
+    from self_refine.report import load_records, plot_summary
+
+    records = load_records(args.outputs)
+    if not records:
+        raise ConfigError(f"no results in {', '.join(args.outputs)}: run `self-refine batch` first")
+    summary = summarize(records)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(format_summary(summary))
+    if args.plot:
+        plot_summary(summary, args.plot)
+        print(f"plot written to {args.plot}", file=sys.stderr)
+    return 0

@@ -1,0 +1,274 @@
+"""Batch files: read items from JSONL, derive ids and shards, write results that resume safely.
+
+The output file is the record of what is finished: one JSON object per line,
+each written whole, flushed and fsynced as its item finishes. Reopening it
+skips the ids it holds, cuts off a last line that a crash left half written,
+and refuses a file written with other settings.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from self_refine.errors import ConfigError
+from self_refine.state import MAX_TASK_CHARS
+
+__all__ = [
+    "BatchItem",
+    "InputProblem",
+    "OutputFile",
+    "append_jsonl",
+    "in_shard",
+    "item_id",
+    "parse_shard",
+    "read_items",
+]
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One task to refine, with what is known about it."""
+
+    id: str
+    task: str
+    reference: Any = None
+    draft: str | None = None
+    line: int | None = None
+    correct: bool | None = None
+    """Whether `draft` is known to be correct (a caller may say so); None: unknown."""
+
+    def content_key(self) -> str:
+        """A hash of what the item asks (task, reference, draft), to tell edits apart."""
+        return _digest({"task": self.task, "reference": self.reference, "draft": self.draft})
+
+
+@dataclass(frozen=True)
+class InputProblem:
+    """A line of the input that cannot be used, and why."""
+
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(_canonical(value).encode()).hexdigest()
+
+
+def item_id(obj: dict[str, Any]) -> str:
+    """The item's `id`, or a stable hash of its content (the same line gives the same id)."""
+    given = obj.get("id")
+    if given is not None:
+        return str(given)
+    return _digest(obj)[:16]
+
+
+def _item(obj: Any, line: int) -> BatchItem:
+    """Validate one parsed line; raise ValueError saying what is wrong."""
+    if not isinstance(obj, dict):
+        raise ValueError(f'expected a JSON object such as {{"task": "..."}}, got {_kind(obj)}')
+    task = obj.get("task")
+    if not isinstance(task, str) or not task.strip():
+        raise ValueError('needs a "task" with the text of the task')
+    if len(task) > MAX_TASK_CHARS:
+        raise ValueError(f'"task" is {len(task):,} characters, over {MAX_TASK_CHARS:,}')
+    given_id = obj.get("id")
+    if given_id is not None and (
+        isinstance(given_id, bool) or not isinstance(given_id, str | int) or given_id == ""
+    ):
+        raise ValueError(f'"id" must be a non-empty string or an integer, got {given_id!r}')
+    draft = obj.get("draft")
+    if draft is not None and not isinstance(draft, str):
+        raise ValueError(f'"draft" must be a string, got {_kind(draft)}')
+    return BatchItem(item_id(obj), task, obj.get("reference"), draft, line)
+
+
+def _kind(value: Any) -> str:
+    names: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+    return names.get(type(value), repr(value))
+
+
+def read_items(path: str | Path) -> tuple[list[BatchItem], list[InputProblem]]:
+    """Read a JSONL file: the usable items in order, and the problems of the other lines.
+
+    Blank lines are ignored; a line repeating an earlier item's id is a problem.
+    """
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as error:
+        raise ConfigError(
+            f"cannot read {str(path)!r} ({error.strerror}): check the input path"
+        ) from None
+    items: list[BatchItem] = []
+    problems: list[InputProblem] = []
+    first_line: dict[str, int] = {}
+    for number, text in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            item = _item(json.loads(text), number)
+        except json.JSONDecodeError as error:
+            problems.append(
+                InputProblem(number, f"not valid JSON ({error.msg}, column {error.colno})")
+            )
+            continue
+        except ValueError as error:
+            problems.append(InputProblem(number, str(error)))
+            continue
+        if item.id in first_line:
+            problems.append(
+                InputProblem(number, f"id {item.id!r} repeats line {first_line[item.id]}")
+            )
+            continue
+        first_line[item.id] = number
+        items.append(item)
+    return items, problems
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """Read "I/N" (1 <= I <= N) into (I, N)."""
+    index, sep, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i = n = 0
+    if not sep or not 1 <= i <= n:
+        raise ConfigError(f"--shard must be I/N with 1 <= I <= N (e.g. 1/4), got {text!r}")
+    return i, n
+
+
+def in_shard(item_id: str, shard: tuple[int, int]) -> bool:
+    """Whether an id belongs to shard (I, N): a hash of the id, so any machine agrees."""
+    index, count = shard
+    number = int.from_bytes(hashlib.sha256(item_id.encode()).digest()[:8], "big")
+    return number % count == index - 1
+
+
+@dataclass
+class OutputFile:
+    """The JSONL file results go to, opened for resuming.
+
+    `records` holds the lines already there. Only one process may write a file
+    at a time (an advisory lock, released by the system if the process dies).
+    """
+
+    path: Path
+    run_key: str | None = None
+    records: list[dict[str, Any]] = field(default_factory=list)
+    repaired: bool = False
+    _fd: int = -1
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def open(cls, path: str | Path, run_key: str | None = None) -> OutputFile:
+        """Open (or create) the file, lock it, repair a torn last line, and load its records."""
+        target = Path(path).expanduser()
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as error:
+            raise ConfigError(
+                f"cannot write {str(target)!r} ({error.strerror}): choose a writable -o path"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise ConfigError(
+                f"{str(target)!r} is being written by another running batch: "
+                "wait for it or choose another -o path"
+            ) from None
+        output = cls(target, run_key, _fd=fd)
+        try:
+            output._load()
+        except BaseException:
+            output.close()
+            raise
+        return output
+
+    def _load(self) -> None:
+        data = self.path.read_bytes()
+        good = 0
+        lines = data.split(b"\n")
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                good += len(line) + 1
+                continue
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict) or "id" not in record:
+                    raise ValueError("no id")
+            except ValueError:
+                if number == len(lines):  # the last line, torn by a crash mid-write
+                    break
+                raise ConfigError(
+                    f"line {number} of {str(self.path)!r} is not a result line: "
+                    "remove it, or choose another -o path"
+                ) from None
+            self._check_key(record, number)
+            self.records.append(record)
+            good += len(line) + 1
+        if good < len(data) or (data and not data.endswith(b"\n")):
+            os.ftruncate(self._fd, min(good, len(data)))
+            if self.records and not self.path.read_bytes().endswith(b"\n"):
+                os.write(self._fd, b"\n")
+            os.fsync(self._fd)
+            self.repaired = True
+
+    def _check_key(self, record: dict[str, Any], number: int) -> None:
+        key = record.get("run_key")
+        if self.run_key is not None and key is not None and key != self.run_key:
+            raise ConfigError(
+                f"{str(self.path)!r} holds results made with other settings (line {number}): "
+                "rerun with the settings it was started with, or choose another -o path"
+            )
+
+    def done_ids(self) -> set[str]:
+        """Ids that already have a result line."""
+        return {str(record["id"]) for record in self.records}
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append one record as one line, and make it durable before returning."""
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+        with self._lock:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            os.fsync(self._fd)
+            self.records.append(record)
+
+    def write_all(self, records: Iterable[dict[str, Any]]) -> None:
+        """Append several records."""
+        for record in records:
+            self.write(record)
+
+    def close(self) -> None:
+        """Release the lock and the file."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def append_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
+    """Append records to a JSONL log, one line each, durably."""
+    target = Path(path).expanduser()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
+    with target.open("a", encoding="utf-8") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())

@@ -1,0 +1,73 @@
+"""How a batch tells right from wrong: verifiers as a judge, and references checked up front."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from self_refine.critics import VERIFIERS, Critic, Verifier, judge_draft, resolve_verifier
+from self_refine.critics.combined import check_judgeable
+from self_refine.critics.verifiers import EXPLAINER_NAMES
+
+__all__ = ["DEFAULT_VERIFIERS", "Judge", "ReferenceCheck", "VerifierJudge"]
+
+
+class Judge(Protocol):
+    """Tells whether a draft is correct, without asking any model."""
+
+    def __call__(self, task: str, draft: str, reference: Any) -> bool | None:
+        """Whether the draft is correct; None when nothing can judge it."""
+        ...
+
+    def source(self, reference: Any) -> str:
+        """Who judges drafts for this reference (a critique's `source`)."""
+        ...
+
+
+DEFAULT_VERIFIERS: tuple[str, ...] = tuple(VERIFIERS)
+"""Every built-in verifier: each judges the items whose reference holds its data."""
+
+
+class VerifierJudge:
+    """Passes a draft when every verifier able to judge it passes it (see judge_draft).
+
+    Unknown verifier names raise ConfigError here, before any model call.
+    """
+
+    def __init__(self, verifiers: Sequence[str | Verifier]) -> None:
+        self.specs = list(verifiers)
+        self.verifiers = [resolve_verifier(spec) for spec in self.specs]
+        self.name = "+".join(v.name for v in self.verifiers)
+
+    def __call__(self, task: str, draft: str, reference: Any) -> bool | None:
+        """Whether the draft passes; None when no verifier applies to the reference."""
+        return judge_draft(task, draft, reference, self.specs)
+
+    def source(self, reference: Any) -> str:
+        """The names of the verifiers that apply to this reference, joined by "+"."""
+        names = [v.name for v in self.verifiers if v.applies(reference) is None]
+        return "+".join(names) or self.name
+
+
+def _is_verifier(spec: Any) -> bool:
+    if isinstance(spec, str):
+        return spec not in EXPLAINER_NAMES
+    return callable(spec) and not isinstance(spec, Critic)
+
+
+class ReferenceCheck:
+    """Checks an item's reference against the judge's verifiers and the run's critics.
+
+    Calling it raises ConfigError when a verifier finds the reference malformed,
+    or when the run's critics are verifiers only and none of them applies.
+    """
+
+    def __init__(self, judge_verifiers: Sequence[str | Verifier], critics: Sequence[Any]) -> None:
+        self.judges = [resolve_verifier(spec) for spec in judge_verifiers]
+        self.critics = [resolve_verifier(spec) for spec in critics if _is_verifier(spec)]
+        self.explained = any(not _is_verifier(spec) for spec in critics)
+
+    def __call__(self, reference: Any) -> None:
+        for verifier in self.judges:
+            verifier.applies(reference)
+        check_judgeable(self.critics, self.explained, reference)
