@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, NotRequired, Required
+from typing import Annotated, Any, Literal, NotRequired, Required, cast
 
 from langgraph.channels.delta import DeltaChannel
+from langgraph.types import Overwrite
 from pydantic import BaseModel, Field, field_validator
 
 # pydantic builds JSON schemas (LangGraph's input/output schemas, Studio) only from
@@ -22,6 +23,9 @@ __all__ = [
     "Usage",
     "MAX_TASK_CHARS",
     "add_usage",
+    "fresh_view",
+    "start_over_update",
+    "starts_over",
     "validate_input",
 ]
 
@@ -187,6 +191,39 @@ class RefineOutput(TypedDict):
 
 
 SelectMode = Literal["best", "last"]
+
+
+def starts_over(state: Any) -> bool:
+    """True when a node runs first in a new refinement on a thread whose last run finished.
+
+    Only the first node of a run can see a stop reason: every later step is
+    preceded by one that cleared it.
+    """
+    return bool(state.get("stop_reason"))
+
+
+def fresh_view(state: RefineState) -> RefineState:
+    """The state as a new refinement sees it: the earlier run's bookkeeping left out."""
+    if not starts_over(state):
+        return state
+    view = cast(RefineState, dict(state))
+    for key in ("attempts", "iteration", "usage", "draft_usage", "draft_problems", "critique"):
+        view.pop(key, None)  # type: ignore[misc]
+    return view
+
+
+def start_over_update(state: Any, attempts: list[Attempt]) -> dict[str, Any]:
+    """The writes that replace an earlier run's attempts and outputs, when starting over."""
+    if not starts_over(state):
+        return {"attempts": attempts}
+    return {
+        "attempts": Overwrite(attempts),
+        "answer": "",
+        "best": None,
+        "last": None,
+        "iterations": 0,
+        "score": None,
+    }
 
 
 MAX_TASK_CHARS = 100_000

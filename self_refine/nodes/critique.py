@@ -22,7 +22,14 @@ from self_refine.critics.verifiers import EXPLAINER_NAMES
 from self_refine.errors import ConfigError
 from self_refine.nodes.deps import Deps
 from self_refine.nodes.runnable import NodeRunnable
-from self_refine.state import Attempt, Critique, RefineState, add_usage
+from self_refine.state import (
+    Attempt,
+    Critique,
+    RefineState,
+    add_usage,
+    fresh_view,
+    start_over_update,
+)
 from self_refine.stopping import StopView, first_stop, policies_for
 
 __all__ = ["check_critics", "make_critique"]
@@ -34,21 +41,23 @@ def make_critique(deps: Deps) -> NodeRunnable:
     def critique(state: RefineState) -> dict[str, Any]:
         """Critique the latest draft against the task."""
         ctx = deps.settings()
-        result = _repeat(state)
+        view = fresh_view(state)
+        result = _repeat(view)
         if result is None:
-            runner, config, model = _traced_critic(deps, ctx, state)
+            runner, config, model = _traced_critic(deps, ctx, view)
             with model_errors("critic", model):
-                result = runner.invoke(_request(state), config)
+                result = runner.invoke(_request(view), config)
         return _record(deps, ctx, state, result)
 
     async def acritique(state: RefineState) -> dict[str, Any]:
         """Critique the latest draft against the task."""
         ctx = deps.settings()
-        result = _repeat(state)
+        view = fresh_view(state)
+        result = _repeat(view)
         if result is None:
-            runner, config, model = _traced_critic(deps, ctx, state)
+            runner, config, model = _traced_critic(deps, ctx, view)
             with model_errors("critic", model):
-                result = await runner.ainvoke(_request(state), config)
+                result = await runner.ainvoke(_request(view), config)
         return _record(deps, ctx, state, result)
 
     return NodeRunnable(critique, acritique, name="critique")
@@ -136,8 +145,9 @@ def _repeat(state: RefineState) -> CritiqueResult | None:
 
 
 def _record(
-    deps: Deps, ctx: RefineContext, state: RefineState, result: CritiqueResult
+    deps: Deps, ctx: RefineContext, given: RefineState, result: CritiqueResult
 ) -> dict[str, Any]:
+    state = fresh_view(given)
     attempt: Attempt = {
         "iteration": state.get("iteration", 0),
         "draft": state.get("draft", ""),
@@ -150,8 +160,8 @@ def _record(
     usage = add_usage(state.get("usage"), result.usage)
     view = StopView([*(state.get("attempts") or []), attempt], attempt["iteration"], usage)
     return {
+        **start_over_update(given, [attempt]),
         "critique": attempt["critique"],
-        "attempts": [attempt],
         "iteration": attempt["iteration"],
         "usage": usage,
         "stop_reason": first_stop(policies_for(deps.stop, ctx, deps.prompt_set(ctx).stop), view),

@@ -34,6 +34,9 @@ def make_finalize(deps: Deps) -> NodeRunnable:
             "last": last,
             "iterations": state.get("iteration", 0),
             "score": chosen["critique"].get("score") if chosen else None,
+            # The working draft is cleared, so that new input on this thread starts
+            # over from its own draft (or generates one) rather than this run's.
+            "draft": "",
         }
 
     return NodeRunnable(finalize, name="finalize")

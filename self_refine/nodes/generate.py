@@ -13,7 +13,7 @@ from self_refine.nodes.critique import check_critics
 from self_refine.nodes.deps import Deps
 from self_refine.nodes.runnable import NodeRunnable
 from self_refine.prompts import generate_messages
-from self_refine.state import RefineState, add_usage
+from self_refine.state import RefineState, start_over_update
 
 __all__ = ["make_generate"]
 
@@ -44,11 +44,13 @@ def make_generate(deps: Deps) -> NodeRunnable:
 
 
 def _update(state: RefineState, reply: DraftReply) -> dict[str, Any]:
+    # generate always begins a run: an earlier finished run's attempts are replaced.
     return {
+        **start_over_update(state, []),
         "draft": reply.text,
         "iteration": 0,
         "draft_usage": reply.usage,
         "draft_problems": reply.problems,
-        "usage": add_usage(state.get("usage"), reply.usage),
+        "usage": reply.usage,
         "stop_reason": None,
     }
