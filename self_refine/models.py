@@ -14,7 +14,14 @@ from langchain_core.messages import AIMessage, BaseMessage
 from self_refine.errors import ConfigError
 from self_refine.state import Usage
 
-__all__ = ["ModelSpec", "describe_model", "message_text", "message_usage", "resolve_model"]
+__all__ = [
+    "ModelSpec",
+    "check_model",
+    "describe_model",
+    "message_text",
+    "message_usage",
+    "resolve_model",
+]
 
 _BARE_NAME = re.compile(r"^[A-Za-z0-9][\w.\-/]*$")
 _SERVED_NAME = re.compile(r"^[A-Za-z0-9][\w.\-/:]*$")
@@ -71,16 +78,28 @@ def resolve_model(
     )
 
 
-@lru_cache(maxsize=64)
-def _resolve(spec: ModelSpec) -> BaseChatModel:
-    name = spec.name
-    if name == "offline":
-        from self_refine.offline import OfflineModel
+def check_model(model: str | BaseChatModel | None, *, base_url: str | None = None) -> None:
+    """Raise ConfigError for a model string of no known form; keys are checked on use.
 
-        return OfflineModel()
+    A key may still come with a run's context, so only the string's form is
+    judged here.
+    """
+    if model is None or isinstance(model, BaseChatModel):
+        return
+    if not isinstance(model, str):
+        raise ConfigError(
+            f"model must be a model string or a LangChain chat model, got {type(model).__name__}"
+        )
+    _parse(model.strip(), base_url or os.environ.get("OPENAI_BASE_URL") or None)
+
+
+def _parse(name: str, base_url: str | None) -> tuple[str, str]:
+    """(provider, model name) of a model string; "served" for a server's own model id."""
+    if name == "offline":
+        return "offline", name
     provider, sep, model_name = name.partition(":")
-    if spec.base_url and provider != "openai" and _SERVED_NAME.match(name):
-        return _openai(name, spec)  # the server's own model id, e.g. Ollama's "llama3.1:8b"
+    if base_url and provider != "openai" and _SERVED_NAME.match(name):
+        return "served", name  # the server's own model id, e.g. Ollama's "llama3.1:8b"
     if not sep:
         provider, model_name = "openai", name
     if not model_name or not _BARE_NAME.match(model_name) or not provider.isidentifier():
@@ -88,6 +107,19 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
             f"unknown model string {name!r}: use 'offline', a model name such as "
             "'gpt-4o-mini', or 'provider:model' such as 'openai:gpt-4o-mini'"
         )
+    return provider, model_name
+
+
+@lru_cache(maxsize=64)
+def _resolve(spec: ModelSpec) -> BaseChatModel:
+    name = spec.name
+    provider, model_name = _parse(name, spec.base_url)
+    if provider == "offline":
+        from self_refine.offline import OfflineModel
+
+        return OfflineModel()
+    if provider == "served":
+        return _openai(model_name, spec)
     if provider == "openai":
         return _openai(model_name, spec)
     try:

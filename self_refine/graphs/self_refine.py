@@ -11,7 +11,7 @@ from langgraph.graph import END, START, StateGraph
 from self_refine.context import RefineContext
 from self_refine.critics import Critic, resolve_verifier
 from self_refine.critics.verifiers import EXPLAINER_NAMES
-from self_refine.models import resolve_model
+from self_refine.models import check_model
 from self_refine.nodes import (
     Deps,
     make_critique,
@@ -59,6 +59,8 @@ def create_self_refine_graph(
     max_tokens_total: int | None = None,
     max_retries: int | None = None,
     timeout: float | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
 ) -> StateGraph[RefineState, RefineContext, RefineInput, RefineOutput]:
     """Build the (uncompiled) generate -> critique -> refine loop.
 
@@ -71,8 +73,9 @@ def create_self_refine_graph(
     object, which explains their findings when one fails (default: the
     profile's critics). `stop` replaces the profile's policies (critic done,
     draft unchanged, ...); `verified` is always checked first and the
-    iteration cap always applies. `max_retries` and `timeout` apply to models
-    given as strings (configure a model instance yourself). Compile the result
+    iteration cap always applies. `base_url` (an OpenAI-compatible server),
+    `api_key`, `max_retries` and `timeout` apply to models given as strings
+    (configure a model instance yourself); the key is never stored. Compile the result
     with the checkpointer of your choice, and name it:
     `.compile(checkpointer=..., name=GRAPH_NAME)`.
     """
@@ -86,6 +89,8 @@ def create_self_refine_graph(
         max_tokens_total=max_tokens_total,
         max_retries=max_retries,
         timeout=timeout,
+        base_url=base_url,
+        api_key=api_key,
     )
     if prompts is None:
         get_profile(profile)  # unknown profiles fail here, before any model call
@@ -95,8 +100,7 @@ def create_self_refine_graph(
         "refiner": refiner_model or model,
     }
     for spec in roles.values():
-        if spec is not None:
-            resolve_model(spec)  # bad model strings and missing keys fail here
+        check_model(spec, base_url=base_url)  # strings of no known form fail here
     for spec in critics:
         if not isinstance(spec, Critic) and spec not in EXPLAINER_NAMES:
             resolve_verifier(spec)  # unknown names and non-callables fail here
