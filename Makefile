@@ -7,6 +7,10 @@ STAMP := $(VENV)/.installed-dev
 LINT_PATHS := self_refine tests $(wildcard benchmarks)
 TASK ?= Write one sentence about a dog in a park using the words: dog, frisbee, park, catch.
 REFERENCE ?= {"concepts": ["dog", "frisbee", "park", "catch"]}
+# The default task comes with its concept check; a TASK of your own runs plain.
+ifeq ($(origin TASK),file)
+RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)'
+endif
 
 .PHONY: run test lint studio bench clean
 
@@ -27,8 +31,7 @@ $(VENV)/.installed-studio: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed-run
 
 run: $(VENV)/.installed-run
-	$(BIN)/self-refine run "$(TASK)" --model offline --profile constrained_generation \
-		--reference '$(REFERENCE)'
+	$(BIN)/self-refine run "$(TASK)" --model offline $(RUN_OPTIONS)
 
 # LangGraph Studio on a free port of 127.0.0.1, offline model unless SELF_REFINE_MODEL says otherwise.
 studio: $(VENV)/.installed-studio

@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from self_refine.critics import VERIFIERS, Critic, Verifier, judge_draft, resolve_verifier
-from self_refine.critics.combined import check_judgeable
-from self_refine.critics.verifiers import EXPLAINER_NAMES
+from self_refine.critics import (
+    VERIFIERS,
+    Verifier,
+    judge_draft,
+    resolve_critics,
+    resolve_verifier,
+)
 
 __all__ = ["DEFAULT_VERIFIERS", "Judge", "ReferenceCheck", "VerifierJudge"]
 
@@ -49,12 +53,6 @@ class VerifierJudge:
         return "+".join(names) or self.name
 
 
-def _is_verifier(spec: Any) -> bool:
-    if isinstance(spec, str):
-        return spec not in EXPLAINER_NAMES
-    return callable(spec) and not isinstance(spec, Critic)
-
-
 class ReferenceCheck:
     """Checks an item's reference against the judge's verifiers and the run's critics.
 
@@ -64,10 +62,9 @@ class ReferenceCheck:
 
     def __init__(self, judge_verifiers: Sequence[str | Verifier], critics: Sequence[Any]) -> None:
         self.judges = [resolve_verifier(spec) for spec in judge_verifiers]
-        self.critics = [resolve_verifier(spec) for spec in critics if _is_verifier(spec)]
-        self.explained = any(not _is_verifier(spec) for spec in critics)
+        self.critics = resolve_critics(critics)
 
     def __call__(self, reference: Any) -> None:
         for verifier in self.judges:
             verifier.applies(reference)
-        check_judgeable(self.critics, self.explained, reference)
+        self.critics.check(reference)

@@ -1,6 +1,8 @@
 """Command-line options for reaching models safely: retries, timeout, API key; masked errors.
 
-Light imports only: the `self-refine` program imports this at start-up.
+Their ranges are RefineContext's, checked by building one (`check_settings`),
+with the error naming the command-line flag. Light imports only: the
+`self-refine` program imports this at start-up.
 """
 
 from __future__ import annotations
@@ -9,10 +11,17 @@ import argparse
 import sys
 from typing import Any
 
+from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.redact import redact
 
-__all__ = ["add_connection_options", "check_connection", "print_error", "trace_metadata"]
+__all__ = [
+    "add_connection_options",
+    "check_connection",
+    "check_settings",
+    "print_error",
+    "trace_metadata",
+]
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
@@ -32,17 +41,22 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check_settings(settings: dict[str, Any]) -> None:
+    """Raise ConfigError, naming the flag, for settings that RefineContext refuses."""
+    try:
+        RefineContext(**settings)
+    except ConfigError as error:
+        name, _, rest = str(error).partition(" ")
+        if name not in settings:
+            raise
+        raise ConfigError(f"--{name.replace('_', '-')} {rest}") from None
+
+
 def check_connection(args: argparse.Namespace) -> None:
-    """Raise ConfigError for out-of-range retry, timeout or key options."""
-    if args.max_retries is not None and not 0 <= args.max_retries <= 100:
-        raise ConfigError(f"--max-retries must be between 0 and 100, got {args.max_retries}")
-    if args.timeout is not None and not args.timeout > 0:
-        raise ConfigError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    """Raise ConfigError for out-of-range retry or timeout options, or an empty API key."""
+    check_settings({"max_retries": args.max_retries, "timeout": args.timeout})
     if args.api_key is not None and not args.api_key.strip():
         raise ConfigError("--api-key is empty: give the key, or leave --api-key out")
-    budget = getattr(args, "max_tokens_total", None)
-    if budget is not None and budget < 1:
-        raise ConfigError(f"--max-tokens-total must be >= 1, got {budget}")
 
 
 def trace_metadata(settings: dict[str, Any]) -> dict[str, Any]:

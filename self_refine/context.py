@@ -69,8 +69,10 @@ class RefineContext:
     critics: list[str] | None = field(
         default=None,
         metadata=_describe(
-            'Who critiques each draft, by name: "llm" (the critic model), "human" (asks a '
-            "person), or verifiers. Empty: the graph's critics, else the profile's defaults."
+            'Who critiques each draft, by name: verifiers ("answer", "python_tests", '
+            '"concepts", "json_schema"), which run first, and "llm" (the critic model) to '
+            'explain their findings; or "human" alone (asks a person). A string is read as '
+            "\"name,name\". Empty: the graph's critics, else the profile's defaults."
         ),
     )
     max_iterations: int | None = field(
@@ -143,7 +145,11 @@ class RefineContext:
         self.validate()
 
     def validate(self) -> None:
-        """Raise ConfigError naming the bad setting and what is allowed."""
+        """Raise ConfigError naming the bad setting and what is allowed.
+
+        A `critics` string ("concepts,llm", as a dict context or a server client
+        may give it) is split into its names first.
+        """
         _check_number("max_iterations", self.max_iterations, 1, MAX_ITERATIONS_LIMIT, integer=True)
         _check_number("score_threshold", self.score_threshold, 0, 1)
         _check_number("patience", self.patience, 1, None, integer=True)
@@ -161,6 +167,24 @@ class RefineContext:
                 raise ConfigError(f"{name} must be a string, got {type(value).__name__}")
         if self.api_key is not None and not isinstance(self.api_key, str):
             raise ConfigError(f"api_key must be a string, got {type(self.api_key).__name__}")
+        self._check_critics()
+
+    def _check_critics(self) -> None:
+        """Raise ConfigError unless critics is empty or a list of names the graph can run."""
+        if self.critics is None:
+            return
+        from self_refine.critics.resolve import critic_names, resolve_critics  # heavy: lazily
+
+        if isinstance(self.critics, str):
+            self.critics = critic_names(self.critics)
+        names = self.critics
+        if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+            raise ConfigError(
+                'critics must be a list of names such as ["concepts", "llm"], '
+                f'or one string "concepts,llm"; got {names!r}'
+            )
+        if names:
+            resolve_critics(names)
 
     def over(self, base: RefineContext) -> RefineContext:
         """Return `base` with every setting this context gives (not None) laid over it."""

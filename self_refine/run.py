@@ -12,6 +12,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Durability
 
 from self_refine.context import RefineContext
+from self_refine.errors import ConfigError
 from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph, recursion_limit
 from self_refine.state import RefineInput, RefineOutput, validate_input
 from self_refine.stopping import DEFAULT_MAX_ITERATIONS
@@ -29,6 +30,11 @@ def _prepare(
     thread_id: str | None,
     options: dict[str, Any],
 ) -> tuple[CompiledStateGraph[Any, Any, Any, Any], RefineInput, RunnableConfig]:
+    if thread_id is not None and checkpointer is None:
+        raise ConfigError(
+            f"thread_id={thread_id!r} needs a checkpointer to keep the thread: pass "
+            "checkpointer= (e.g. InMemorySaver() or SqliteSaver), or leave thread_id out"
+        )
     payload: RefineInput = {"task": task}
     if draft is not None:
         payload["draft"] = draft

@@ -127,3 +127,10 @@ def test_no_model_anywhere() -> None:
 
 def test_config_errors_are_value_errors() -> None:
     assert issubclass(ConfigError, ValueError)
+
+
+def test_a_thread_id_without_a_checkpointer_is_refused(model: FakeChatModel) -> None:
+    with pytest.raises(ConfigError) as error:
+        refine("t", model=model, thread_id="kept")
+    assert_one_line(error, "thread_id='kept' needs a checkpointer", "checkpointer=")
+    assert model.requests == []

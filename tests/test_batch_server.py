@@ -170,7 +170,8 @@ def test_a_killed_server_batch_resumes_without_duplicates(
 ) -> None:
     dataset = math_dataset(per_kind=2)
     dataset.write(tmp_path / "in.jsonl")
-    with OpenAIServer(responder=MathResponder(dataset), latency=0.3) as model:
+    # Slow answers: between seeing two items written and the kill, the rest cannot finish.
+    with OpenAIServer(responder=MathResponder(dataset), latency=0.8) as model:
         command = [
             sys.executable, "-m", "self_refine.cli", "batch", "in.jsonl", "-o", "out.jsonl",
             "--summary", "s.json", "--concurrency", "3", "--server", langgraph_server,

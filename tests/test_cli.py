@@ -12,9 +12,13 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from self_refine.cli import main
+from self_refine.cli_settings import SETTING_KEYS
 from self_refine.offline import OfflineModel
+from self_refine.storage import DEFAULT_DB as DB
+from self_refine.storage import ThreadSettings
 from tests.conftest import run_cli
 from tests.fakes import role_of
+from tests.openai_server import OpenAIServer
 
 TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
 
@@ -24,7 +28,12 @@ class Calls:
 
     def __init__(self) -> None:
         self.roles: list[str] = []
+        self.prompts: list[str] = []
         self.fail: dict[str, BaseException] = {}
+
+    def sent_to(self, role: str) -> list[str]:
+        """The text of every request the given role received, oldest first."""
+        return [text for seen, text in zip(self.roles, self.prompts, strict=True) if seen == role]
 
 
 @pytest.fixture
@@ -36,6 +45,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
     def spy(self: OfflineModel, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         role = role_of(messages)
         seen.roles.append(role)
+        seen.prompts.append("\n".join(m.text for m in messages))
         if role in seen.fail:
             raise seen.fail.pop(role)
         return original(self, messages, *args, **kwargs)
@@ -81,10 +91,12 @@ def test_run_prints_each_step_then_the_answer(capsys: pytest.CaptureFixture[str]
 
 @pytest.mark.usefixtures("workdir")
 def test_run_json_prints_the_result(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = cli(capsys, "run", TASK, "--json", "--thread-id", "j1")
+    code, out, err = cli(capsys, "run", TASK, "--json", "--thread-id", "j1")
     assert code == 0
-    result = json.loads(out.splitlines()[-1])
+    assert "thread: j1  (db: .self-refine/checkpoints.sqlite)" in err
+    result = json.loads(out)  # the whole of stdout is the result
     assert result["thread_id"] == "j1"
+    assert result["next"] == []
     assert result["stop_reason"] == "critic_done"
     assert result["iterations"] == 3 == len(result["attempts"]) - 1
 
@@ -99,33 +111,50 @@ def test_draft_option_skips_generation(capsys: pytest.CaptureFixture[str], calls
     assert "End the text with a full stop." in out
 
 
+# The offline model never gets a wrong answer right, so the score stays at 0.
+MATH = [
+    "What is 6 times 7? Answer with the number.",
+    "--profile",
+    "math",
+    "--reference",
+    '{"answer": "42"}',
+]
+
+
 @pytest.mark.usefixtures("workdir")
 @pytest.mark.parametrize(
     ("options", "stop", "iterations"),
     [
-        (["--max-iterations", "1"], "max_iterations", 1),
-        (["--score-threshold", "0.6"], "score_threshold", 1),
-        (["--patience", "1", "--max-iterations", "2"], "max_iterations", 2),
+        ([TASK, "--max-iterations", "1"], "max_iterations", 1),
+        ([TASK, "--score-threshold", "0.6"], "score_threshold", 1),
+        ([*MATH], "max_iterations", 3),
+        ([*MATH, "--patience", "1"], "no_improvement", 1),
+        ([*MATH, "--patience", "2"], "no_improvement", 2),
     ],
 )
 def test_settings_change_when_the_run_stops(
     capsys: pytest.CaptureFixture[str], options: list[str], stop: str, iterations: int
 ) -> None:
-    code, out, _ = cli(capsys, "run", TASK, *options)
+    code, out, _ = cli(capsys, "run", *options)
     assert code == 0
     assert f"Stopped: {stop} after {iterations} refine step(s)" in out
 
 
 @pytest.mark.usefixtures("workdir")
-def test_select_last_and_history_window_reach_the_graph(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize(
+    ("window", "carried"),
+    [
+        ([], [1, 2, 3]),
+        (["--history-window", "0"], [1, 1, 1]),
+        (["--history-window", "1"], [1, 2, 2]),
+    ],
+)
+def test_history_window_limits_the_attempts_the_refiner_is_sent(
+    capsys: pytest.CaptureFixture[str], calls: Calls, window: list[str], carried: list[int]
 ) -> None:
-    code, out, _ = cli(capsys, "run", "Write about: cats", "--select", "last", "--thread-id", "s")
+    code, _, _ = cli(capsys, "run", TASK, *window)
     assert code == 0
-    assert shown(capsys, "s")["answer"] == shown(capsys, "s")["attempts"][-1]["draft"]
-    code, _, _ = cli(capsys, "run", TASK, "--history-window", "0", "--thread-id", "h")
-    assert code == 0
-    assert shown(capsys, "h")["stop_reason"] == "critic_done"
+    assert [text.count("<attempt n=") for text in calls.sent_to("refiner")] == carried
 
 
 @pytest.mark.usefixtures("workdir")
@@ -218,13 +247,75 @@ def test_resuming_a_finished_thread_prints_its_result_without_model_calls(
 def test_thread_id_reuse_is_refused(capsys: pytest.CaptureFixture[str], calls: Calls) -> None:
     cli(capsys, "run", TASK, "--thread-id", "same")
     calls.roles.clear()
-    code, _, err = cli(capsys, "run", "Another task", "--thread-id", "same")
+    code, _, err = cli(
+        capsys, "run", "Another task", "--thread-id", "same", "--max-iterations", "1"
+    )
     assert code == 2
     assert err.count("\n") == 1
     assert "thread 'same' already exists" in err
     assert "self-refine resume same" in err and "another --thread-id" in err
     assert calls.roles == []
     assert shown(capsys, "same")["task"] == TASK
+    assert (ThreadSettings(DB).load("same") or {})["max_iterations"] == 3
+
+
+@pytest.mark.usefixtures("workdir")
+def test_a_new_thread_replaces_settings_left_without_checkpoints(
+    capsys: pytest.CaptureFixture[str], calls: Calls
+) -> None:
+    # A settings row with no checkpoints behind it: a run that never started.
+    stale = {key: None for key in SETTING_KEYS}
+    stale.update(model="offline", max_iterations=1, select="best", profile="general")
+    ThreadSettings(DB).save("t", stale)
+    code, _, err = cli(capsys, "resume", "t")
+    assert code == 2 and "no thread 't'" in err
+    assert calls.roles == []
+
+    calls.fail["refiner"] = KeyboardInterrupt()
+    code, _, _ = cli(capsys, "run", TASK, "--thread-id", "t", "--max-iterations", "3")
+    assert code == 130
+    code, out, _ = cli(capsys, "resume", "t")
+    assert code == 0
+    assert "Stopped: critic_done after 3 refine step(s)" in out
+
+
+def test_base_url_from_the_environment_is_kept_for_resume(
+    capsys: pytest.CaptureFixture[str],
+    workdir: Path,
+    server: OpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    server.fail_next("500", times=1, role="critic")
+    code, _, err = cli(
+        capsys, "run", TASK, "--model", "test-model", "--max-retries", "0", "--thread-id", "e"
+    )
+    assert code == 1, err
+    assert (ThreadSettings(DB).load("e") or {})["base_url"] == server.base_url
+
+    monkeypatch.delenv("OPENAI_BASE_URL")  # another shell: resume uses the thread's server
+    code, out, err = cli(capsys, "resume", "e")
+    assert code == 0, err
+    assert "Stopped: critic_done" in out
+    assert len(server.chat_requests("generator")) == 1
+
+
+def test_unreachable_base_url_from_the_environment_exits_1_before_any_call(
+    capsys: pytest.CaptureFixture[str],
+    workdir: Path,
+    closed_port: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    code, out, err = cli(capsys, "run", TASK, "--model", "llama3", "--thread-id", "u")
+    assert code == 1
+    assert f"cannot reach {url}" in err and "fix OPENAI_BASE_URL" in err
+    assert out == ""
+    assert ThreadSettings(DB).load("u") is None
+    # The offline model never calls the server, so it does not need to reach it.
+    code, out, err = cli(capsys, "run", TASK, "--max-iterations", "1")
+    assert code == 0, err
 
 
 def test_db_option_chooses_the_file(
@@ -268,6 +359,9 @@ def test_unknown_thread_is_a_usage_error(capsys: pytest.CaptureFixture[str], com
         ([TASK, "--score-threshold", "-0.1"], "--score-threshold must be between 0 and 1"),
         ([TASK, "--patience", "0"], "--patience must be >= 1"),
         ([TASK, "--history-window", "-1"], "--history-window must be >= 0"),
+        ([TASK, "--max-tokens-total", "0"], "--max-tokens-total must be >= 1"),
+        ([TASK, "--max-retries", "101"], "--max-retries must be between 0 and 100"),
+        ([TASK, "--timeout", "0"], "--timeout must be a positive number of seconds"),
         ([TASK, "--draft", " "], "--draft is empty"),
         ([TASK, "--model", "not a model!"], "unknown model string 'not a model!'"),
         ([TASK, "--critic-model", "a:b:c"], "unknown model string 'a:b:c'"),

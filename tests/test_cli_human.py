@@ -66,11 +66,79 @@ def test_json_output_stays_clean_while_asking(
     code, out, err = _run(argv, "\n\ny\n", monkeypatch, capsys)
     assert code == 0
     assert "[human critic] iteration 0" in err
-    result = json.loads(out.splitlines()[-1])
+    assert "thread: " in err
+    result = json.loads(out)  # the whole of stdout is the result
     assert result["stop_reason"] == "critic_done"
     assert result["attempts"][0]["critique"]["source"] == "human"
+    assert result["next"] == []
+
+
+def test_json_output_stays_clean_while_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "c.sqlite")
+    argv = ["run", TASK, "--critic", "human", "--db", db, "--json", "--thread-id", "w"]
+    code, out, err = _run(argv, "", monkeypatch, capsys)  # no answer: the run waits
+    assert code == 0
+    assert f"waiting for a critique; answer it with: self-refine resume w --db {db}" in err
+    waiting = json.loads(out)
+    assert waiting["thread_id"] == "w" and waiting["stop_reason"] is None
+    assert waiting["next"] == ["critique"]
+
+    code, out, err = _run(["resume", "w", "--db", db, "--json"], "\n\ny\n", monkeypatch, capsys)
+    assert code == 0
+    assert "thread: w" in err
+    assert json.loads(out)["stop_reason"] == "critic_done"
+
+
+@pytest.mark.parametrize(("select", "chosen"), [("best", 0), ("last", 1)])
+def test_select_picks_the_better_earlier_draft_or_the_last(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    select: str,
+    chosen: int,
+) -> None:
+    argv = ["run", TASK, "--critic", "human", "--select", select, "--json"]
+    argv += ["--db", str(tmp_path / "c.sqlite")]
+    # Draft 0 scores 0.9 and gets one fix; draft 1 scores 0.2 and is accepted.
+    answers = 'Replace "rough" with "short"\n\n0.9\n\n\n0.2\ny\n'
+    code, out, _ = _run(argv, answers, monkeypatch, capsys)
+    assert code == 0
+    result = json.loads(out)
+    drafts = [a["draft"] for a in result["attempts"]]
+    assert [a["critique"]["score"] for a in result["attempts"]] == [0.9, 0.2]
+    assert drafts[0] != drafts[1]
+    assert result["answer"] == drafts[chosen]
 
 
 def test_unknown_critic_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", TASK, "--critic", "robot"]) == 2
-    assert "unknown name(s) 'robot'" in capsys.readouterr().err
+    assert "--critics 'robot': unknown critic 'robot'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("critics", "says"),
+    [
+        ("human,concepts", "the human critic works alone"),
+        ("llm,human", "the human critic works alone"),
+        ("concepts,llm,llm", "name one explaining critic, not 2"),
+    ],
+)
+def test_critic_combinations_the_graph_cannot_run_leave_no_thread(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    critics: str,
+    says: str,
+) -> None:
+    db = str(tmp_path / "c.sqlite")
+    argv = ["run", TASK, "--critics", critics, "--db", db, "--thread-id", "h1"]
+    code, out, err = _run(argv, "", monkeypatch, capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and f"--critics {critics!r}: {says}" in err
+    assert "thread:" not in out
+    code, _, err = _run(["resume", "h1", "--db", db], "", monkeypatch, capsys)
+    assert code == 2 and "no thread 'h1'" in err
+    code, _, err = _run(["show", "h1", "--db", db], "", monkeypatch, capsys)
+    assert code == 2 and "no thread 'h1'" in err

@@ -23,7 +23,7 @@ def server() -> Iterator[OpenAIServer]:
 
 
 def _final(out: str) -> dict[str, object]:
-    return dict(json.loads(out.strip().splitlines()[-1]))
+    return dict(json.loads(out))
 
 
 def test_exhausted_retries_end_the_run_in_one_line_and_resume_finishes_it(

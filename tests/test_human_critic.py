@@ -102,9 +102,16 @@ def test_without_a_checkpointer_the_error_says_how_to_fix_it() -> None:
 
 
 def test_human_critic_works_alone() -> None:
-    graph = _graph(critics=["llm", "human"])
     with pytest.raises(ConfigError, match="works alone"):
-        graph.invoke({"task": TASK}, {"configurable": {"thread_id": "h5"}})
+        _graph(critics=["llm", "human"])
+    graph = _graph()
+    with pytest.raises(ConfigError, match="works alone"):
+        graph.invoke(
+            {"task": TASK},
+            {"configurable": {"thread_id": "h5"}},
+            context={"critics": ["llm", "human"]},
+        )
+    assert graph.get_state({"configurable": {"thread_id": "h5"}}).values == {}
 
 
 @pytest.mark.parametrize(

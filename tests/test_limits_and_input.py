@@ -98,7 +98,7 @@ def test_the_cli_takes_a_token_budget(tmp_path: Path, capsys: pytest.CaptureFixt
     code = main(["run", TASK, "--max-tokens-total", "300", "--json", "--db", db])
 
     assert code == 0
-    assert json.loads(capsys.readouterr().out.splitlines()[-1])["stop_reason"] == "token_budget"
+    assert json.loads(capsys.readouterr().out)["stop_reason"] == "token_budget"
 
 
 # -- bad input: a clear error naming the fix, and no model call --------------------------

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
+from langchain_core.messages import BaseMessage
 
 from self_refine.cli import main
+from self_refine.offline import OfflineModel
 from self_refine.storage import ThreadSettings
+from tests.fakes import role_of
 from tests.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.integration
@@ -36,7 +41,7 @@ def test_a_run_on_postgres_creates_the_tables_and_can_be_shown(
     assert _tables(postgres_url) == set()
 
     assert main(["run", TASK, "--thread-id", "pg", "--json", "--db", postgres_url]) == 0
-    result = json.loads(capsys.readouterr().out.splitlines()[-1])
+    result = json.loads(capsys.readouterr().out)
     assert main(["show", "pg", "--json", "--db", postgres_url]) == 0
     shown = json.loads(capsys.readouterr().out)
 
@@ -61,7 +66,7 @@ def test_a_failed_run_on_postgres_resumes_with_its_settings(
     assert f"self-refine resume t --db {postgres_url}" in capsys.readouterr().err
 
     assert main(["resume", "t", "--json", "--db", postgres_url, "--api-key", "k"]) == 0
-    result = json.loads(capsys.readouterr().out.splitlines()[-1])
+    result = json.loads(capsys.readouterr().out)
     assert result["stop_reason"] == "critic_done"
     assert len(server.chat_requests("generator")) == 1
     assert [a["iteration"] for a in result["attempts"]] == list(range(len(result["attempts"])))
@@ -101,3 +106,33 @@ def test_a_missing_postgres_extra_says_what_to_install(
 
     assert code == 2
     assert 'pip install "langgraph-self-refine[postgres]"' in capsys.readouterr().err
+
+
+def _with_password(url: str) -> str:
+    """The URL with a password (the test cluster trusts local connections, so any will do)."""
+    return url.replace("postgresql://postgres@", "postgresql://postgres:s3cret-pw@", 1)
+
+
+def test_ctrl_c_and_waiting_messages_mask_the_password(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = _with_password(postgres_url)
+    masked = url.replace("s3cret-pw", "***")
+    original = OfflineModel._generate
+
+    def interrupted(self: OfflineModel, messages: list[BaseMessage], *a: Any, **k: Any) -> Any:
+        if role_of(messages) == "refiner":
+            raise KeyboardInterrupt
+        return original(self, messages, *a, **k)
+
+    monkeypatch.setattr(OfflineModel, "_generate", interrupted)
+    assert main(["run", TASK, "--thread-id", "cut", "--db", url]) == 130
+    out, err = capsys.readouterr()
+    assert f"continue with: self-refine resume cut --db {masked}" in err
+    assert "s3cret-pw" not in out + err
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # no answer: the run waits
+    assert main(["run", TASK, "--critics", "human", "--thread-id", "ask", "--db", url]) == 0
+    out, err = capsys.readouterr()
+    assert f"answer it with: self-refine resume ask --db {masked}" in out
+    assert "s3cret-pw" not in out + err

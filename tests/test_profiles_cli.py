@@ -100,7 +100,7 @@ def test_reference_from_a_file_and_json_output(
         capsys, tmp_path, TASK, "--critics", "concepts", "--reference", f"@{ref}", "--json"
     )
     assert code == 0, err
-    result = json.loads(out.splitlines()[-1])
+    result = json.loads(out)
     assert result["stop_reason"] == "verified"
     assert {a["critique"]["source"] for a in result["attempts"]} == {"concepts"}
 
@@ -110,9 +110,9 @@ def test_reference_from_a_file_and_json_output(
     [
         (
             ["--critics", "concept"],
-            "--critics 'concept': unknown name(s) 'concept'; choose from llm",
+            "--critics 'concept': unknown critic 'concept'; known: 'llm'",
         ),
-        (["--critics", " , "], "unknown name(s) (none given)"),
+        (["--critics", " , "], "--critics ' , ': no critic configured"),
         (["--reference", "{oops"], "--reference is not valid JSON"),
         (["--reference", "[1, 2]"], "--reference must be a JSON object"),
         (["--reference", "@/no/such/file.json"], "--reference file '/no/such/file.json'"),

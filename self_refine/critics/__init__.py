@@ -5,6 +5,7 @@ from self_refine.critics.combined import CombinedCritic, merge_critiques
 from self_refine.critics.human import HumanCritic
 from self_refine.critics.llm import LLMCritic
 from self_refine.critics.parse import parse_critique_text
+from self_refine.critics.resolve import CriticPlan, critic_names, resolve_critics
 from self_refine.critics.verifiers import (
     VERIFIERS,
     NotApplicable,
@@ -18,6 +19,7 @@ __all__ = [
     "VERIFIERS",
     "CombinedCritic",
     "Critic",
+    "CriticPlan",
     "CritiqueRequest",
     "CritiqueResult",
     "HumanCritic",
@@ -25,8 +27,10 @@ __all__ = [
     "NotApplicable",
     "Verifier",
     "VerifierCritic",
+    "critic_names",
     "judge_draft",
     "merge_critiques",
     "parse_critique_text",
+    "resolve_critics",
     "resolve_verifier",
 ]

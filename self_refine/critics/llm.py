@@ -60,20 +60,17 @@ class LLMCritic:
     """Asks a chat model for a critique of the draft.
 
     Its critiques say `source="llm"`, or `"offline"` when the model is the
-    offline stand-in, which is not a language model.
+    offline stand-in, which is not a language model. Findings to explain and
+    extend (a verifier's) come in the request's `notes`.
     """
 
-    def __init__(
-        self, model: BaseChatModel, prompts: PromptSet, *, notes: Sequence[str] = ()
-    ) -> None:
+    def __init__(self, model: BaseChatModel, prompts: PromptSet) -> None:
         self.name = "offline" if model._llm_type == "self-refine-offline" else "llm"
         self.model = model
         self.prompts = prompts
-        self.notes = tuple(notes)
 
     def _messages(self, request: CritiqueRequest) -> list[BaseMessage]:
-        notes = [*self.notes, *request.notes]
-        return feedback_messages(self.prompts, request.task, request.draft, notes)
+        return feedback_messages(self.prompts, request.task, request.draft, request.notes)
 
     def _structured(self) -> Any:
         cached = _STRUCTURED.get(id(self.model))

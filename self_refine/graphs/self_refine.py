@@ -9,8 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 
 from self_refine.context import RefineContext
-from self_refine.critics import Critic, resolve_verifier
-from self_refine.critics.verifiers import EXPLAINER_NAMES
+from self_refine.critics import critic_names, resolve_critics
 from self_refine.models import check_model
 from self_refine.nodes import (
     Deps,
@@ -47,7 +46,7 @@ def create_self_refine_graph(
     generator_model: ModelLike | None = None,
     critic_model: ModelLike | None = None,
     refiner_model: ModelLike | None = None,
-    critics: Sequence[Any] = (),
+    critics: str | Sequence[Any] = (),
     stop: StopPolicy | Sequence[StopPolicy] | None = None,
     prompts: PromptSet | None = None,
     max_iterations: int = DEFAULT_MAX_ITERATIONS,
@@ -69,13 +68,14 @@ def create_self_refine_graph(
     "openai:gpt-4o-mini"). The keyword settings are defaults that a run's
     `RefineContext` may override. `critics` lists who critiques: verifier names
     ("answer", "python_tests", "concepts", "json_schema") or (task, draft,
-    reference) callables, which run first, and "llm", "human" or a Critic
-    object, which explains their findings when one fails (default: the
-    profile's critics). `stop` replaces the profile's policies (critic done,
-    draft unchanged, ...); `verified` is always checked first and the
-    iteration cap always applies. `base_url` (an OpenAI-compatible server),
-    `api_key`, `max_retries` and `timeout` apply to models given as strings
-    (configure a model instance yourself); the key is never stored. Compile the result
+    reference) callables, which run first, and one of "llm", "human" or a
+    Critic object, which explains their findings when one fails ("human" works
+    alone; a string is read as "name,name"; default: the profile's critics).
+    `stop` replaces the profile's policies (critic done, draft unchanged,
+    ...); `verified` is always checked first and the iteration cap always
+    applies. `base_url` (an OpenAI-compatible server), `api_key`, `max_retries`
+    and `timeout` apply to models given as strings (configure a model instance
+    yourself); the key is never stored. Compile the result
     with the checkpointer of your choice, and name it:
     `.compile(checkpointer=..., name=GRAPH_NAME)`.
     """
@@ -101,9 +101,10 @@ def create_self_refine_graph(
     }
     for spec in roles.values():
         check_model(spec, base_url=base_url)  # strings of no known form fail here
-    for spec in critics:
-        if not isinstance(spec, Critic) and spec not in EXPLAINER_NAMES:
-            resolve_verifier(spec)  # unknown names and non-callables fail here
+    if isinstance(critics, str):
+        critics = critic_names(critics)
+    if critics:
+        resolve_critics(critics)  # unknown names, bad combinations fail here
     if stop is not None and callable(stop):
         stop = [stop]
     deps = Deps(models=roles, defaults=defaults, stop=stop, prompts=prompts, critics=tuple(critics))  # type: ignore[arg-type]

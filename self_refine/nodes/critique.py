@@ -9,17 +9,15 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from self_refine.calls import model_errors, trace_config
 from self_refine.context import RefineContext
 from self_refine.critics import (
-    VERIFIERS,
     CombinedCritic,
     Critic,
+    CriticPlan,
     CritiqueRequest,
     CritiqueResult,
     HumanCritic,
     LLMCritic,
-    resolve_verifier,
+    resolve_critics,
 )
-from self_refine.critics.verifiers import EXPLAINER_NAMES
-from self_refine.errors import ConfigError
 from self_refine.nodes.deps import Deps
 from self_refine.nodes.runnable import NodeRunnable
 from self_refine.state import (
@@ -63,48 +61,29 @@ def make_critique(deps: Deps) -> NodeRunnable:
     return NodeRunnable(critique, acritique, name="critique")
 
 
-def _specs(deps: Deps, ctx: RefineContext) -> list[Any]:
+def _plan(deps: Deps, ctx: RefineContext) -> CriticPlan:
     """The run's critics: the context's names, else the factory's, else the profile's."""
-    return list(ctx.critics or deps.critics or deps.prompt_set(ctx).critics)
-
-
-def _is_verifier(spec: Any) -> bool:
-    """Verifier names and plain callables are verifiers; "llm" and Critic objects explain."""
-    if isinstance(spec, str):
-        return spec not in EXPLAINER_NAMES
-    return not isinstance(spec, Critic) and callable(spec)
-
-
-def _explainer(deps: Deps, ctx: RefineContext, specs: list[Any]) -> Critic | None:
-    """The critic that explains and extends the verifiers' findings, if the run names one."""
-    if len(specs) > 1:
-        raise ConfigError(f"name one explaining critic, not {len(specs)}: {specs!r}")
-    if not specs:
-        return None
-    spec = specs[0]
-    if isinstance(spec, Critic):
-        return spec
-    if spec == "llm":
-        return LLMCritic(deps.model("critic", ctx), deps.prompt_set(ctx))
-    if spec == "human":
-        return HumanCritic()
-    known = ", ".join(map(repr, [*EXPLAINER_NAMES, *VERIFIERS]))
-    raise ConfigError(f"unknown critic {spec!r}; known: {known}")
+    return resolve_critics(ctx.critics or deps.critics or deps.prompt_set(ctx).critics)
 
 
 def _critic(deps: Deps, ctx: RefineContext) -> CombinedCritic:
     """The critic for this run: its verifiers first, then its explaining critic ("llm")."""
-    specs = _specs(deps, ctx)
-    if "human" in specs and len(specs) > 1:
-        raise ConfigError("the human critic works alone: name it by itself, ['human']")
-    verifiers = [resolve_verifier(s) for s in specs if _is_verifier(s)]
-    return CombinedCritic(
-        verifiers, _explainer(deps, ctx, [s for s in specs if not _is_verifier(s)])
-    )
+    plan = _plan(deps, ctx)
+    explainer: Critic | None = None
+    if plan.explainer == "human":
+        explainer = HumanCritic()
+    elif plan.explainer == "llm":
+        explainer = LLMCritic(deps.model("critic", ctx), deps.prompt_set(ctx))
+    elif not isinstance(plan.explainer, str):
+        explainer = plan.explainer  # a Critic object, or None
+    return CombinedCritic(plan.verifiers, explainer)
 
 
 def check_critics(deps: Deps, ctx: RefineContext, reference: Any) -> None:
-    """Raise ConfigError, before any model call, if the run's critics cannot judge its drafts."""
+    """Raise ConfigError, before any model call, if the run's critics cannot judge its drafts.
+
+    A critic model that cannot be had (a missing key, say) is found here too.
+    """
     _critic(deps, ctx).check(reference)
 
 

@@ -24,6 +24,7 @@ def make_generate(deps: Deps) -> NodeRunnable:
     def prepare(state: RefineState) -> tuple[BaseChatModel, list[BaseMessage], RunnableConfig]:
         ctx = deps.settings()
         check_critics(deps, ctx, state.get("reference"))  # fail before any model call
+        deps.model("refiner", ctx)  # and so does a refiner model that cannot be had
         model = deps.model("generator", ctx)
         config = trace_config(
             "generate", "generator", model, iteration=0, profile=deps.profile_name(ctx)

@@ -34,7 +34,7 @@ def chat_model(server: OpenAIServer, **options: Any) -> ChatOpenAI:
 def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any], str]:
     code = main(list(args))
     out, err = capsys.readouterr()
-    result = json.loads(out.splitlines()[-1]) if code == 0 else {}
+    result = json.loads(out) if code == 0 else {}
     return code, result, err
 
 
@@ -174,6 +174,7 @@ def test_resume_uses_the_settings_the_thread_started_with(
     server.fail_next("500", times=10, role="refiner")
     args = ["--model", "test-model", "--base-url", server.base_url, "--max-iterations", "1"]
     assert main(["run", TASK, *args, "--thread-id", "t"]) == 1
+    capsys.readouterr()
     server.clear_faults()
     code, resumed, err = cli_json(capsys, "resume", "t", "--json")
     assert code == 0, err

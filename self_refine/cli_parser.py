@@ -1,0 +1,149 @@
+"""The `self-refine` program's arguments: every command, and the settings flags they share.
+
+Light imports only: the program builds this parser before anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from self_refine.cli_options import add_connection_options
+
+__all__ = ["build_parser"]
+
+
+def _add_settings(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        default=os.environ.get("SELF_REFINE_MODEL", "offline"),
+        help="model for every role: 'offline' (deterministic stand-in, the default), "
+        "'gpt-4o-mini', 'openai:gpt-4o-mini', ... (env SELF_REFINE_MODEL)",
+    )
+    parser.add_argument("--critic-model", help="model for the critic (default: --model)")
+    parser.add_argument("--refiner-model", help="model for the refiner (default: --model)")
+    parser.add_argument(
+        "--base-url",
+        help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (env OPENAI_BASE_URL)",
+    )
+    parser.add_argument("--max-iterations", type=int, default=3, help="most refine steps (3)")
+    parser.add_argument("--score-threshold", type=float, help="stop at this score (0..1)")
+    parser.add_argument("--patience", type=int, help="stop after N rounds without a better score")
+    parser.add_argument(
+        "--history-window", type=int, help="earlier attempts the refine prompt carries (all)"
+    )
+    parser.add_argument("--select", choices=("best", "last"), default="best", help="answer pick")
+    parser.add_argument(
+        "--profile",
+        default="general",
+        help="prompt set and default critics for the kind of task (general); "
+        "see `self-refine profiles`",
+    )
+    parser.add_argument(
+        "--critics",
+        "--critic",
+        dest="critics",
+        metavar="NAME[,NAME]",
+        help="who critiques: verifiers (answer, python_tests, concepts, json_schema) run "
+        "first, then llm (the critic model) explains their findings when one fails; "
+        "'human', alone, asks you at the terminal instead (default: the profile's critics)",
+    )
+    parser.add_argument(
+        "--max-tokens-total", type=int, help="token budget of the run (stop reason token_budget)"
+    )
+    add_connection_options(parser)
+
+
+def _add_db(parser: argparse.ArgumentParser) -> None:
+    from_env = os.environ.get("SELF_REFINE_DB")
+    parser.add_argument(
+        "--db",
+        default=from_env or ".self-refine/checkpoints.sqlite",
+        help="SQLite checkpoint file or postgresql:// URL "
+        "(default .self-refine/checkpoints.sqlite; env SELF_REFINE_DB)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command."""
+    parser = argparse.ArgumentParser(
+        prog="self-refine",
+        description="Generate a draft, critique it, refine it from the critique, repeat.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="refine a response to a task, step by step")
+    run.add_argument("task", help="the task text")
+    run.add_argument("--draft", help="start from this response instead of generating one")
+    run.add_argument(
+        "--reference",
+        metavar="JSON",
+        help='what verifiers check against, a JSON object or @file, e.g. \'{"answer": "42"}\'',
+    )
+    run.add_argument("--thread-id", help="name the thread (default: a new UUID)")
+    run.add_argument("--json", action="store_true", help="print the final result as JSON")
+    _add_settings(run)
+    _add_db(run)
+
+    resume = commands.add_parser("resume", help="continue a thread that did not finish")
+    resume.add_argument("thread_id")
+    resume.add_argument("--json", action="store_true", help="print the final result as JSON")
+    add_connection_options(resume)
+    _add_db(resume)
+
+    show = commands.add_parser("show", help="print a thread's attempts as a table")
+    show.add_argument("thread_id")
+    show.add_argument("--json", action="store_true", help="print the thread's state as JSON")
+    _add_db(show)
+
+    studio = commands.add_parser(
+        "studio", help="serve the graphs to LangGraph Studio (langgraph dev) and print its URL"
+    )
+    studio.add_argument("--port", type=int, help="port on 127.0.0.1 (default: 2024 if free)")
+    studio.add_argument(
+        "--model", help="model of the served graphs (default: env SELF_REFINE_MODEL, else offline)"
+    )
+    studio.add_argument(
+        "--config", help="langgraph.json-style config (default: ./studio.json, else built in)"
+    )
+    studio.add_argument(
+        "--no-reload", action="store_true", help="do not restart the server when code changes"
+    )
+    commands.add_parser("profiles", help="list the prompt profiles, one line each")
+    _add_batch_commands(commands)
+    return parser
+
+
+def _add_batch_commands(commands: Any) -> None:
+    batch = commands.add_parser(
+        "batch", help="refine every item of a JSONL file (resumable: rerun to continue)"
+    )
+    batch.add_argument(
+        "input", help='JSONL file: one {"task": ..., "id"?, "reference"?, "draft"?} per line'
+    )
+    batch.add_argument("-o", "--output", required=True, help="JSONL results, one line per item")
+    batch.add_argument("--concurrency", type=int, default=8, help="items at a time (8)")
+    batch.add_argument(
+        "--refine-only-incorrect",
+        action="store_true",
+        help="leave first drafts that pass the verifiers as they are (no critique, no refine)",
+    )
+    batch.add_argument("--summary", help="also write the summary to this JSON file")
+    batch.add_argument("--shard", help="run only shard I of N (I/N, 1 <= I <= N) of the items")
+    batch.add_argument(
+        "--server", help="run items on a LangGraph server (e.g. http://127.0.0.1:2024)"
+    )
+    batch.add_argument(
+        "--verifiers",
+        metavar="NAME[,NAME]",
+        help="verifiers that judge correctness for the accuracy figures (default: every "
+        "built-in one whose data the item's reference holds; '' for none)",
+    )
+    _add_settings(batch)
+    _add_db(batch)
+
+    report = commands.add_parser("report", help="summarize batch output files")
+    report.add_argument("outputs", nargs="+", help="output files of `self-refine batch`")
+    report.add_argument("--plot", help="draw the summary into this image (.png, .svg, .pdf)")
+    report.add_argument("--json", action="store_true", help="print the summary as JSON")
