@@ -2,9 +2,8 @@
 
 A suite is a module `benchmarks/t<N>_<name>.py` measuring target N of the
 performance issue, with `run(quick: bool) -> list[Row]`. Each runs in its own
-process (imports, caches and garbage of one never weigh on another). A
-target with no suite yet keeps its placeholder row in the table, so adding a
-suite file is all it takes to fill it.
+process (imports, caches and garbage of one never weigh on another), so adding
+a suite file is all it takes to add its rows to the table.
 
 A full run writes `benchmarks/results/latest.json` and `latest.md` and puts
 the table into `benchmarks/README.md`; `--quick` and `--only` just print.
@@ -31,17 +30,6 @@ RESULTS = HERE / "results"
 README = HERE / "README.md"
 TABLE_START, TABLE_END = "<!-- results:start -->", "<!-- results:end -->"
 COMMAND = "make bench"
-
-PLACEHOLDERS = {
-    3: Row(
-        3,
-        "batch of 200 items, up to 3 refine steps each, ChatOpenAI to a local server "
-        "(500 ms per answer, 32 at once), against the ideal time",
-        "s",
-        goal="<= 1.15x ideal",
-        note="not measured yet: needs the batch runner",
-    ),
-}
 
 
 def suites() -> dict[str, int]:
@@ -148,15 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     start = time.perf_counter()
     rows: list[Row] = []
-    measured: set[int] = set()
     for name, target in suites().items():
         if wanted and target not in wanted:
             continue
         suite_rows, elapsed = _run_suite(name, target, args.quick)
         print(f"{name}: {len(suite_rows)} rows in {elapsed:.0f} s", file=sys.stderr)
         rows += suite_rows
-        measured.add(target)
-    rows += [row for target, row in PLACEHOLDERS.items() if target not in measured and not wanted]
     info["duration_s"] = time.perf_counter() - start
     info["load_after"] = _load()
     print(_render(rows, info))

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from self_refine.batch_io import BatchItem
 from self_refine.batch_judge import Judge
+from self_refine.batch_schedule import run_scheduled
 from self_refine.errors import ConfigError
 from self_refine.nodes.finalize import pick_best
 from self_refine.state import Attempt, Critique, add_usage
@@ -47,6 +48,9 @@ class ThreadView:
 
 class Engine(Protocol):
     """Where items run: a compiled graph with a checkpointer, or a LangGraph server."""
+
+    calls_models_here: bool
+    """Whether the items' model calls run in this process (so the batch can bound them)."""
 
     async def state(self, thread_id: str) -> ThreadView:
         """The thread's current state (empty values for a thread never run)."""
@@ -227,28 +231,29 @@ class BatchRunner:
         on_record: Callable[[BatchItem, dict[str, Any]], Awaitable[None]],
         on_error: Callable[[BatchItem, Exception], Awaitable[None]],
     ) -> None:
-        """Run items, at most `concurrency` at a time, reporting each as it finishes.
+        """Run items with at most `concurrency` model calls at once, reporting each as it finishes.
 
-        An item that fails goes to `on_error` and the others go on; an error in
-        the settings (ConfigError) stops the whole batch.
+        More items than that are open when the engine's model calls run in
+        this process (see `self_refine.batch_schedule`); on a LangGraph server,
+        `concurrency` items run at a time. An item that fails goes to
+        `on_error` and the others go on; an error in the settings
+        (ConfigError) stops the whole batch.
         """
-        pending = iter(items)
 
-        async def worker() -> None:
-            for item in pending:
-                try:
-                    record = await self.run_item(item)
-                except ConfigError:
-                    raise
-                except Exception as error:  # noqa: BLE001 - one item's failure is reported
-                    await on_error(item, error)
-                    continue
-                await on_record(item, record)
+        async def one(item: BatchItem) -> None:
+            try:
+                record = await self.run_item(item)
+            except ConfigError:
+                raise
+            except Exception as error:  # noqa: BLE001 - one item's failure is reported
+                await on_error(item, error)
+                return
+            await on_record(item, record)
 
         try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(max(1, min(concurrency, len(items)))):
-                    group.create_task(worker())
+            await run_scheduled(
+                items, one, concurrency=concurrency, calls_here=self.engine.calls_models_here
+            )
         except* ConfigError as errors:
             raise errors.exceptions[0] from None
 

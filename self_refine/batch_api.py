@@ -123,7 +123,9 @@ async def arefine_batch(
     and after; `verifiers=()` judges nothing. `options` go to
     `create_self_refine_graph` (`critic_model`, `critics`, `max_iterations`,
     ...). Each record is appended to the JSONL file `log` when given. Threads
-    live in an in-memory checkpointer unless you pass one.
+    live in an in-memory checkpointer unless you pass one. At most
+    `concurrency` model calls run at once: set it to what the model server
+    serves at once.
     """
     items = _items(tasks, answers, references, correct, ids)
     if concurrency < 1:

@@ -82,6 +82,8 @@ async def _postgres(url: str, pool_size: int) -> AsyncIterator[BaseCheckpointSav
 class LocalEngine:
     """Items as threads of a graph compiled in this process with a checkpointer."""
 
+    calls_models_here = True
+
     def __init__(self, graph: Any, *, context: RefineContext | None = None) -> None:
         if graph.checkpointer is None:
             raise ConfigError("a batch needs a graph compiled with a checkpointer")
@@ -120,6 +122,8 @@ class ServerEngine:
     The server keeps the checkpoints; a thread whose run is still going (the
     batch that started it was killed) is joined rather than started again.
     """
+
+    calls_models_here = False
 
     def __init__(
         self, url: str, *, assistant_id: str = "self_refine", context: RefineContext | None = None

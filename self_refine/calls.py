@@ -6,13 +6,19 @@ up to the run's `max_retries`; what is left after that becomes a
 `ModelCallError` naming the role, the model, the endpoint and the last error.
 Replies that arrive but are unusable (empty, a refusal) are retried once or
 recorded as a problem of the attempt; they never end a run.
+
+A batch bounds how many of the library's async model calls run at once with
+`model_call_limit`: every call goes through `ainvoke_in_slot`, which waits for
+a free slot (first come, first served) only when a limit is set.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from langchain_core.exceptions import ModelError
@@ -27,8 +33,10 @@ from self_refine.state import Usage, add_usage
 
 __all__ = [
     "DraftReply",
+    "ainvoke_in_slot",
     "awrite_draft",
     "is_transport_error",
+    "model_call_limit",
     "model_errors",
     "refusal_of",
     "trace_config",
@@ -48,6 +56,37 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 _REFUSAL_MAX_CHARS = 400
+_CALL_SLOTS: ContextVar[asyncio.Semaphore | None] = ContextVar(
+    "self_refine_call_slots", default=None
+)
+
+
+@contextmanager
+def model_call_limit(slots: int) -> Iterator[None]:
+    """Let at most `slots` async model calls of this task, and of tasks it starts, run at once."""
+    token = _CALL_SLOTS.set(asyncio.Semaphore(slots))
+    try:
+        yield
+    finally:
+        _CALL_SLOTS.reset(token)
+
+
+@asynccontextmanager
+async def _call_slot() -> AsyncIterator[None]:
+    slots = _CALL_SLOTS.get()
+    if slots is None:
+        yield
+        return
+    async with slots:
+        yield
+
+
+async def ainvoke_in_slot(
+    runnable: Any, messages: list[BaseMessage], config: RunnableConfig | None = None
+) -> Any:
+    """Await the model call in one of the batch's call slots (at once when no batch limits them)."""
+    async with _call_slot():
+        return await runnable.ainvoke(messages, config)
 
 
 def is_transport_error(error: BaseException) -> bool:
@@ -158,7 +197,7 @@ async def awrite_draft(
 ) -> DraftReply:
     """Async twin of write_draft()."""
     with model_errors(role, model):
-        replies = [await model.ainvoke(messages, config)]
+        replies = [await ainvoke_in_slot(model, messages, config)]
         if _needs_retry(replies[0]):
-            replies.append(await model.ainvoke(messages, config))
+            replies.append(await ainvoke_in_slot(model, messages, config))
     return _read_draft(role, replies)

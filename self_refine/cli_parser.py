@@ -123,7 +123,13 @@ def _add_batch_commands(commands: Any) -> None:
         "input", help='JSONL file: one {"task": ..., "id"?, "reference"?, "draft"?} per line'
     )
     batch.add_argument("-o", "--output", required=True, help="JSONL results, one line per item")
-    batch.add_argument("--concurrency", type=int, default=8, help="items at a time (8)")
+    batch.add_argument(
+        "--concurrency",
+        type=int,
+        default=8,
+        help="model calls at once (8): what the model server serves at once; "
+        "with --server, items at once",
+    )
     batch.add_argument(
         "--refine-only-incorrect",
         action="store_true",

@@ -12,7 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
-from self_refine.calls import is_transport_error, refusal_of
+from self_refine.calls import ainvoke_in_slot, is_transport_error, refusal_of
 from self_refine.critics.base import CritiqueRequest, CritiqueResult
 from self_refine.critics.parse import is_broken_json, read_critique, score_problem
 from self_refine.models import message_text, message_usage
@@ -114,7 +114,7 @@ class LLMCritic:
         problems: list[str] = []
         if not _plain_only(self.model):
             try:
-                structured = await self._structured().ainvoke(messages)
+                structured = await ainvoke_in_slot(self._structured(), messages)
                 result = self._from_structured(structured)
             except Exception as error:  # noqa: BLE001 - any failure means: try plain text
                 problems += self._note_unsupported(error)
@@ -122,10 +122,10 @@ class LLMCritic:
                 if result is not None:
                     return result
                 empty.append(structured["raw"])
-        reply = await self.model.ainvoke(messages)
+        reply = await ainvoke_in_slot(self.model, messages)
         if not empty and _is_empty(reply):
             empty.append(reply)
-            reply = await self.model.ainvoke(messages)
+            reply = await ainvoke_in_slot(self.model, messages)
         return self._from_text(reply, empty, problems)
 
     def _note_unsupported(self, error: Exception) -> list[str]:

@@ -1,0 +1,119 @@
+"""One measured batch for target 3, run in a process of its own: `python -m benchmarks.batch_runs`.
+
+    python -m benchmarks.batch_runs WAY URL ITEMS FOLDER
+
+WAY is `library` (`self-refine batch` as a user runs it, with its SQLite
+checkpoints and its output file, called in this process so that its CPU time
+can be read) or a plain asyncio loop over the same `ChatOpenAI` client, with
+the same prompts and the same calls per item (generate, then critique and
+refine until the third refine step has been critiqued): `plain` starts every
+item and lets a semaphore hold the calls to the server's slots, `plain-items`
+runs `SLOTS` items at a time, a worker per slot. Both write one JSON line per
+finished item to FOLDER/out.jsonl. Prints the wall and CPU seconds (all
+threads of this process) of the batch, after the imports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import aiosqlite  # noqa: F401 - imported before the clock starts, as the CLI would have
+import langgraph.checkpoint.sqlite.aio  # noqa: F401
+import langgraph.graph  # noqa: F401
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
+
+import self_refine.batch_cli  # noqa: F401
+import self_refine.batch_engines  # noqa: F401
+import self_refine.graphs  # noqa: F401
+from self_refine import cli
+from self_refine.critics.llm import CritiqueReply
+from self_refine.prompts import feedback_messages, generate_messages, get_profile, refine_messages
+
+SLOTS = 32
+STEPS = 3
+WAYS = ("library", "plain", "plain-items")
+
+
+def task_text(n: int) -> str:
+    """The n-th item's task."""
+    return f"Write a two-kilobyte essay, number {n}, on why cities plant trees along streets."
+
+
+def _library(url: str, source: Path, folder: Path) -> None:
+    code = cli.main(
+        ["batch", str(source), "-o", str(folder / "out.jsonl"), "--db", str(folder / "db.sqlite")]
+        + ["--model", "stub", "--base-url", url, "--api-key", "unused", "--verifiers", ""]
+        + ["--max-iterations", str(STEPS), "--concurrency", str(SLOTS)]
+    )
+    if code != 0:
+        raise SystemExit(f"self-refine batch failed with exit code {code}")
+
+
+async def _plain(url: str, items: int, folder: Path, workers: bool) -> None:
+    model = ChatOpenAI(model="stub", base_url=url, api_key=SecretStr("unused"))
+    critic = model.with_structured_output(CritiqueReply, include_raw=True)
+    prompts = get_profile("general")
+    slots = asyncio.Semaphore(SLOTS)
+    output = (folder / "out.jsonl").open("w", encoding="utf-8")
+
+    async def call(runnable: Any, messages: Any) -> Any:
+        if workers:
+            return await runnable.ainvoke(messages)
+        async with slots:
+            return await runnable.ainvoke(messages)
+
+    async def item(n: int) -> None:
+        task = task_text(n)
+        draft = (await call(model, generate_messages(prompts, task))).text
+        attempts: list[Any] = []
+        for step in range(STEPS + 1):
+            reply = await call(critic, feedback_messages(prompts, task, draft))
+            critique = reply["parsed"].model_dump()
+            attempts.append({"iteration": step, "draft": draft, "critique": critique})
+            if step == STEPS:
+                break
+            messages = refine_messages(prompts, task, attempts, critique, None)
+            draft = (await call(model, messages)).text
+        record = {"id": str(n), "answer": draft, "attempts": attempts}
+        output.write(json.dumps(record) + "\n")
+        output.flush()
+
+    if workers:
+        pending = iter(range(items))
+
+        async def worker() -> None:
+            for n in pending:
+                await item(n)
+
+        await asyncio.gather(*(worker() for _ in range(SLOTS)))
+    else:
+        await asyncio.gather(*(item(n) for n in range(items)))
+    output.close()
+
+
+def main() -> None:
+    """Run one batch and print its wall and CPU seconds as JSON."""
+    way, url, items, folder = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    if way not in WAYS:
+        raise SystemExit(f"unknown way {way!r}; choose from {', '.join(WAYS)}")
+    source = folder / "in.jsonl"
+    source.write_text(
+        "".join(json.dumps({"id": str(n), "task": task_text(n)}) + "\n" for n in range(items))
+    )
+    wall, cpu = time.perf_counter(), time.process_time()
+    if way == "library":
+        _library(url, source, folder)
+    else:
+        asyncio.run(_plain(url, items, folder, workers=way == "plain-items"))
+    result = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
