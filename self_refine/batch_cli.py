@@ -41,6 +41,7 @@ RESULT_SETTINGS = (
     "select",
     "profile",
     "critics",
+    "max_tokens_total",
 )
 """Settings that shape results: a rerun with others gets new threads (see thread_id_for)."""
 
@@ -92,13 +93,25 @@ def _check_server(url: str) -> None:
         ) from None
 
 
-def _local_graph(context: RefineContext) -> Any:
-    """The graph every item runs on; bad model strings and missing keys fail here."""
+def _local_graph(context: RefineContext, args: argparse.Namespace) -> Any:
+    """The graph every item runs on; bad model strings and missing keys fail here.
+
+    The connection settings (retries, timeout, key) go into the models only:
+    they shape no result, and the key is never stored.
+    """
     from self_refine.graphs import create_self_refine_graph
     from self_refine.models import resolve_model
 
     def model(name: str | None) -> Any:
-        return resolve_model(name, base_url=context.base_url) if name else None
+        if not name:
+            return None
+        return resolve_model(
+            name,
+            base_url=context.base_url,
+            timeout=args.timeout,
+            max_retries=args.max_retries,
+            api_key=args.api_key,
+        )
 
     return create_self_refine_graph(
         model(context.model),
@@ -111,6 +124,7 @@ def _local_graph(context: RefineContext) -> Any:
         history_window=context.history_window,
         select=context.select or "best",
         profile=context.profile or "general",
+        max_tokens_total=context.max_tokens_total,
     )
 
 
@@ -205,7 +219,7 @@ def batch_command(args: argparse.Namespace) -> int:
     if args.server:
         _check_server(args.server)
     else:
-        builder = _local_graph(context)  # bad models and missing keys fail before any call
+        builder = _local_graph(context, args)  # bad models and missing keys fail before any call
     key = run_key(_result_settings(args, verifiers))
     output = OutputFile.open(args.output, key)
     try:

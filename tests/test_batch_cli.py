@@ -338,3 +338,25 @@ def test_bad_options_and_other_settings_fail_before_any_model_call(
         assert message in error, (args, error)
     assert not (tmp_path / "x.jsonl").exists()
     assert server.chat_requests() == []
+
+
+def test_connection_settings_and_token_budget_reach_the_models(
+    tmp_path: Path, dataset: MathDataset, server: OpenAIServer
+) -> None:
+    dataset.write(tmp_path / "in.jsonl")
+    command = _command(
+        server, "in.jsonl", "-o", "out.jsonl", "--api-key", "sk-batch-key",
+        "--max-retries", "0", "--max-tokens-total", "1",
+    )  # fmt: skip
+    done = _run(tmp_path, command)
+    assert done.returncode == 0, done.stderr
+    records = _records(tmp_path / "out.jsonl")
+    # A budget of one token ends every run at its first critique, unless an
+    # earlier policy (the critic satisfied, the answer verified) ends it first.
+    assert len(records) == len(dataset.items) and all(r["iterations"] == 0 for r in records)
+    assert "token_budget" in {r["stop_reason"] for r in records}
+    headers = {r.headers.get("authorization") for r in server.chat_requests()}
+    assert headers == {"Bearer sk-batch-key"}
+    assert "sk-batch-key" not in (tmp_path / "out.jsonl").read_text()
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert files and all(b"sk-batch-key" not in p.read_bytes() for p in files)
