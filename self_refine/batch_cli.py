@@ -23,6 +23,7 @@ from self_refine.batch_io import (
     read_items,
 )
 from self_refine.batch_judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
+from self_refine.cli_settings import SETTING_KEYS, build_graph
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.metrics import format_summary, summarize
@@ -30,18 +31,8 @@ from self_refine.progress import Progress
 
 __all__ = ["batch_command", "report_command"]
 
-RESULT_SETTINGS = (
-    "model",
-    "critic_model",
-    "refiner_model",
-    "max_iterations",
-    "score_threshold",
-    "patience",
-    "history_window",
-    "select",
-    "profile",
-    "critics",
-    "max_tokens_total",
+RESULT_SETTINGS = tuple(
+    key for key in SETTING_KEYS if key not in ("base_url", "max_retries", "timeout")
 )
 """Settings that shape results: a rerun with others gets new threads (see thread_id_for)."""
 
@@ -91,41 +82,6 @@ def _check_server(url: str) -> None:
             f"cannot reach the LangGraph server at {url} ({reason}): "
             "start it (e.g. `langgraph dev --config studio.json`) or fix --server"
         ) from None
-
-
-def _local_graph(context: RefineContext, args: argparse.Namespace) -> Any:
-    """The graph every item runs on; bad model strings and missing keys fail here.
-
-    The connection settings (retries, timeout, key) go into the models only:
-    they shape no result, and the key is never stored.
-    """
-    from self_refine.graphs import create_self_refine_graph
-    from self_refine.models import resolve_model
-
-    def model(name: str | None) -> Any:
-        if not name:
-            return None
-        return resolve_model(
-            name,
-            base_url=context.base_url,
-            timeout=args.timeout,
-            max_retries=args.max_retries,
-            api_key=args.api_key,
-        )
-
-    return create_self_refine_graph(
-        model(context.model),
-        critics=context.critics or (),
-        critic_model=model(context.critic_model),
-        refiner_model=model(context.refiner_model),
-        max_iterations=context.max_iterations or 3,
-        score_threshold=context.score_threshold,
-        patience=context.patience,
-        history_window=context.history_window,
-        select=context.select or "best",
-        profile=context.profile or "general",
-        max_tokens_total=context.max_tokens_total,
-    )
 
 
 def _warn(message: str) -> None:
@@ -204,8 +160,11 @@ async def _engine(
         yield LocalEngine(builder.compile(checkpointer=saver))
 
 
-def batch_command(args: argparse.Namespace) -> int:
-    """Refine every item of a JSONL file into an output file; resumable."""
+def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """Refine every item of a JSONL file into an output file; resumable.
+
+    `settings` are the checked settings flags (`cli_settings.run_settings`).
+    """
     context = _context(args)
     verifiers = _verifier_names(args.verifiers)
     if args.refine_only_incorrect and not verifiers:
@@ -219,7 +178,7 @@ def batch_command(args: argparse.Namespace) -> int:
     if args.server:
         _check_server(args.server)
     else:
-        builder = _local_graph(context, args)  # bad models and missing keys fail before any call
+        builder = build_graph(settings, args.api_key)  # bad models, missing keys fail here
     key = run_key(_result_settings(args, verifiers))
     output = OutputFile.open(args.output, key)
     try:

@@ -248,7 +248,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     args.critics = settings["critics"]
     if not args.server:
         check_reachable(settings)
-    return batch_command(args)
+    return batch_command(args, settings)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -176,6 +176,9 @@ def test_a_killed_server_batch_resumes_without_duplicates(
             sys.executable, "-m", "self_refine.cli", "batch", "in.jsonl", "-o", "out.jsonl",
             "--summary", "s.json", "--concurrency", "3", "--server", langgraph_server,
             "--model", "test-model", "--base-url", model.base_url,
+            # A setting that changes no result but the threads' ids: the server still
+            # holds the finished threads of the tests above, for the same items.
+            "--history-window", "10",
         ]  # fmt: skip
         process = subprocess.Popen(
             command, cwd=tmp_path, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
