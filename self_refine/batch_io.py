@@ -22,6 +22,7 @@ from self_refine.errors import ConfigError
 from self_refine.state import MAX_TASK_CHARS
 
 __all__ = [
+    "result_record",
     "BatchItem",
     "InputProblem",
     "OutputFile",
@@ -158,6 +159,29 @@ def in_shard(item_id: str, shard: tuple[int, int]) -> bool:
     return number % count == index - 1
 
 
+def result_record(
+    line: str | bytes, number: int, is_last: bool, path: str | Path, fix: str
+) -> dict[str, Any] | None:
+    """The result record on one line of an output file; None for a blank or torn last line.
+
+    Any other line that is not a result record is a ConfigError naming the
+    file, the line and `fix`.
+    """
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+        if not isinstance(record, dict) or "id" not in record:
+            raise ValueError("no id")
+    except ValueError:
+        if is_last:
+            return None
+        raise ConfigError(
+            f"line {number} of {str(path)!r} is not a batch result line: {fix}"
+        ) from None
+    return record
+
+
 @dataclass
 class OutputFile:
     """The JSONL file results go to, opened for resuming.
@@ -205,20 +229,13 @@ class OutputFile:
         good = 0
         lines = data.split(b"\n")
         for number, line in enumerate(lines, 1):
-            if not line.strip():
+            fix = "remove it, or choose another -o path"
+            record = result_record(line, number, number == len(lines), self.path, fix)
+            if record is None:
+                if line.strip():  # the last line, torn by a crash mid-write
+                    break
                 good += len(line) + 1
                 continue
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict) or "id" not in record:
-                    raise ValueError("no id")
-            except ValueError:
-                if number == len(lines):  # the last line, torn by a crash mid-write
-                    break
-                raise ConfigError(
-                    f"line {number} of {str(self.path)!r} is not a result line: "
-                    "remove it, or choose another -o path"
-                ) from None
             self._check_key(record, number)
             self.records.append(record)
             good += len(line) + 1

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from self_refine.batch_io import result_record
 from self_refine.errors import ConfigError
 from self_refine.metrics import TRANSITIONS
 
@@ -27,21 +27,11 @@ def load_records(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
             raise ConfigError(
                 f"cannot read {str(path)!r} ({error.strerror}): give a batch output file"
             ) from None
+        fix = "give the -o file of `self-refine batch`"
         for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict) or "id" not in record:
-                    raise ValueError("no id")
-            except ValueError:
-                if number == len(lines):
-                    continue
-                raise ConfigError(
-                    f"line {number} of {str(path)!r} is not a batch result line: "
-                    "give the -o file of `self-refine batch`"
-                ) from None
-            records.setdefault(str(record["id"]), record)
+            record = result_record(line, number, number == len(lines), path, fix)
+            if record is not None:
+                records.setdefault(str(record["id"]), record)
     return list(records.values())
 
 
