@@ -10,9 +10,10 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import Runnable
 
 from benchmarks.texts import critique_json, draft_text
+from self_refine.offline import json_reply_parser
 
 __all__ = ["ScriptedModel"]
 
@@ -63,10 +64,4 @@ class ScriptedModel(BaseChatModel):
     ) -> Runnable[LanguageModelInput, Any]:
         """Parse the JSON critique into `schema`, as a provider's structured output would."""
 
-        def parse(message: AIMessage) -> Any:
-            parsed = schema.model_validate_json(message.text)
-            return (
-                {"raw": message, "parsed": parsed, "parsing_error": None} if include_raw else parsed
-            )
-
-        return self | RunnableLambda(parse)
+        return self | json_reply_parser(schema, include_raw=include_raw)

@@ -27,10 +27,11 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
+from pydantic import ValidationError
 
 from self_refine.prompts.render import unfence
 
-__all__ = ["OfflineModel", "required_terms"]
+__all__ = ["OfflineModel", "json_reply_parser", "required_terms"]
 
 FILLER_WORDS = ("very", "really", "basically", "actually")
 _STOPWORDS = frozenset(
@@ -166,6 +167,27 @@ def _feedback_items(block: str | None) -> list[str]:
     return [item for item in items if item != "(no feedback)"]
 
 
+def json_reply_parser(schema: Any, *, include_raw: bool = False) -> RunnableLambda[AIMessage, Any]:
+    """Read a reply's JSON text into `schema`, as a provider's structured output would.
+
+    With `include_raw`, the result is {"raw", "parsed", "parsing_error"} and a
+    reply that does not fit the schema gives `parsed=None` instead of raising.
+    """
+
+    def parse(message: AIMessage) -> Any:
+        try:
+            parsed = schema.model_validate_json(message.text)
+        except ValidationError as error:
+            if include_raw:
+                return {"raw": message, "parsed": None, "parsing_error": error}
+            raise
+        if include_raw:
+            return {"raw": message, "parsed": parsed, "parsing_error": None}
+        return parsed
+
+    return RunnableLambda(parse)
+
+
 class OfflineModel(BaseChatModel):
     """Deterministic rule-based stand-in for a chat model (see the module docstring)."""
 
@@ -218,11 +240,4 @@ class OfflineModel(BaseChatModel):
         self, schema: Any, *, include_raw: bool = False, **kwargs: Any
     ) -> Runnable[LanguageModelInput, Any]:
         """Parse the JSON this model writes into `schema` (a pydantic model class)."""
-
-        def parse(message: AIMessage) -> Any:
-            parsed = schema.model_validate_json(message.text)
-            if include_raw:
-                return {"raw": message, "parsed": parsed, "parsing_error": None}
-            return parsed
-
-        return self | RunnableLambda(parse)
+        return self | json_reply_parser(schema, include_raw=include_raw)

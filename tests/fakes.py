@@ -47,8 +47,10 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableLambda
-from pydantic import Field, PrivateAttr, ValidationError
+from langchain_core.runnables import Runnable
+from pydantic import Field, PrivateAttr
+
+from self_refine.offline import json_reply_parser
 
 __all__ = ["FakeChatModel", "Reply", "Sent", "critique", "role_of"]
 
@@ -153,15 +155,4 @@ class FakeChatModel(BaseChatModel):
         if self.structured == "unsupported":
             raise NotImplementedError("FakeChatModel(structured='unsupported')")
 
-        def parse(message: AIMessage) -> Any:
-            try:
-                parsed = schema.model_validate_json(message.text)
-            except ValidationError as error:
-                if include_raw:
-                    return {"raw": message, "parsed": None, "parsing_error": error}
-                raise
-            if include_raw:
-                return {"raw": message, "parsed": parsed, "parsing_error": None}
-            return parsed
-
-        return self.bind(fake_structured=True) | RunnableLambda(parse)
+        return self.bind(fake_structured=True) | json_reply_parser(schema, include_raw=include_raw)

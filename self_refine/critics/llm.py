@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
-import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -25,25 +25,38 @@ log = logging.getLogger(__name__)
 
 _EMPTY = "the critic returned an empty reply"
 
-# Models that refused structured output once get plain-text prompts after. Keyed by
-# id() with a weak reference to tell a live model from a new one reusing a dead one's id.
-_PLAIN_ONLY: dict[int, weakref.ref[BaseChatModel]] = {}
-
 
 class _UnreadableCritique(ValueError):
     """A structured-output reply cut off mid-JSON: nothing usable in it."""
 
 
-def _plain_only(model: BaseChatModel) -> bool:
-    ref = _PLAIN_ONLY.get(id(model))
-    return ref is not None and ref() is model
+@dataclass
+class _ModelNote:
+    """What the critic learned about one model: its structured-output runnable, and
+    whether it refused structured output (then it gets plain-text prompts)."""
+
+    model: BaseChatModel
+    structured: Any = None
+    plain_only: bool = False
 
 
-# Structured-output runnables by model id, with the model kept alive so its id stays
-# its own: building one costs about a millisecond (ChatOpenAI converts the schema).
-_STRUCTURED: dict[int, tuple[BaseChatModel, Any]] = {}
-_STRUCTURED_MAX = 32
-_STRUCTURED_LOCK = threading.Lock()
+# By model id, with the model kept alive so its id stays its own; a few dozen at most.
+# Building a structured-output runnable costs about a millisecond (ChatOpenAI converts
+# the schema), so it is built once per model.
+_NOTES: dict[int, _ModelNote] = {}
+_NOTES_MAX = 32
+_NOTES_LOCK = threading.Lock()
+
+
+def _note(model: BaseChatModel) -> _ModelNote:
+    note = _NOTES.get(id(model))
+    if note is not None and note.model is model:
+        return note
+    with _NOTES_LOCK:
+        if len(_NOTES) >= _NOTES_MAX:
+            _NOTES.pop(next(iter(_NOTES)))
+        note = _NOTES[id(model)] = _ModelNote(model)
+    return note
 
 
 class CritiqueReply(BaseModel):
@@ -73,15 +86,10 @@ class LLMCritic:
         return feedback_messages(self.prompts, request.task, request.draft, request.notes)
 
     def _structured(self) -> Any:
-        cached = _STRUCTURED.get(id(self.model))
-        if cached is not None and cached[0] is self.model:
-            return cached[1]
-        runnable = self.model.with_structured_output(CritiqueReply, include_raw=True)
-        with _STRUCTURED_LOCK:
-            if len(_STRUCTURED) >= _STRUCTURED_MAX:
-                _STRUCTURED.pop(next(iter(_STRUCTURED)))
-            _STRUCTURED[id(self.model)] = (self.model, runnable)
-        return runnable
+        note = _note(self.model)
+        if note.structured is None:
+            note.structured = self.model.with_structured_output(CritiqueReply, include_raw=True)
+        return note.structured
 
     def critique(self, request: CritiqueRequest) -> CritiqueResult:
         """Judge the draft, falling back to plain text when structured output fails.
@@ -91,7 +99,7 @@ class LLMCritic:
         messages = self._messages(request)
         empty: list[BaseMessage] = []
         problems: list[str] = []
-        if not _plain_only(self.model):
+        if not _note(self.model).plain_only:
             try:
                 structured = self._structured().invoke(messages)
                 result = self._from_structured(structured)
@@ -112,7 +120,7 @@ class LLMCritic:
         messages = self._messages(request)
         empty: list[BaseMessage] = []
         problems: list[str] = []
-        if not _plain_only(self.model):
+        if not _note(self.model).plain_only:
             try:
                 structured = await ainvoke_in_slot(self._structured(), messages)
                 result = self._from_structured(structured)
@@ -137,7 +145,7 @@ class LLMCritic:
             raise error
         if _is_unsupported(error):
             log.info("structured output unsupported (%s); using plain-text critiques", error)
-            _PLAIN_ONLY[id(self.model)] = weakref.ref(self.model)
+            _note(self.model).plain_only = True
             return []
         log.info("structured critique unreadable (%s); asking again in plain text", error)
         return [
