@@ -28,8 +28,8 @@ import langgraph.graph  # noqa: F401
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-import self_refine.batch_cli  # noqa: F401
-import self_refine.batch_engines  # noqa: F401
+import self_refine.batch.engines  # noqa: F401
+import self_refine.cli.batch  # noqa: F401
 import self_refine.graphs  # noqa: F401
 from self_refine import cli
 from self_refine.critics.llm import CritiqueReply

@@ -13,7 +13,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 
 from benchmarks.texts import critique_json, draft_text
-from self_refine.offline import json_reply_parser
+from self_refine.models.offline import json_reply_parser
 
 __all__ = ["ScriptedModel"]
 

@@ -33,7 +33,7 @@ from benchmarks.pg import PostgresUnavailable, throwaway_postgres
 from benchmarks.report import Row, median, suite_main
 from benchmarks.scripted import ScriptedModel
 from self_refine.graphs import create_self_refine_graph, recursion_limit
-from self_refine.storage import open_checkpointer
+from self_refine.persistence.storage import open_checkpointer
 
 LIBRARY, DEFAULT_CADENCE, NAIVE = "library", "default cadence", "operator.add"
 INCOMPRESSIBLE = "made-up words"

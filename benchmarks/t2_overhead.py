@@ -26,9 +26,9 @@ from benchmarks.report import Row, median, suite_main
 from benchmarks.scripted import ScriptedModel
 from self_refine.critics.llm import CritiqueReply
 from self_refine.graphs import create_self_refine_graph, recursion_limit
+from self_refine.persistence.storage import open_checkpointer
 from self_refine.prompts import feedback_messages, generate_messages, get_profile, refine_messages
 from self_refine.state import Attempt, add_usage
-from self_refine.storage import open_checkpointer
 
 ITERATIONS = 50
 TASK = "Write a two-kilobyte essay on the topic given."

@@ -10,7 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from self_refine.batch_api import BatchResult, arefine_batch, refine_batch
+    from self_refine.batch.api import BatchResult, arefine_batch, refine_batch
     from self_refine.context import RefineContext
     from self_refine.critics import (
         VERIFIERS,
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         Verifier,
         judge_draft,
     )
-    from self_refine.critics.sandbox import SandboxLimits
+    from self_refine.critics.sandbox.host import SandboxLimits
     from self_refine.critics.verifiers import python_tests_verifier
     from self_refine.errors import (
         ConfigError,
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
         reply_from_output,
         task_from_messages,
     )
-    from self_refine.models import resolve_model
-    from self_refine.offline import OfflineModel
+    from self_refine.models.offline import OfflineModel
+    from self_refine.models.resolve import resolve_model
     from self_refine.prompts import (
         PROFILES,
         PromptSet,
@@ -72,9 +72,9 @@ if TYPE_CHECKING:
     )
 
 _MODULE_OF = {
-    "BatchResult": "batch_api",
-    "arefine_batch": "batch_api",
-    "refine_batch": "batch_api",
+    "BatchResult": "batch.api",
+    "arefine_batch": "batch.api",
+    "refine_batch": "batch.api",
     "RefineContext": "context",
     "VERIFIERS": "critics",
     "CombinedCritic": "critics",
@@ -86,7 +86,7 @@ _MODULE_OF = {
     "NotApplicable": "critics",
     "Verifier": "critics",
     "judge_draft": "critics",
-    "SandboxLimits": "critics.sandbox",
+    "SandboxLimits": "critics.sandbox.host",
     "python_tests_verifier": "critics.verifiers",
     "ConfigError": "errors",
     "ModelCallError": "errors",
@@ -98,8 +98,8 @@ _MODULE_OF = {
     "refine_node": "graphs",
     "reply_from_output": "graphs",
     "task_from_messages": "graphs",
-    "resolve_model": "models",
-    "OfflineModel": "offline",
+    "resolve_model": "models.resolve",
+    "OfflineModel": "models.offline",
     "PROFILES": "prompts",
     "PromptSet": "prompts",
     "get_profile": "prompts",

@@ -50,7 +50,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import Field, PrivateAttr
 
-from self_refine.offline import json_reply_parser
+from self_refine.models.offline import json_reply_parser
 
 __all__ = ["FakeChatModel", "Reply", "Sent", "critique", "role_of"]
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from self_refine.offline import OfflineModel
+from self_refine.models.offline import OfflineModel
 
 Responder = Callable[[list[dict[str, Any]], dict[str, Any]], str]
 

@@ -12,7 +12,7 @@ import pytest
 
 from self_refine import OfflineModel, arefine_batch, refine_batch
 from self_refine.errors import ConfigError
-from self_refine.models import resolve_model
+from self_refine.models.resolve import resolve_model
 from tests.batch_support import MathDataset, MathResponder, expected, math_dataset
 from tests.openai_server import OpenAIServer
 

@@ -315,7 +315,7 @@ def test_bad_options_and_other_settings_fail_before_any_model_call(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from self_refine.cli import main
+    from self_refine.cli.main import main
 
     monkeypatch.chdir(tmp_path)
     dataset.write(tmp_path / "in.jsonl")

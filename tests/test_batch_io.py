@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from self_refine.batch_io import OutputFile, in_shard, item_id, parse_shard, read_items
+from self_refine.batch.io import OutputFile, in_shard, item_id, parse_shard, read_items
 from self_refine.errors import ConfigError
 
 

@@ -11,8 +11,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
 from self_refine import arefine_batch
-from self_refine.batch_schedule import open_items, run_scheduled
-from self_refine.calls import ainvoke_in_slot
+from self_refine.batch.schedule import open_items, run_scheduled
+from self_refine.models.calls import ainvoke_in_slot
 from tests.fakes import FakeChatModel, critique
 
 

@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 from self_refine import OfflineModel, create_self_refine_graph
-from self_refine.storage import open_checkpointer
+from self_refine.persistence.storage import open_checkpointer
 
 TASK = "Write a sentence using the words: dog, frisbee, park, catch."
 

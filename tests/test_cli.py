@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
-from self_refine.cli import main
-from self_refine.cli_settings import SETTING_KEYS
-from self_refine.offline import OfflineModel
-from self_refine.storage import DEFAULT_DB as DB
-from self_refine.storage import ThreadSettings
+from self_refine.cli.main import main
+from self_refine.cli.settings import SETTING_KEYS
+from self_refine.models.offline import OfflineModel
+from self_refine.persistence.storage import DEFAULT_DB as DB
+from self_refine.persistence.storage import ThreadSettings
 from tests.conftest import run_cli
 from tests.fakes import role_of
 from tests.openai_server import OpenAIServer

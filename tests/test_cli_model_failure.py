@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from self_refine.cli import main
+from self_refine.cli.main import main
 from tests.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.integration

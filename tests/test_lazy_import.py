@@ -32,7 +32,7 @@ def test_importing_the_package_or_the_program_loads_nothing_heavy(statement: str
 
 def test_the_help_text_prints_without_loading_langgraph() -> None:
     loaded = _modules_loaded_by(
-        "import contextlib, io\nfrom self_refine.cli import main\n"
+        "import contextlib, io\nfrom self_refine.cli.main import main\n"
         "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['--help'])"
     )

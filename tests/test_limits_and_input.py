@@ -18,7 +18,7 @@ from self_refine import (
     recursion_limit,
     refine,
 )
-from self_refine.cli import main
+from self_refine.cli.main import main
 from self_refine.state import MAX_TASK_CHARS
 from tests.openai_server import OpenAIServer, offline_responder
 from tests.scripted_responder import role_of

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from self_refine.cli import main
+from self_refine.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -232,7 +232,7 @@ def test_a_refiner_refusal_keeps_the_previous_draft(
 def test_the_cli_shows_the_problems_of_an_attempt(
     server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from self_refine.cli import main
+    from self_refine.cli.main import main
 
     server.fail_next("empty", times=1, role="generator")
     args = ["run", TASK, "--model", "openai:test-model", "--base-url", server.base_url]
@@ -259,6 +259,6 @@ def test_the_cli_shows_the_problems_of_an_attempt(
 def test_refusals_are_told_apart_from_drafts_that_apologise(text: str, refused: bool) -> None:
     from langchain_core.messages import AIMessage
 
-    from self_refine.calls import refusal_of
+    from self_refine.models.calls import refusal_of
 
     assert (refusal_of(AIMessage(text)) is not None) is refused

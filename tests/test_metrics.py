@@ -6,8 +6,8 @@ import io
 import random
 from typing import Any
 
-from self_refine.metrics import format_summary, summarize
-from self_refine.progress import Progress
+from self_refine.batch.metrics import format_summary, summarize
+from self_refine.cli.progress import Progress
 
 
 def _record(

@@ -120,7 +120,7 @@ def test_only_endpoint_failures_count_as_transport_errors() -> None:
     import httpx
     import openai
 
-    from self_refine.calls import is_transport_error
+    from self_refine.models.calls import is_transport_error
 
     request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
     too_long = openai.LengthFinishReasonError.__new__(openai.LengthFinishReasonError)

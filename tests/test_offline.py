@@ -7,7 +7,7 @@ import json
 from langchain_core.messages import BaseMessage
 
 from self_refine import OfflineModel, get_profile, refine
-from self_refine import offline as offline_module
+from self_refine.models import offline as offline_module
 from self_refine.prompts import feedback_messages, generate_messages, refine_messages
 from self_refine.state import Attempt, Usage
 

@@ -12,9 +12,9 @@ import psycopg
 import pytest
 from langchain_core.messages import BaseMessage
 
-from self_refine.cli import main
-from self_refine.offline import OfflineModel
-from self_refine.storage import ThreadSettings
+from self_refine.cli.main import main
+from self_refine.models.offline import OfflineModel
+from self_refine.persistence.storage import ThreadSettings
 from tests.fakes import role_of
 from tests.openai_server import OpenAIServer
 

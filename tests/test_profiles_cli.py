@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from self_refine import PROFILES, ConfigError, NoImprovement, ScoreThreshold, get_profile
-from self_refine.cli import main
+from self_refine.cli.main import main
 from self_refine.critics import VERIFIERS
 
 PAPER_TASKS = {

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from self_refine.critics.sandbox import CodeTest, IOTest, SandboxLimits, run_python_tests
+from self_refine.critics.sandbox.host import CodeTest, IOTest, SandboxLimits, run_python_tests
 
 FAST = SandboxLimits(timeout=1)
 PASS = [CodeTest("assert True")]
@@ -334,7 +334,7 @@ def test_bad_limits_are_refused_with_a_clear_error() -> None:
 def test_a_sandbox_that_cannot_start_is_an_error_not_a_failed_draft(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from self_refine.critics import sandbox_process
+    from self_refine.critics.sandbox import process as sandbox_process
     from self_refine.errors import SelfRefineError
 
     monkeypatch.setattr(sandbox_process, "_RUNNER", tmp_path / "missing_runner.py")
@@ -353,9 +353,9 @@ def test_other_platforms_are_told_the_sandbox_needs_linux(monkeypatch: pytest.Mo
 def _load_isolation() -> object:
     import importlib.util
 
-    from self_refine.critics import sandbox_process
+    from self_refine.critics.sandbox import process as sandbox_process
 
-    path = sandbox_process._HERE / "sandbox_isolation.py"
+    path = sandbox_process._HERE / "isolation.py"
     found = importlib.util.spec_from_file_location("sandbox_isolation", path)
     assert found is not None and found.loader is not None
     module = importlib.util.module_from_spec(found)

@@ -17,7 +17,7 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from self_refine import GRAPH_NAME, ModelCallError, RefineContext, create_self_refine_graph
-from self_refine.cli import main
+from self_refine.cli.main import main
 from tests.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,7 @@ import pytest
 from langgraph_cli.config import validate_config_file
 
 from self_refine import RefineContext
-from self_refine.cli import main
-from self_refine.devserver import (
+from self_refine.cli.devserver import (
     HOST,
     dev_command,
     dev_env,
@@ -22,6 +21,7 @@ from self_refine.devserver import (
     packaged_config,
     studio_url,
 )
+from self_refine.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

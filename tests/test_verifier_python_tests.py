@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from self_refine.critics import VERIFIERS, NotApplicable
-from self_refine.critics.sandbox import CodeTest, IOTest, SandboxLimits
+from self_refine.critics.sandbox.host import CodeTest, IOTest, SandboxLimits
 from self_refine.critics.verifiers import extract_code, python_tests_verifier
 from self_refine.critics.verifiers.python_tests import parse_tests
 from self_refine.errors import ConfigError

@@ -10,7 +10,7 @@ from self_refine import Critique
 from self_refine.critics import VERIFIERS, NotApplicable, judge_draft, resolve_verifier
 from self_refine.critics.verifiers import answers_match, extract_answer, missing_concepts
 from self_refine.errors import ConfigError
-from self_refine.offline import refine_text
+from self_refine.models.offline import refine_text
 
 answer = VERIFIERS["answer"]
 concepts = VERIFIERS["concepts"]

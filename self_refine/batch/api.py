@@ -13,15 +13,15 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from self_refine.batch import BatchRunner, run_key
-from self_refine.batch_engines import LocalEngine
-from self_refine.batch_io import BatchItem, append_jsonl
-from self_refine.batch_judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
+from self_refine.batch.engines import LocalEngine
+from self_refine.batch.io import BatchItem, append_jsonl
+from self_refine.batch.judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
+from self_refine.batch.metrics import summarize
+from self_refine.batch.runner import BatchRunner, run_key
 from self_refine.context import RefineContext
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError
 from self_refine.graphs import create_self_refine_graph
-from self_refine.metrics import summarize
 from self_refine.prompts import get_profile
 
 __all__ = ["BatchResult", "arefine_batch", "refine_batch"]

@@ -10,7 +10,7 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from self_refine.batch import ThreadView
+from self_refine.batch.runner import ThreadView
 from self_refine.context import MAX_ITERATIONS_LIMIT, RefineContext
 from self_refine.errors import ConfigError
 from self_refine.graphs import recursion_limit
@@ -37,7 +37,7 @@ async def open_async_checkpointer(
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    from self_refine.storage import sqlite_path
+    from self_refine.persistence.storage import sqlite_path
 
     async with aiosqlite.connect(str(sqlite_path(db))) as conn:
         # WAL with synchronous=NORMAL: a killed process loses nothing committed; only a

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from self_refine.batch_io import result_record
+from self_refine.batch.io import result_record
+from self_refine.batch.metrics import TRANSITIONS
 from self_refine.errors import ConfigError
-from self_refine.metrics import TRANSITIONS
 
 __all__ = ["load_records", "plot_summary"]
 

@@ -18,9 +18,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from self_refine.batch_io import BatchItem
-from self_refine.batch_judge import Judge
-from self_refine.batch_schedule import run_scheduled
+from self_refine.batch.io import BatchItem
+from self_refine.batch.judge import Judge
+from self_refine.batch.schedule import run_scheduled
 from self_refine.errors import ConfigError
 from self_refine.nodes.finalize import pick_best
 from self_refine.state import Attempt, Critique, add_usage
@@ -234,7 +234,7 @@ class BatchRunner:
         """Run items with at most `concurrency` model calls at once, reporting each as it finishes.
 
         More items than that are open when the engine's model calls run in
-        this process (see `self_refine.batch_schedule`); on a LangGraph server,
+        this process (see `self_refine.batch.schedule`); on a LangGraph server,
         `concurrency` items run at a time. An item that fails goes to
         `on_error` and the others go on; an error in the settings
         (ConfigError) stops the whole batch.

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import nullcontext
 from typing import TypeVar
 
-from self_refine.calls import model_call_limit
+from self_refine.models.calls import model_call_limit
 
 __all__ = ["open_items", "run_scheduled"]
 

@@ -13,8 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from self_refine.batch import BatchRunner, Engine, run_key
-from self_refine.batch_io import (
+from self_refine.batch.io import (
     BatchItem,
     InputProblem,
     OutputFile,
@@ -22,12 +21,13 @@ from self_refine.batch_io import (
     parse_shard,
     read_items,
 )
-from self_refine.batch_judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
-from self_refine.cli_settings import SETTING_KEYS, build_graph
+from self_refine.batch.judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
+from self_refine.batch.metrics import format_summary, summarize
+from self_refine.batch.runner import BatchRunner, Engine, run_key
+from self_refine.cli.progress import Progress
+from self_refine.cli.settings import SETTING_KEYS, build_graph
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
-from self_refine.metrics import format_summary, summarize
-from self_refine.progress import Progress
 
 __all__ = ["batch_command", "report_command"]
 
@@ -149,7 +149,7 @@ async def _engine(
     args: argparse.Namespace, context: RefineContext, builder: Any
 ) -> AsyncIterator[Engine]:
     """The LangGraph server of --server, else the graph compiled with the --db checkpointer."""
-    from self_refine.batch_engines import LocalEngine, ServerEngine, open_async_checkpointer
+    from self_refine.batch.engines import LocalEngine, ServerEngine, open_async_checkpointer
 
     if args.server:
         server = ServerEngine(args.server, context=context)
@@ -230,7 +230,7 @@ def _write_json(path: str, value: Any) -> None:
 
 def report_command(args: argparse.Namespace) -> int:
     """Summarize finished output files, and draw the summary when asked."""
-    from self_refine.report import load_records, plot_summary
+    from self_refine.batch.report import load_records, plot_summary
 
     records = load_records(args.outputs)
     if not records:

@@ -13,9 +13,9 @@ import sys
 import uuid
 from typing import Any
 
-from self_refine.cli_options import check_connection, print_error, trace_metadata
-from self_refine.cli_parser import build_parser
-from self_refine.cli_settings import (
+from self_refine.cli.options import check_connection, print_error, trace_metadata
+from self_refine.cli.parser import build_parser
+from self_refine.cli.settings import (
     UsageError,
     build_graph,
     check_critics,
@@ -37,10 +37,10 @@ def _stream(
 
     With --json, stdout holds only the JSON result; the notes go to stderr.
     """
-    from self_refine.console import print_update
+    from self_refine.cli.console import print_update
     from self_refine.graphs import GRAPH_NAME, recursion_limit
+    from self_refine.persistence.storage import ThreadSettings, open_checkpointer
     from self_refine.redact import redact_url
-    from self_refine.storage import ThreadSettings, open_checkpointer
 
     db = redact_url(args.db)
     notes = sys.stderr if args.json else sys.stdout
@@ -86,7 +86,7 @@ def _stream(
 
 def _report(args: argparse.Namespace, thread_id: str, state: Any, db: str) -> None:
     """Print how the thread stands: its result, or what it waits for and how to go on."""
-    from self_refine.console import print_result
+    from self_refine.cli.console import print_result
 
     notes = sys.stderr if args.json else sys.stdout
     resume = f"self-refine resume {thread_id} --db {db}"
@@ -119,8 +119,8 @@ def _answer_human_critic(state: Any, args: argparse.Namespace) -> Any:
     """Ask at the terminal for the critique the run waits for; the Command to resume, or _STOP."""
     from langgraph.types import Command
 
+    from self_refine.cli.terminal import ask_critique
     from self_refine.critics.human import HUMAN_CRITIQUE_KIND
-    from self_refine.terminal import ask_critique
 
     pending = [i for i in state.interrupts if isinstance(i.value, dict)]
     if not pending or pending[0].value.get("kind") != HUMAN_CRITIQUE_KIND:
@@ -175,8 +175,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     """Continue a thread from its last checkpoint, with the settings it started with."""
+    from self_refine.persistence.storage import ThreadSettings
     from self_refine.redact import redact_url
-    from self_refine.storage import ThreadSettings
 
     check_connection(args)
     settings = ThreadSettings(args.db).load(args.thread_id)
@@ -195,10 +195,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     """Print a thread's attempts."""
     import json
 
-    from self_refine.console import attempts_table
+    from self_refine.cli.console import attempts_table
     from self_refine.graphs import create_self_refine_graph
+    from self_refine.persistence.storage import open_checkpointer
     from self_refine.redact import redact_url
-    from self_refine.storage import open_checkpointer
 
     with open_checkpointer(args.db) as saver:
         # Reading a thread needs the graph's channels, not its models: offline will do.
@@ -223,7 +223,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_studio(args: argparse.Namespace) -> int:
     """Serve the graphs with `langgraph dev` on a free port and print the Studio URL."""
-    from self_refine.devserver import run_studio
+    from self_refine.cli.devserver import run_studio
 
     return run_studio(
         args.config, port=args.port, model=args.model, reload=not args.no_reload, out=sys.stdout
@@ -242,7 +242,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     """Refine a JSONL file of items."""
-    from self_refine.batch_cli import batch_command
+    from self_refine.cli.batch import batch_command
 
     settings = run_settings(args)
     args.critics = settings["critics"]
@@ -253,7 +253,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Summarize batch outputs."""
-    from self_refine.batch_cli import report_command
+    from self_refine.cli.batch import report_command
 
     return report_command(args)
 

@@ -9,7 +9,7 @@ import argparse
 import os
 from typing import Any
 
-from self_refine.cli_options import add_connection_options
+from self_refine.cli.options import add_connection_options
 
 __all__ = ["build_parser"]
 

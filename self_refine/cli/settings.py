@@ -12,7 +12,7 @@ import socket
 from typing import Any
 from urllib.parse import urlparse
 
-from self_refine.cli_options import check_connection, check_settings
+from self_refine.cli.options import check_connection, check_settings
 from self_refine.redact import redact_url
 
 __all__ = [
@@ -135,7 +135,7 @@ def check_reachable(settings: dict[str, Any]) -> None:
 def build_graph(settings: dict[str, Any], api_key: str | None = None) -> Any:
     """The uncompiled graph for these settings; bad models, profiles, missing keys fail here."""
     from self_refine.graphs import create_self_refine_graph
-    from self_refine.models import resolve_model
+    from self_refine.models.resolve import resolve_model
 
     def model(name: str | None) -> Any:
         if not name:

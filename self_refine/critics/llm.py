@@ -12,10 +12,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
-from self_refine.calls import ainvoke_in_slot, is_transport_error, refusal_of
 from self_refine.critics.base import CritiqueRequest, CritiqueResult
 from self_refine.critics.parse import is_broken_json, read_critique, score_problem
-from self_refine.models import message_text, message_usage
+from self_refine.models.calls import ainvoke_in_slot, is_transport_error, refusal_of
+from self_refine.models.resolve import message_text, message_usage
 from self_refine.prompts import PromptSet, feedback_messages
 from self_refine.state import Critique, Usage, add_usage
 

@@ -13,7 +13,7 @@ from langgraph.pregel import Pregel
 from self_refine.context import RefineContext
 from self_refine.graphs.adapters import refine_node
 from self_refine.graphs.self_refine import ModelLike, create_self_refine_graph
-from self_refine.models import resolve_model
+from self_refine.models.resolve import resolve_model
 from self_refine.nodes.deps import Deps
 
 __all__ = ["CHAT_SYSTEM_PROMPT", "create_refined_chat_graph"]

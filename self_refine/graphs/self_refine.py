@@ -10,7 +10,7 @@ from langgraph.graph import END, START, StateGraph
 
 from self_refine.context import RefineContext
 from self_refine.critics import critic_names, resolve_critics
-from self_refine.models import check_model
+from self_refine.models.resolve import check_model
 from self_refine.nodes import (
     Deps,
     make_critique,

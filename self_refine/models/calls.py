@@ -27,7 +27,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from self_refine.errors import ModelCallError
-from self_refine.models import describe_model, message_text, message_usage
+from self_refine.models.resolve import describe_model, message_text, message_usage
 from self_refine.redact import model_secrets, redact
 from self_refine.state import Usage, add_usage
 

@@ -115,7 +115,7 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
     name = spec.name
     provider, model_name = _parse(name, spec.base_url)
     if provider == "offline":
-        from self_refine.offline import OfflineModel
+        from self_refine.models.offline import OfflineModel
 
         return OfflineModel()
     if provider == "served":

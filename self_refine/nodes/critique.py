@@ -6,7 +6,6 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from self_refine.calls import model_errors, trace_config
 from self_refine.context import RefineContext
 from self_refine.critics import (
     CombinedCritic,
@@ -18,6 +17,7 @@ from self_refine.critics import (
     LLMCritic,
     resolve_critics,
 )
+from self_refine.models.calls import model_errors, trace_config
 from self_refine.nodes.deps import Deps
 from self_refine.nodes.runnable import NodeRunnable
 from self_refine.state import (

@@ -11,7 +11,7 @@ from langgraph.runtime import get_runtime
 
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
-from self_refine.models import resolve_model
+from self_refine.models.resolve import resolve_model
 from self_refine.prompts import PromptSet, get_profile
 from self_refine.stopping import StopPolicy
 

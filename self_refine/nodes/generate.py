@@ -8,7 +8,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from self_refine.calls import DraftReply, awrite_draft, trace_config, write_draft
+from self_refine.models.calls import DraftReply, awrite_draft, trace_config, write_draft
 from self_refine.nodes.critique import check_critics
 from self_refine.nodes.deps import Deps
 from self_refine.nodes.runnable import NodeRunnable

@@ -3,7 +3,7 @@
 The settings (model strings, limits, profile; never API keys) are kept beside
 the checkpoints so that `self-refine resume` continues a thread exactly as it
 was started. `db` is an SQLite file path, or a `postgresql://` URL (see
-`self_refine.postgres`).
+`self_refine.persistence.postgres`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,11 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from self_refine.errors import ConfigError
-from self_refine.postgres import PostgresSettings, is_postgres_url, postgres_checkpointer
+from self_refine.persistence.postgres import (
+    PostgresSettings,
+    is_postgres_url,
+    postgres_checkpointer,
+)
 
 __all__ = ["DEFAULT_DB", "ThreadSettings", "open_checkpointer", "sqlite_path"]
 

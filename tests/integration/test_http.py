@@ -11,7 +11,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from self_refine import create_self_refine_graph, refine
-from self_refine.cli import main
+from self_refine.cli.main import main
 from tests.conftest import run_cli
 from tests.openai_server import OpenAIServer
 

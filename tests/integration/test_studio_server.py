@@ -20,7 +20,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from self_refine import RefineContext
-from self_refine.devserver import free_port, studio_url
+from self_refine.cli.devserver import free_port, studio_url
 
 pytestmark = pytest.mark.integration
 

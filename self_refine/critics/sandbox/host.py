@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from self_refine.critics.sandbox_process import (
+from self_refine.critics.sandbox.process import (
     RunFiles,
     read_bounded,
     read_events,

@@ -1,6 +1,6 @@
 """Start the sandbox's runner, wait for it, and make sure nothing it started survives.
 
-The host side of the sandbox; see sandbox.py for what is contained and how.
+The host side of the sandbox; see host.py for what is contained and how.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 __all__ = ["RunFiles", "read_bounded", "read_events", "run_contained"]
 
 _HERE = Path(__file__).resolve().parent
-_RUNNER = _HERE / "sandbox_runner.py"
-_MODULES = {"isolation_module": "sandbox_isolation.py", "guard_module": "sandbox_guard.py"}
+_RUNNER = _HERE / "runner.py"
+_MODULES = {"isolation_module": "isolation.py", "guard_module": "guard.py"}
 _STARTUP_GRACE = 30.0  # seconds the child may take to isolate itself before its clock starts
 _MAX_REPORT_BYTES = 1 << 20
 _ENV_KEEP = ("LANG", "LC_ALL", "TZ")

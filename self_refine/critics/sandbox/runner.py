@@ -1,6 +1,6 @@
 """The sandbox's child process: isolate itself, then run untrusted code and its tests.
 
-Started by sandbox.py as `python -I sandbox_runner.py SPEC`; stdlib only. It
+Started by host.py as `python -I runner.py SPEC`; stdlib only. It
 reports JSON lines on the file descriptor the spec names: `ready` (with what
 isolation holds), `start` and `result` per test, then `done`. The code under
 test runs in this same process, after every isolation step.

@@ -12,7 +12,7 @@ import ast
 import re
 from typing import Any
 
-from self_refine.critics.sandbox import (
+from self_refine.critics.sandbox.host import (
     CodeTest,
     IOTest,
     SandboxLimits,
