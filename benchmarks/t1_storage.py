@@ -32,6 +32,7 @@ import self_refine.context
 from benchmarks.pg import PostgresUnavailable, throwaway_postgres
 from benchmarks.report import Row, median, suite_main
 from benchmarks.scripted import ScriptedModel
+from self_refine import RefineContext
 from self_refine.graphs import create_self_refine_graph, recursion_limit
 from self_refine.persistence.storage import open_checkpointer
 
@@ -44,7 +45,7 @@ PG_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint
 def _builder(layout: str, iterations: int) -> StateGraph[Any, Any, Any, Any]:
     """The library's graph, with the attempts and text channels swapped for the layout."""
     model = ScriptedModel(english=layout != INCOMPRESSIBLE)
-    builder = create_self_refine_graph(model, max_iterations=iterations)
+    builder = create_self_refine_graph(model, settings=RefineContext(max_iterations=iterations))
     attempts = builder.channels["attempts"]
     assert isinstance(attempts, DeltaChannel)
     if layout == DEFAULT_CADENCE:

@@ -24,6 +24,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from benchmarks.report import Row, median, suite_main
 from benchmarks.scripted import ScriptedModel
+from self_refine import RefineContext
 from self_refine.critics.llm import CritiqueReply
 from self_refine.graphs import create_self_refine_graph, recursion_limit
 from self_refine.persistence.storage import open_checkpointer
@@ -72,9 +73,9 @@ def graph_run(saver: Saver) -> tuple[float, float]:
     is not counted.
     """
     with saver as checkpointer:
-        graph = create_self_refine_graph(ScriptedModel(), max_iterations=ITERATIONS).compile(
-            checkpointer=checkpointer
-        )
+        graph = create_self_refine_graph(
+            ScriptedModel(), settings=RefineContext(max_iterations=ITERATIONS)
+        ).compile(checkpointer=checkpointer)
         config: Any = {
             "configurable": {"thread_id": "bench"},
             "recursion_limit": recursion_limit(ITERATIONS),

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from self_refine.graphs import (
         GRAPH_NAME,
+        Roles,
         create_refined_chat_graph,
         create_self_refine_graph,
         recursion_limit,
@@ -92,6 +93,7 @@ _MODULE_OF = {
     "ModelCallError": "errors",
     "SelfRefineError": "errors",
     "GRAPH_NAME": "graphs",
+    "Roles": "graphs",
     "create_refined_chat_graph": "graphs",
     "create_self_refine_graph": "graphs",
     "recursion_limit": "graphs",
@@ -148,6 +150,7 @@ __all__ = [
     "RefineInput",
     "RefineOutput",
     "RefineState",
+    "Roles",
     "SandboxLimits",
     "ScoreThreshold",
     "SelfRefineError",

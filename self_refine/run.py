@@ -13,7 +13,12 @@ from langgraph.types import Durability
 
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
-from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph, recursion_limit
+from self_refine.graphs.self_refine import (
+    GRAPH_NAME,
+    create_self_refine_graph,
+    group_options,
+    recursion_limit,
+)
 from self_refine.state import RefineInput, RefineOutput, validate_input
 from self_refine.stopping import DEFAULT_MAX_ITERATIONS
 
@@ -41,11 +46,13 @@ def _prepare(
     if reference is not None:
         payload["reference"] = reference
     validate_input(payload)
+    options = group_options(options)
     graph = create_self_refine_graph(model, **options).compile(
         checkpointer=checkpointer, name=GRAPH_NAME
     )
+    defaults = options.get("settings")
     max_iterations = max(
-        options.get("max_iterations", DEFAULT_MAX_ITERATIONS),
+        (defaults.max_iterations if defaults else None) or DEFAULT_MAX_ITERATIONS,
         (context.max_iterations if context else None) or 0,
     )
     config: RunnableConfig = {
@@ -75,8 +82,10 @@ def refine(
 ) -> RefineOutput:
     """Refine a response to `task` and return the answer with every attempt.
 
-    `options` are `create_self_refine_graph`'s keyword arguments
-    (`critic_model`, `max_iterations`, `score_threshold`, `stop`, ...).
+    `options` are `create_self_refine_graph`'s keyword arguments (`roles`,
+    `settings`, `critics`, `stop`, `prompts`), or for short the fields of
+    `Roles` and `RefineContext` as flat keywords (`critic_model=`,
+    `max_iterations=`, `score_threshold=`, ...).
     """
     graph, payload, config = _prepare(
         task, model, draft, reference, context, checkpointer, thread_id, options

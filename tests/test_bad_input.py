@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from self_refine import ConfigError, RefineContext, create_self_refine_graph, refine
+from self_refine import ConfigError, RefineContext, Roles, create_self_refine_graph, refine
 from tests.fakes import FakeChatModel, critique
 
 
@@ -92,7 +92,7 @@ def test_missing_api_key_for_a_real_openai_model(model: FakeChatModel) -> None:
     assert_one_line(error, "OPENAI_API_KEY", "--base-url", "offline")
     # The key may still come with a run's context, so building succeeds and the
     # run fails before the generator (a working model) is asked anything.
-    graph = create_self_refine_graph(model, critic_model="openai:gpt-4o-mini").compile()
+    graph = create_self_refine_graph(model, roles=Roles(critic="openai:gpt-4o-mini")).compile()
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
         graph.invoke({"task": "t"})
     assert model.requests == []

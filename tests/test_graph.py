@@ -14,6 +14,7 @@ from self_refine import (
     ConfigError,
     OfflineModel,
     RefineContext,
+    Roles,
     arefine,
     create_self_refine_graph,
     refine,
@@ -141,7 +142,7 @@ def test_context_overrides_the_factory_defaults_per_run() -> None:
         script={"generator": ["d0"], "critic": [critique(["x"], score=0.2)], "refiner": ["d1"]}
     )
     never_done.script["refiner"] = [f"d{n}" for n in range(1, 12)]
-    graph = create_self_refine_graph(never_done, max_iterations=3).compile()
+    graph = create_self_refine_graph(never_done, settings=RefineContext(max_iterations=3)).compile()
     assert graph.invoke({"task": "t"})["iterations"] == 3
     short = graph.invoke({"task": "t"}, context=RefineContext(max_iterations=1))
     assert (short["iterations"], short["stop_reason"]) == (1, "max_iterations")
@@ -176,9 +177,13 @@ def test_context_as_a_plain_dict_is_accepted() -> None:
         )
 
     context: Any = {"select": "last"}
-    graph = create_self_refine_graph(worse_later(), max_iterations=1).compile()
+    graph = create_self_refine_graph(
+        worse_later(), settings=RefineContext(max_iterations=1)
+    ).compile()
     assert graph.invoke({"task": "t"}, context=context)["answer"] == "draft 1"
-    graph = create_self_refine_graph(worse_later(), max_iterations=1).compile()
+    graph = create_self_refine_graph(
+        worse_later(), settings=RefineContext(max_iterations=1)
+    ).compile()
     assert graph.invoke({"task": "t"})["answer"] == "draft 0"
 
 
@@ -267,3 +272,23 @@ def test_graph_shape_matches_the_snapshot() -> None:
 def test_readme_shows_the_snapshot() -> None:
     block = f"```mermaid\n{SNAPSHOT.read_text()}```"
     assert block in README.read_text(), "paste tests/snapshots/graph.mmd into README.md"
+
+
+def test_flat_factory_keywords_still_work_and_warn() -> None:
+    with pytest.warns(DeprecationWarning, match="settings=RefineContext"):
+        builder = create_self_refine_graph("offline", max_iterations=1, critic_model="offline")
+    result = builder.compile().invoke({"task": "Write a note using the words: rain, roof"})
+    assert result["iterations"] <= 1
+
+
+def test_grouped_settings_reach_the_run() -> None:
+    builder = create_self_refine_graph(
+        "offline", roles=Roles(critic="offline"), settings=RefineContext(max_iterations=1)
+    )
+    result = builder.compile().invoke({"task": "Write a note using the words: rain, roof, sun"})
+    assert result["iterations"] <= 1
+
+
+def test_unknown_factory_keyword_names_the_closest() -> None:
+    with pytest.raises(ConfigError, match="did you mean 'max_iterations'"):
+        create_self_refine_graph("offline", max_iteratons=3)

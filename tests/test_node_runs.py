@@ -9,7 +9,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
-from self_refine import OfflineModel, create_self_refine_graph
+from self_refine import OfflineModel, RefineContext, create_self_refine_graph
 
 TASK = "Write a sentence using the words: dog, frisbee, park."
 
@@ -39,7 +39,7 @@ class _ChainStarts(BaseCallbackHandler):
 
 
 def _graph(model: OfflineModel) -> Any:
-    return create_self_refine_graph(model, max_iterations=2).compile()
+    return create_self_refine_graph(model, settings=RefineContext(max_iterations=2)).compile()
 
 
 def test_each_node_step_is_one_run_in_the_callbacks() -> None:

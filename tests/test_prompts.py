@@ -66,7 +66,7 @@ def test_every_refine_request_carries_all_earlier_pairs_by_default() -> None:
 
 def test_history_window_can_be_set_per_run() -> None:
     model = looping_model()
-    graph = create_self_refine_graph(model, max_iterations=3).compile()
+    graph = create_self_refine_graph(model, settings=RefineContext(max_iterations=3)).compile()
     graph.invoke({"task": "task"}, context=RefineContext(history_window=1))
     assert fenced("draft", model.requests_for("refiner")[-1].prompt) == ["draft 1", "draft 2"]
 

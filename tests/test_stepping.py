@@ -10,7 +10,7 @@ from langchain_core.outputs import ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
-from self_refine import OfflineModel, create_self_refine_graph
+from self_refine import OfflineModel, RefineContext, create_self_refine_graph
 
 TASK = "Write one sentence using the words: dog, frisbee, park."
 EDITED = {"feedback": ['Mention "zebra"'], "score": 0.2, "done": False, "source": "human"}
@@ -41,7 +41,7 @@ class RecordingModel(OfflineModel):
 
 
 def _paused_graph(model: RecordingModel) -> tuple[Any, dict[str, Any]]:
-    graph = create_self_refine_graph(model, max_iterations=3).compile(
+    graph = create_self_refine_graph(model, settings=RefineContext(max_iterations=3)).compile(
         checkpointer=InMemorySaver(), interrupt_before=["refine"]
     )
     config = {"configurable": {"thread_id": "step"}}
@@ -81,7 +81,7 @@ def test_setting_a_stop_reason_as_the_critique_ends_the_run() -> None:
 
 
 def test_fork_from_an_earlier_checkpoint_keeps_the_earlier_attempts() -> None:
-    graph = create_self_refine_graph("offline", max_iterations=5).compile(
+    graph = create_self_refine_graph("offline", settings=RefineContext(max_iterations=5)).compile(
         checkpointer=InMemorySaver()
     )
     config = {"configurable": {"thread_id": "fork"}}

@@ -169,7 +169,9 @@ class TestAnswerSelection:
         assert result["score"] is None
 
     def test_select_can_be_chosen_per_run(self) -> None:
-        graph = create_self_refine_graph(self.model(*self.SCORES), max_iterations=2).compile()
+        graph = create_self_refine_graph(
+            self.model(*self.SCORES), settings=RefineContext(max_iterations=2)
+        ).compile()
         result = graph.invoke({"task": "task"}, context=RefineContext(select="last"))
         assert result["answer"] == "draft 2"
 

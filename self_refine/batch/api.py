@@ -21,7 +21,7 @@ from self_refine.batch.runner import BatchRunner, run_key
 from self_refine.context import RefineContext
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError
-from self_refine.graphs import create_self_refine_graph
+from self_refine.graphs.self_refine import create_self_refine_graph, group_options
 from self_refine.prompts import get_profile
 
 __all__ = ["BatchResult", "arefine_batch", "refine_batch"]
@@ -90,8 +90,11 @@ def _critic_specs(context: RefineContext | None, options: dict[str, Any]) -> lis
         return list(context.critics)
     if options.get("critics"):
         return list(options["critics"])
+    defaults = options.get("settings")
     prompts = options.get("prompts") or get_profile(
-        (context.profile if context else None) or options.get("profile") or "general"
+        (context.profile if context else None)
+        or (defaults.profile if defaults else None)
+        or "general"
     )
     return list(prompts.critics)
 
@@ -121,17 +124,19 @@ async def arefine_batch(
     data, e.g. `{"answer": "42"}`) tell right from wrong where `correct` does
     not, and judge the refined answers, so the summary reports accuracy before
     and after; `verifiers=()` judges nothing. `options` go to
-    `create_self_refine_graph` (`critic_model`, `critics`, `max_iterations`,
-    ...). Each record is appended to the JSONL file `log` when given. Threads
-    live in an in-memory checkpointer unless you pass one. At most
-    `concurrency` model calls run at once: set it to what the model server
-    serves at once.
+    `create_self_refine_graph` (`roles`, `settings`, `critics`, ...; the flat
+    shortcuts `critic_model=`, `max_iterations=`, ... work too).
+    Each record is appended to the JSONL file `log` when given. Threads live
+    in an in-memory checkpointer unless you pass one. At most `concurrency`
+    model calls run at once: set it to what the model server serves at once.
     """
     items = _items(tasks, answers, references, correct, ids)
     if concurrency < 1:
         raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
     judge_specs = list(DEFAULT_VERIFIERS if verifiers is None else verifiers)
     judge = VerifierJudge(judge_specs) if judge_specs else None
+    given = options
+    options = group_options(options)
     check = ReferenceCheck(judge_specs, _critic_specs(context, options))
     for index, item in enumerate(items):
         try:
@@ -143,11 +148,13 @@ async def arefine_batch(
 
         checkpointer = InMemorySaver()
     graph = create_self_refine_graph(model, **options).compile(checkpointer=checkpointer)
-    select = (context.select if context else None) or options.get("select") or "best"
+    defaults = options.get("settings")
+    select = (context.select if context else None) or (defaults.select if defaults else None)
+    select = select or "best"
     key = run_key(
         {
             "model": model if isinstance(model, str) else repr(model),
-            "options": options,
+            "options": given,
             "context": context,
             "refine_only_incorrect": refine_only_incorrect,
             "verifiers": judge.name if judge else None,

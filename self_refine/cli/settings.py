@@ -134,7 +134,8 @@ def check_reachable(settings: dict[str, Any]) -> None:
 
 def build_graph(settings: dict[str, Any], api_key: str | None = None) -> Any:
     """The uncompiled graph for these settings; bad models, profiles, missing keys fail here."""
-    from self_refine.graphs import create_self_refine_graph
+    from self_refine.context import RefineContext
+    from self_refine.graphs import Roles, create_self_refine_graph
     from self_refine.models.resolve import resolve_model
 
     def model(name: str | None) -> Any:
@@ -150,14 +151,17 @@ def build_graph(settings: dict[str, Any], api_key: str | None = None) -> Any:
 
     return create_self_refine_graph(
         model(settings["model"]),
-        critic_model=model(settings["critic_model"]),
-        refiner_model=model(settings["refiner_model"]),
-        max_iterations=settings["max_iterations"],
-        score_threshold=settings["score_threshold"],
-        patience=settings["patience"],
-        history_window=settings["history_window"],
-        select=settings["select"],
-        profile=settings["profile"],
+        roles=Roles(
+            critic=model(settings["critic_model"]), refiner=model(settings["refiner_model"])
+        ),
         critics=settings.get("critics") or (),
-        max_tokens_total=settings.get("max_tokens_total"),
+        settings=RefineContext(
+            max_iterations=settings["max_iterations"],
+            score_threshold=settings["score_threshold"],
+            patience=settings["patience"],
+            history_window=settings["history_window"],
+            select=settings["select"],
+            profile=settings["profile"],
+            max_tokens_total=settings.get("max_tokens_total"),
+        ),
     )

@@ -20,7 +20,7 @@ from tests.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SUMMARY_KEYS = (
     "items",
     "accuracy_first",

@@ -23,7 +23,7 @@ from self_refine.cli.devserver import (
 )
 from self_refine.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

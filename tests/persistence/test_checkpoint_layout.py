@@ -18,7 +18,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
-from self_refine import OfflineModel, create_self_refine_graph
+from self_refine import OfflineModel, RefineContext, create_self_refine_graph
 from self_refine.persistence.storage import open_checkpointer
 
 TASK = "Write a sentence using the words: dog, frisbee, park, catch."
@@ -35,7 +35,9 @@ def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseCheckp
 
 def _graph(saver: BaseCheckpointSaver[Any] | None, **compile_options: Any) -> Any:
     # One edit per refine step, so three steps never finish the task.
-    builder = create_self_refine_graph(OfflineModel(edits_per_step=1), max_iterations=3)
+    builder = create_self_refine_graph(
+        OfflineModel(edits_per_step=1), settings=RefineContext(max_iterations=3)
+    )
     return builder.compile(checkpointer=saver, **compile_options)
 
 

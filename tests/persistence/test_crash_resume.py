@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from self_refine import GRAPH_NAME, create_self_refine_graph, resolve_model
+from self_refine import GRAPH_NAME, RefineContext, create_self_refine_graph, resolve_model
 from tests.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.integration
 
 TASK = "Write one sentence using the words: dog, frisbee, park, catch."
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -123,7 +123,9 @@ def test_a_killed_library_run_resumes_by_invoking_the_graph_with_its_thread_id(
     )
     model = resolve_model("openai:test-model", base_url=server.base_url, api_key="k")
     with SqliteSaver.from_conn_string(str(tmp_path / "ref.sqlite")) as saver:
-        graph = create_self_refine_graph(model, max_iterations=5).compile(checkpointer=saver)
+        graph = create_self_refine_graph(model, settings=RefineContext(max_iterations=5)).compile(
+            checkpointer=saver
+        )
         expected = graph.invoke({"task": TASK}, {"configurable": {"thread_id": "ref"}})["attempts"]
 
     _stall_second_refine(server)
@@ -138,7 +140,7 @@ def test_a_killed_library_run_resumes_by_invoking_the_graph_with_its_thread_id(
     server.clear_faults()
 
     with SqliteSaver.from_conn_string(db) as saver:
-        graph = create_self_refine_graph(model, max_iterations=5).compile(
+        graph = create_self_refine_graph(model, settings=RefineContext(max_iterations=5)).compile(
             checkpointer=saver, name=GRAPH_NAME
         )
         config: Any = {"configurable": {"thread_id": "lib"}}
