@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 # Lint what exists: benchmarks/ may not be there yet.
-LINT_PATHS := self_refine tests $(wildcard benchmarks)
+LINT_PATHS := self_refine tests docs/hooks $(wildcard benchmarks)
 TASK ?= Write one sentence about a dog in a park using the words: dog, frisbee, park, catch.
 REFERENCE ?= {"concepts": ["dog", "frisbee", "park", "catch"]}
 # The default task comes with its concept check; a TASK of your own runs plain.
@@ -12,7 +12,7 @@ ifeq ($(origin TASK),file)
 RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)'
 endif
 
-.PHONY: run test lint studio bench clean
+.PHONY: run test lint studio bench docs clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -50,5 +50,9 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
 
+# The documentation site in site/ (guides, CLI and API reference); `make test` builds it too.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) .self-refine .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) site .self-refine .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,74 @@
+"""MkDocs hook: pages generated at build time (CLI reference, benchmarks, changelog).
+
+The page is built at every `mkdocs build` from `self_refine.cli.parser.build_parser`,
+so it cannot drift from the options the program accepts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+from mkdocs.structure.files import File, Files
+
+PAGE = "reference/cli.md"
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _help(parser: argparse.ArgumentParser) -> str:
+    formatter = parser.formatter_class
+    parser.formatter_class = lambda prog: formatter(prog, width=88)  # type: ignore[misc,operator]
+    try:
+        return parser.format_help()
+    finally:
+        parser.formatter_class = formatter
+
+
+def cli_reference() -> str:
+    """The page's Markdown: the program's help, then each command's."""
+    from self_refine.cli.parser import build_parser
+
+    parser = build_parser()
+    lines = [
+        "# Command-line reference",
+        "",
+        "Generated from the `self-refine` program's argument parser at every docs build.",
+        "",
+        "```text",
+        _help(parser).rstrip(),
+        "```",
+    ]
+    for name, command in _subcommands(parser).items():
+        lines += ["", f"## `self-refine {name}`", "", "```text", _help(command).rstrip(), "```"]
+    return "\n".join(lines) + "\n"
+
+
+COPIED = {"benchmarks.md": "benchmarks/README.md", "changelog.md": "CHANGELOG.md"}
+"""Pages whose text lives in the repository outside docs/, copied in at build time."""
+
+
+def _copied(path: Path) -> str:
+    text = path.read_text()
+    # Links inside these files are relative to their own folder, not to the site.
+    return re.sub(r"\]\((?!https?:|#)([^)\s]+)\)", lambda m: f"]({_outside(m.group(1))})", text)
+
+
+def _outside(target: str) -> str:
+    return "changelog.md" if target.endswith("CHANGELOG.md") else f"#{Path(target).stem}"
+
+
+def on_files(files: Files, config: Any) -> Files:
+    """Add the generated pages to the site."""
+    root = Path(config["config_file_path"]).parent
+    files.append(File.generated(config, PAGE, content=cli_reference()))
+    for page, source in COPIED.items():
+        files.append(File.generated(config, page, content=_copied(root / source)))
+    return files
