@@ -103,6 +103,8 @@ class OpenAIServer:
     latency: float = 0.0
     max_concurrency: int | None = None
     structured_output: bool = True
+    json_schema_status: int = 400
+    """The status a server without structured output answers a json_schema format with."""
     stall_seconds: float = 30.0
     requests: list[Recorded] = field(default_factory=list)
     port: int = 0
@@ -252,10 +254,14 @@ class OpenAIServer:
             return False
         if fault == "drop":
             return False
-        wants_schema = (body.get("response_format") or {}).get("type") == "json_schema"
-        if wants_schema and (fault == "no_structured" or not self.structured_output):
+        wanted = (body.get("response_format") or {}).get("type", "text")
+        if wanted == "json_schema" and self.json_schema_status >= 500:
+            message = "body.response_format.type: Input should be 'text' or 'json_object'"
+            await _send_json(writer, self.json_schema_status, {"error": {"message": message}})
+            return True
+        if wanted != "text" and (fault == "no_structured" or not self.structured_output):
             await _send_json(
-                writer, 400, {"error": {"message": "response_format json_schema unsupported"}}
+                writer, 400, {"error": {"message": f"response_format {wanted} unsupported"}}
             )
             return True
         if fault == "refusal":

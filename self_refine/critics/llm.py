@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -30,14 +31,20 @@ class _UnreadableCritique(ValueError):
     """A structured-output reply cut off mid-JSON: nothing usable in it."""
 
 
+_MODES = ("json_schema", "json_object", "plain")
+"""How a critique is asked for, best first: a JSON schema the server enforces, a JSON
+object (the schema is in the prompt), plain text read by the lenient parser."""
+
+
 @dataclass
 class _ModelNote:
-    """What the critic learned about one model: its structured-output runnable, and
-    whether it refused structured output (then it gets plain-text prompts)."""
+    """What the critic learned about one model: the best way of asking that it takes,
+    the structured-output runnables built for it, and what failed on the way."""
 
     model: BaseChatModel
-    structured: Any = None
-    plain_only: bool = False
+    structured: dict[str, Any] = field(default_factory=dict)
+    mode: str = _MODES[0]
+    tried: list[str] = field(default_factory=list)
 
 
 # By model id, with the model kept alive so its id stays its own; a few dozen at most.
@@ -85,34 +92,46 @@ class LLMCritic:
     def _messages(self, request: CritiqueRequest) -> list[BaseMessage]:
         return feedback_messages(self.prompts, request.task, request.draft, request.notes)
 
-    def _structured(self) -> Any:
+    def _structured(self, mode: str) -> Any:
         note = _note(self.model)
-        if note.structured is None:
-            note.structured = self.model.with_structured_output(CritiqueReply, include_raw=True)
-        return note.structured
+        runnable = note.structured.get(mode)
+        if runnable is None:
+            if mode == "json_schema":
+                runnable = self.model.with_structured_output(CritiqueReply, include_raw=True)
+            else:
+                runnable = self.model.with_structured_output(
+                    CritiqueReply, method="json_mode", include_raw=True
+                )
+            note.structured[mode] = runnable
+        return runnable
 
     def critique(self, request: CritiqueRequest) -> CritiqueResult:
-        """Judge the draft, falling back to plain text when structured output fails.
+        """Judge the draft, falling back (json_schema, json_object, plain text) as the model needs.
 
         An empty reply is asked again once; what went wrong is recorded.
         """
         messages = self._messages(request)
         empty: list[BaseMessage] = []
         problems: list[str] = []
-        if not _note(self.model).plain_only:
+        note = _note(self.model)
+        while (mode := note.mode) != "plain":
             try:
-                structured = self._structured().invoke(messages)
+                structured = self._structured(mode).invoke(messages)
                 result = self._from_structured(structured)
-            except Exception as error:  # noqa: BLE001 - any failure means: try plain text
-                problems += self._note_unsupported(error)
-            else:
-                if result is not None:
-                    return result
-                empty.append(structured["raw"])
-        reply = self.model.invoke(messages)
-        if not empty and _is_empty(reply):
-            empty.append(reply)
+            except Exception as error:  # noqa: BLE001 - any failure means: try the next way
+                problems += self._note_unsupported(error, mode)
+                if note.mode == mode:
+                    break  # an unreadable reply: ask this once in plain text
+                continue
+            if result is not None:
+                return result
+            empty.append(structured["raw"])
+            break
+        with _tried(note):
             reply = self.model.invoke(messages)
+            if not empty and _is_empty(reply):
+                empty.append(reply)
+                reply = self.model.invoke(messages)
         return self._from_text(reply, empty, problems)
 
     async def acritique(self, request: CritiqueRequest) -> CritiqueResult:
@@ -120,33 +139,45 @@ class LLMCritic:
         messages = self._messages(request)
         empty: list[BaseMessage] = []
         problems: list[str] = []
-        if not _note(self.model).plain_only:
+        note = _note(self.model)
+        while (mode := note.mode) != "plain":
             try:
-                structured = await ainvoke_in_slot(self._structured(), messages)
+                structured = await ainvoke_in_slot(self._structured(mode), messages)
                 result = self._from_structured(structured)
-            except Exception as error:  # noqa: BLE001 - any failure means: try plain text
-                problems += self._note_unsupported(error)
-            else:
-                if result is not None:
-                    return result
-                empty.append(structured["raw"])
-        reply = await ainvoke_in_slot(self.model, messages)
-        if not empty and _is_empty(reply):
-            empty.append(reply)
+            except Exception as error:  # noqa: BLE001 - any failure means: try the next way
+                problems += self._note_unsupported(error, mode)
+                if note.mode == mode:
+                    break
+                continue
+            if result is not None:
+                return result
+            empty.append(structured["raw"])
+            break
+        with _tried(note):
             reply = await ainvoke_in_slot(self.model, messages)
+            if not empty and _is_empty(reply):
+                empty.append(reply)
+                reply = await ainvoke_in_slot(self.model, messages)
         return self._from_text(reply, empty, problems)
 
-    def _note_unsupported(self, error: Exception) -> list[str]:
-        """Re-raise transport errors; remember models that refuse structured output.
+    def _note_unsupported(self, error: Exception, mode: str) -> list[str]:
+        """Re-raise transport errors; step a model that refuses `mode` down to the next one.
 
-        Returns the problem to record when the reply was there but unreadable.
+        The step is remembered for the model (for the process), so a server that
+        cannot do a mode is asked that way once. Returns the problem to record
+        when the reply was there but unreadable.
         """
+        note = _note(self.model)
+        if _is_unsupported(error):
+            following = _MODES[_MODES.index(mode) + 1]
+            with _NOTES_LOCK:
+                if note.mode == mode:
+                    note.tried.append(f"{mode} ({_short_error(error)})")
+                    note.mode = following
+            log.info("%s critiques unsupported (%s); using %s", mode, error, following)
+            return []
         if _is_transport_error(error):
             raise error
-        if _is_unsupported(error):
-            log.info("structured output unsupported (%s); using plain-text critiques", error)
-            _note(self.model).plain_only = True
-            return []
         log.info("structured critique unreadable (%s); asking again in plain text", error)
         return [
             f"the critic's structured reply was unreadable ({type(error).__name__}); "
@@ -201,10 +232,37 @@ def _refused(
     return CritiqueResult(Critique(source=source), usage, (*earlier, problem))
 
 
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured", "schema")
+
+
 def _is_unsupported(error: Exception) -> bool:
-    """True when the server or model refuses structured output itself."""
+    """True when the server or model refuses the way of asking itself, not the request.
+
+    Any 400/404/415/422, and a 5xx whose message names the response format (the
+    unmodified llama-cpp-python server answers a json_schema format with HTTP 500).
+    """
     status = getattr(error, "status_code", None)
-    return isinstance(error, NotImplementedError) or status in (400, 404, 415, 422)
+    if isinstance(error, NotImplementedError) or status in (400, 404, 415, 422):
+        return True
+    text = str(error).lower()
+    return isinstance(status, int) and status >= 500 and any(w in text for w in _FORMAT_WORDS)
+
+
+def _short_error(error: Exception) -> str:
+    status = getattr(error, "status_code", None)
+    kind = f"HTTP {status}" if status else type(error).__name__
+    return f"{kind}: {' '.join(str(error).split())[:120]}"
+
+
+@contextmanager
+def _tried(note: _ModelNote) -> Iterator[None]:
+    """Say, on a failure of the plain-text call, which ways of asking failed before it."""
+    try:
+        yield
+    except Exception as error:
+        if note.tried:
+            error.add_note("the critic had stepped down after: " + "; ".join(note.tried))
+        raise
 
 
 def _is_transport_error(error: Exception) -> bool:

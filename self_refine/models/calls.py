@@ -107,6 +107,8 @@ def _model_call_error(role: str, model: Any, error: BaseException) -> ModelCallE
     retried = bool(kinds & _RETRIED_NAMES) and isinstance(retries, int)
     tried = f" after {retries} {'retry' if retries == 1 else 'retries'}" if retried else ""
     detail = " ".join(str(error).split())[:300] or "no detail"
+    for note in getattr(error, "__notes__", ()):
+        detail += f" ({note})"
     text = (
         f"the {role} model {name!r} at {endpoint} failed{tried}: {type(error).__name__}: {detail}"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass, field
@@ -53,7 +54,9 @@ def resolve_model(
 ) -> BaseChatModel:
     """Return a chat model for an instance or a model string.
 
-    `"offline"` is the deterministic stand-in; `"gpt-4o-mini"` and
+    `"offline"` is the deterministic stand-in; `"local"` runs the default
+    GGUF model in this process (`"local:smollm2"`, `"local:PATH.gguf"`: another
+    one; see `models/fetch.py`); `"gpt-4o-mini"` and
     `"openai:gpt-4o-mini"` are `ChatOpenAI`. With a base URL (`base_url`, else
     OPENAI_BASE_URL) any OpenAI-compatible server is used and the string is its
     own model id, passed as is (Ollama's `"llama3.1:8b"`); without one, other
@@ -93,21 +96,39 @@ def check_model(model: str | BaseChatModel | None, *, base_url: str | None = Non
     _parse(model.strip(), base_url or os.environ.get("OPENAI_BASE_URL") or None)
 
 
+KNOWN_FORMS = (
+    "'offline' (the deterministic stand-in), 'local' (the embedded GGUF model), "
+    "'local:PATH.gguf', an OpenAI model name such as 'gpt-4o-mini', 'provider:model' "
+    "such as 'openai:gpt-4o-mini', or a served model's own name together with a base URL"
+)
+_OPENAI_FAMILY = re.compile(r"^(gpt-|chatgpt-|o\d|ft:|text-|davinci|babbage|codex-)")
+
+
 def _parse(name: str, base_url: str | None) -> tuple[str, str]:
     """(provider, model name) of a model string; "served" for a server's own model id."""
+    if not name:
+        raise ConfigError(f"the model string is empty: use {KNOWN_FORMS}")
     if name == "offline":
         return "offline", name
     provider, sep, model_name = name.partition(":")
+    if provider == "local":
+        return "local", name
     if base_url and provider != "openai" and _SERVED_NAME.match(name):
         return "served", name  # the server's own model id, e.g. Ollama's "llama3.1:8b"
     if not sep:
         provider, model_name = "openai", name
+        if not _OPENAI_FAMILY.match(name):
+            raise ConfigError(_unknown(name))
     if not model_name or not _BARE_NAME.match(model_name) or not provider.isidentifier():
-        raise ConfigError(
-            f"unknown model string {name!r}: use 'offline', a model name such as "
-            "'gpt-4o-mini', or 'provider:model' such as 'openai:gpt-4o-mini'"
-        )
+        raise ConfigError(_unknown(name))
     return provider, model_name
+
+
+def _unknown(name: str) -> str:
+    """The message for a model string of no known form, with the closest known name."""
+    close = difflib.get_close_matches(name.lower(), ["offline", "local", "gpt-4o-mini"], n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown model {name!r}{hint}: use {KNOWN_FORMS}"
 
 
 @lru_cache(maxsize=64)
@@ -118,6 +139,12 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
         from self_refine.models.offline import OfflineModel
 
         return OfflineModel()
+    if provider == "local":
+        from self_refine.models.fetch import local_model_path
+        from self_refine.models.local import LocalChatModel
+
+        path = local_model_path(name)
+        return LocalChatModel(model_path=str(path), model_name=f"local:{path.name}")
     if provider == "served":
         return _openai(model_name, spec)
     if provider == "openai":
@@ -163,6 +190,8 @@ def describe_model(model: Any) -> tuple[str, str]:
     """The model's name and the endpoint it calls, for error messages and traces."""
     if getattr(model, "_llm_type", "") == "self-refine-offline":
         return "offline", "this process (the offline model)"
+    if getattr(model, "_llm_type", "") == "self-refine-local":
+        return str(model.model_name), f"this process (llama.cpp, {model.model_path})"
     name = getattr(model, "model_name", None) or getattr(model, "model", None)
     endpoint = getattr(model, "openai_api_base", None) or getattr(model, "base_url", None)
     if not endpoint and type(model).__name__ == "ChatOpenAI":

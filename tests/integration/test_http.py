@@ -106,8 +106,8 @@ def test_server_without_structured_output_gets_plain_text_critiques(
     assert result["stop_reason"] == "critic_done"
     assert [a["critique"]["score"] for a in result["attempts"]][-1] == 1.0
     kinds = [(r.body.get("response_format") or {}).get("type") for r in critic]
-    assert kinds[0] == "json_schema", "structured output is tried first"
-    assert kinds[1:] == [None] * 4, "then every critique asks for plain text"
+    assert kinds[:2] == ["json_schema", "json_object"], "each structured way is tried once"
+    assert kinds[2:] == [None] * 4, "then every critique asks for plain text"
 
 
 def test_malformed_critique_is_asked_again_and_the_run_goes_on(
@@ -191,3 +191,23 @@ def test_server_model_ids_with_a_tag_pass_through(
     assert code == 0, err
     assert result["stop_reason"] == "critic_done"
     assert {r.body["model"] for r in server.chat_requests()} == {"llama3.1:8b"}
+
+
+def test_a_server_that_fails_json_schema_with_http_500_steps_down_once(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The unmodified llama-cpp-python server answers a json_schema format with HTTP 500
+    # ("Input should be 'text' or 'json_object'"); json_object works there.
+    with OpenAIServer(json_schema_status=500) as server:
+        code, result, err = cli_json(
+            capsys, "run", TASK, "--model", "test-model", "--base-url", server.base_url, "--json"
+        )
+        critic = server.chat_requests("critic")
+    assert code == 0, err
+    kinds = [(r.body.get("response_format") or {}).get("type") for r in critic]
+    probes = kinds.index("json_object")
+    assert kinds[:probes] == ["json_schema"] * probes
+    assert probes <= 3, "one call (with the client's own two retries of an HTTP 500)"
+    assert kinds[probes:] == ["json_object"] * (len(kinds) - probes), "the step is remembered"
+    assert len(kinds) - probes >= 2
+    assert result["stop_reason"] == "critic_done"

