@@ -7,10 +7,14 @@ STAMP := $(VENV)/.installed-dev
 LINT_PATHS := self_refine tests docs/hooks $(wildcard benchmarks)
 TASK ?= Write one sentence about a dog in a park using the words: dog, frisbee, park, catch.
 REFERENCE ?= {"concepts": ["dog", "frisbee", "park", "catch"]}
+# The model `make run` uses: the embedded local model (built and fetched on first use),
+# or MODEL=offline (the deterministic stand-in, nothing to build), or any model string.
+MODEL ?= local
 # The default task comes with its concept check; a TASK of your own runs plain.
 ifeq ($(origin TASK),file)
 RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)'
 endif
+RUN_NEEDS := $(if $(filter local local:%,$(MODEL)),$(VENV)/.installed-local,$(VENV)/.installed-run)
 
 .PHONY: run test lint studio bench docs clean
 
@@ -22,16 +26,25 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+# llama-cpp-python has no binary wheel: pip compiles llama.cpp (portable build) once.
+$(VENV)/.installed-local: pyproject.toml | $(BIN)/python
+	@echo "Installing the local model's runtime, llama-cpp-python. The first time, pip compiles"
+	@echo "llama.cpp: about 7 minutes on 2 cores (pip keeps the wheel, so later installs are quick)."
+	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $(BIN)/python -m pip install --quiet -e ".[local]"
+	touch $@ $(VENV)/.installed-run
+
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	touch $@ $(VENV)/.installed-run $(VENV)/.installed-studio
+	@echo "Installing the development extras (llama-cpp-python among them: the first time pip"
+	@echo "compiles llama.cpp, about 7 minutes on 2 cores)."
+	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@ $(VENV)/.installed-run $(VENV)/.installed-studio $(VENV)/.installed-local
 
 $(VENV)/.installed-studio: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[studio]"
 	touch $@ $(VENV)/.installed-run
 
-run: $(VENV)/.installed-run
-	$(BIN)/self-refine run "$(TASK)" --model offline $(RUN_OPTIONS)
+run: $(RUN_NEEDS)
+	$(BIN)/self-refine run "$(TASK)" --model $(MODEL) $(RUN_OPTIONS)
 
 # LangGraph Studio on a free port of 127.0.0.1, offline model unless SELF_REFINE_MODEL says otherwise.
 studio: $(VENV)/.installed-studio

@@ -8,10 +8,13 @@ from typing import Any, Literal
 
 from self_refine.errors import ConfigError
 
-__all__ = ["MAX_ITERATIONS_LIMIT", "RefineContext"]
+__all__ = ["DEFAULT_MAX_TOKENS", "MAX_ITERATIONS_LIMIT", "RefineContext"]
 
 MAX_ITERATIONS_LIMIT = 50
 """Upper bound on `max_iterations`, so the graph's recursion limit stays finite."""
+
+DEFAULT_MAX_TOKENS = 1024
+"""Most tokens a reply may have when `max_tokens` is not set: every call is bounded."""
 
 
 def _describe(text: str) -> dict[str, str]:
@@ -125,6 +128,13 @@ class RefineContext:
             "retried). Empty: the client's default (600 for OpenAI)."
         ),
     )
+    max_tokens: int | None = field(
+        default=None,
+        metadata=_describe(
+            "Most tokens one model reply may have (drafts and critiques), sent with every "
+            f"call to a model given as a string. Empty: {DEFAULT_MAX_TOKENS}."
+        ),
+    )
     max_tokens_total: int | None = field(
         default=None,
         metadata=_describe(
@@ -159,6 +169,7 @@ class RefineContext:
         if self.timeout is not None and self.timeout <= 0:
             raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout}")
         _check_number("max_tokens_total", self.max_tokens_total, 1, None, integer=True)
+        _check_number("max_tokens", self.max_tokens, 1, 131072, integer=True)
         if self.select is not None and self.select not in ("best", "last"):
             raise ConfigError(f'select must be "best" or "last", got {self.select!r}')
         for name in ("model", "generator_model", "critic_model", "refiner_model", "profile"):

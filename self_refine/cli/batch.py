@@ -32,7 +32,7 @@ from self_refine.errors import ConfigError
 __all__ = ["batch_command", "report_command"]
 
 RESULT_SETTINGS = tuple(
-    key for key in SETTING_KEYS if key not in ("base_url", "max_retries", "timeout")
+    key for key in SETTING_KEYS if key not in ("base_url", "max_retries", "timeout", "max_tokens")
 )
 """Settings that shape results: a rerun with others gets new threads (see thread_id_for)."""
 

@@ -64,9 +64,17 @@ def _stream(
             ThreadSettings(args.db).save(thread_id, settings)  # replaces a stale row
         print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
         try:
+            meter = _token_meter(settings, args)
+            modes = ["updates", "messages"] if meter else ["updates"]
             while payload is not _STOP:
-                chunks = graph.stream(payload, config, stream_mode="updates", durability="sync")
-                for chunk in chunks:
+                chunks = graph.stream(payload, config, stream_mode=modes, durability="sync")
+                for mode, chunk in chunks:
+                    if mode == "messages":
+                        if meter:
+                            meter.token(chunk[1].get("langgraph_node", ""))
+                        continue
+                    if meter:
+                        meter.clear()
                     for node, update in chunk.items():
                         if not args.json:
                             print_update(node, update, sys.stdout)
@@ -82,6 +90,15 @@ def _stream(
         state = graph.get_state(config)
     _report(args, thread_id, state, db)
     return 0
+
+
+def _token_meter(settings: dict[str, Any], args: argparse.Namespace) -> Any:
+    """A live tokens/s line on a terminal while an in-process (slow) local model writes."""
+    from self_refine.cli.progress import TokenMeter
+
+    models = [settings.get(k) or "" for k in ("model", "critic_model", "refiner_model")]
+    local = any(m == "local" or m.startswith("local:") for m in models)
+    return TokenMeter(sys.stderr) if local and sys.stderr.isatty() and not args.json else None
 
 
 def _report(args: argparse.Namespace, thread_id: str, state: Any, db: str) -> None:
@@ -184,7 +201,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise UsageError(
             f"no thread {args.thread_id!r} in {redact_url(args.db)}: check the id and --db"
         )
-    for key in ("max_retries", "timeout"):
+    for key in ("max_retries", "timeout", "max_tokens"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     check_reachable(settings)

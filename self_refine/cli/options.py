@@ -25,7 +25,7 @@ __all__ = [
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
-    """Add --max-retries, --timeout and --api-key."""
+    """Add --max-retries, --timeout, --max-tokens and --api-key."""
     parser.add_argument(
         "--max-retries",
         type=int,
@@ -33,6 +33,11 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout", type=float, help="seconds a model request may take (client default: 600)"
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        help="most tokens one model reply may have (default: 1024)",
     )
     parser.add_argument(
         "--api-key",
@@ -54,7 +59,9 @@ def check_settings(settings: dict[str, Any]) -> None:
 
 def check_connection(args: argparse.Namespace) -> None:
     """Raise ConfigError for out-of-range retry or timeout options, or an empty API key."""
-    check_settings({"max_retries": args.max_retries, "timeout": args.timeout})
+    check_settings(
+        {"max_retries": args.max_retries, "timeout": args.timeout, "max_tokens": args.max_tokens}
+    )
     if args.api_key is not None and not args.api_key.strip():
         raise ConfigError("--api-key is empty: give the key, or leave --api-key out")
 

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "TokenMeter"]
 
 _BAR_WIDTH = 24
 _REDRAW_SECONDS = 0.1
@@ -120,3 +120,40 @@ class Progress:
         if self.tty:
             self.out.write("\n")
             self.out.flush()
+
+
+class TokenMeter:
+    """A live line while a model writes: which step, tokens so far, tokens per second.
+
+    For slow local models, so a step never looks hung; drawn on a terminal only
+    and cleared before the step's result is printed.
+    """
+
+    def __init__(self, out: TextIO, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.out = out
+        self.clock = clock
+        self.node = ""
+        self.tokens = 0
+        self.started = 0.0
+        self.drawn = 0.0
+
+    def token(self, node: str) -> None:
+        """Count one streamed token of `node`'s model call and redraw now and then."""
+        now = self.clock()
+        if node != self.node or not self.tokens:
+            self.node, self.tokens, self.started = node, 0, now
+        self.tokens += 1
+        if now - self.drawn >= _REDRAW_SECONDS:
+            elapsed = max(now - self.started, 1e-6)
+            rate = self.tokens / elapsed if self.tokens > 1 else 0.0
+            line = f"  [{node}] writing: {self.tokens} tokens, {rate:.1f} tokens/s"
+            self.out.write("\r" + line + "\x1b[K")
+            self.out.flush()
+            self.drawn = now
+
+    def clear(self) -> None:
+        """Remove the line (a step finished)."""
+        if self.tokens:
+            self.out.write("\r\x1b[K")
+            self.out.flush()
+        self.tokens = 0

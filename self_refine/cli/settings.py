@@ -40,6 +40,7 @@ SETTING_KEYS = (
     "critics",
     "max_retries",
     "timeout",
+    "max_tokens",
     "max_tokens_total",
 )
 """The settings a thread runs with, saved beside its checkpoints for `resume`."""
@@ -147,6 +148,7 @@ def build_graph(settings: dict[str, Any], api_key: str | None = None) -> Any:
             timeout=settings.get("timeout"),
             max_retries=settings.get("max_retries"),
             api_key=api_key,
+            max_tokens=settings.get("max_tokens"),
         )
 
     return create_self_refine_graph(

@@ -72,6 +72,7 @@ _SETTING_KEYWORDS = frozenset(
         "select",
         "profile",
         "max_tokens_total",
+        "max_tokens",
         "max_retries",
         "timeout",
         "base_url",

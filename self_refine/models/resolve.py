@@ -12,6 +12,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
+from self_refine.context import DEFAULT_MAX_TOKENS
 from self_refine.errors import ConfigError
 from self_refine.state import Usage
 
@@ -42,6 +43,7 @@ class ModelSpec:
     timeout: float | None = None
     max_retries: int | None = None
     api_key: str | None = field(default=None, repr=False)
+    max_tokens: int | None = None
 
 
 def resolve_model(
@@ -51,6 +53,7 @@ def resolve_model(
     timeout: float | None = None,
     max_retries: int | None = None,
     api_key: str | None = None,
+    max_tokens: int | None = None,
 ) -> BaseChatModel:
     """Return a chat model for an instance or a model string.
 
@@ -77,6 +80,7 @@ def resolve_model(
             timeout,
             max_retries,
             api_key or os.environ.get("OPENAI_API_KEY") or None,
+            max_tokens or DEFAULT_MAX_TOKENS,
         )
     )
 
@@ -128,7 +132,7 @@ def _unknown(name: str) -> str:
     """The message for a model string of no known form, with the closest known name."""
     close = difflib.get_close_matches(name.lower(), ["offline", "local", "gpt-4o-mini"], n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown model {name!r}{hint}: use {KNOWN_FORMS}"
+    return f"unknown model string {name!r}{hint}: use {KNOWN_FORMS}"
 
 
 @lru_cache(maxsize=64)
@@ -144,7 +148,11 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
         from self_refine.models.local import LocalChatModel
 
         path = local_model_path(name)
-        return LocalChatModel(model_path=str(path), model_name=f"local:{path.name}")
+        return LocalChatModel(
+            model_path=str(path),
+            model_name=f"local:{path.name}",
+            max_tokens=spec.max_tokens or DEFAULT_MAX_TOKENS,
+        )
     if provider == "served":
         return _openai(model_name, spec)
     if provider == "openai":
@@ -164,6 +172,7 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
         options["max_retries"] = spec.max_retries
     if spec.api_key:
         options["api_key"] = spec.api_key
+    options["max_tokens"] = spec.max_tokens
     return init_chat_model(name, **options)
 
 
@@ -177,8 +186,12 @@ def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
             "or pass --base-url for an OpenAI-compatible server, or use --model offline"
         )
     options: dict[str, Any] = {"model": model_name, "api_key": api_key or _NO_KEY_NEEDED}
+    options["max_tokens"] = spec.max_tokens
     if base_url:
         options["base_url"] = base_url
+        # Servers of the older API (llama.cpp's, vLLM's) read max_tokens, not the
+        # max_completion_tokens that ChatOpenAI sends: send both.
+        options["extra_body"] = {"max_tokens": spec.max_tokens}
     if spec.timeout is not None:
         options["timeout"] = spec.timeout
     if spec.max_retries is not None:

@@ -58,6 +58,7 @@ class Deps:
             timeout=ctx.timeout,
             max_retries=ctx.max_retries,
             api_key=ctx.api_key,
+            max_tokens=ctx.max_tokens,
         )
 
     def prompt_set(self, ctx: RefineContext) -> PromptSet:

