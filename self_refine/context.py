@@ -135,6 +135,13 @@ class RefineContext:
             f"call to a model given as a string. Empty: {DEFAULT_MAX_TOKENS}."
         ),
     )
+    max_draft_chars: int | None = field(
+        default=None,
+        metadata=_describe(
+            "Longest draft accepted, in characters: a longer reply is rejected (the previous "
+            "draft is kept). Empty: six times the task's length, at least 3,000."
+        ),
+    )
     max_tokens_total: int | None = field(
         default=None,
         metadata=_describe(
@@ -170,6 +177,7 @@ class RefineContext:
             raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout}")
         _check_number("max_tokens_total", self.max_tokens_total, 1, None, integer=True)
         _check_number("max_tokens", self.max_tokens, 1, 131072, integer=True)
+        _check_number("max_draft_chars", self.max_draft_chars, 1, None, integer=True)
         if self.select is not None and self.select not in ("best", "last"):
             raise ConfigError(f'select must be "best" or "last", got {self.select!r}')
         for name in ("model", "generator_model", "critic_model", "refiner_model", "profile"):

@@ -20,6 +20,7 @@ __all__ = [
     "RefineInput",
     "RefineOutput",
     "RefineState",
+    "RejectedReply",
     "Usage",
     "MAX_TASK_CHARS",
     "add_usage",
@@ -100,6 +101,20 @@ def add_usage(*usages: Usage | None) -> Usage:
     return total
 
 
+class RejectedReply(TypedDict):
+    """A model reply that was not taken as a draft, and why.
+
+    `reason` is one of "echo" (it repeats the prompt's tags, instructions, the
+    task or earlier feedback), "refusal", "too_long" or "empty"; `reply` is the
+    reply, cut to 2,000 characters; `detail` says what was found. A rejected
+    reply is never a draft: verifiers never see it and it is never the answer.
+    """
+
+    reason: str
+    reply: str
+    detail: str
+
+
 class Attempt(TypedDict):
     """One draft and the critique it received.
 
@@ -108,6 +123,8 @@ class Attempt(TypedDict):
     draft and the call that critiqued it. `problems`, present only when
     something went wrong, says what (an empty or refused reply, a critique that
     was not valid JSON, a score outside [0, 1]) and how it was handled.
+    `rejected`, present only when it happened, lists the replies that were not
+    taken as this draft (see `RejectedReply`).
     """
 
     iteration: int
@@ -115,6 +132,7 @@ class Attempt(TypedDict):
     critique: dict[str, Any]
     usage: Usage
     problems: NotRequired[list[str]]
+    rejected: NotRequired[list[RejectedReply]]
 
 
 def _append_attempts(
@@ -168,6 +186,7 @@ class RefineState(TypedDict, total=False):
     stop_reason: str | None
     draft_usage: Usage
     draft_problems: list[str]
+    draft_rejected: list[RejectedReply]
     usage: Usage
     answer: str
     best: Attempt | None
@@ -207,7 +226,8 @@ def fresh_view(state: RefineState) -> RefineState:
     if not starts_over(state):
         return state
     view = cast(RefineState, dict(state))
-    for key in ("attempts", "iteration", "usage", "draft_usage", "draft_problems", "critique"):
+    kept_apart = ("draft_usage", "draft_problems", "draft_rejected")
+    for key in ("attempts", "iteration", "usage", *kept_apart, "critique"):
         view.pop(key, None)  # type: ignore[misc]
     return view
 

@@ -70,12 +70,23 @@ class Verified:
 
 @dataclass(frozen=True)
 class CriticDone:
-    """Stop when the critic says the draft needs no change."""
+    """Stop when the critic says the draft needs no change, and its score agrees.
+
+    A `done` that comes with a score below `min_score` is contradictory (a small
+    model's "done: true, score: 0.5") and does not stop the run. A failing
+    verifier always makes the merged critique not done, so a critic's `done`
+    never overrides it.
+    """
+
+    min_score: float = 0.8
 
     def __call__(self, view: StopView) -> str | None:
-        return (
-            "critic_done" if view.attempts and view.attempts[-1]["critique"].get("done") else None
-        )
+        if not view.attempts:
+            return None
+        critique = view.attempts[-1]["critique"]
+        score = critique.get("score")
+        agreed = score is None or score >= self.min_score
+        return "critic_done" if critique.get("done") and agreed else None
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,8 @@ def test_no_improvement_stops_after_patience_rounds_without_a_better_score() -> 
     result = refine("task", model=model, max_iterations=6, patience=2)
     assert result["stop_reason"] == "no_improvement"
     assert result["iterations"] == 3
-    assert result["answer"] == "draft 3", "ties go to the latest attempt"
-    assert result["best"] is not None and result["best"]["iteration"] == 3
+    assert result["answer"] == "draft 1", "ties go to the earlier attempt"
+    assert result["best"] is not None and result["best"]["iteration"] == 1
 
 
 def test_unchanged_stops_when_the_refiner_returns_the_same_draft() -> None:
@@ -159,9 +159,10 @@ class TestAnswerSelection:
         assert result["score"] == 0.6
         assert result["best"] is not None and result["best"]["draft"] == "draft 1"
 
-    def test_ties_go_to_the_latest(self) -> None:
+    def test_ties_go_to_the_earlier(self) -> None:
+        # A later draft must score higher to be preferred: growth never wins a tie.
         result = refine("task", model=self.model(0.7, 0.7, 0.5), max_iterations=2)
-        assert result["answer"] == "draft 1"
+        assert result["answer"] == "draft 0"
 
     def test_without_scores_the_last_attempt_is_the_answer(self) -> None:
         result = refine("task", model=self.model(None, None, None), max_iterations=2)

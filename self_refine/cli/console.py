@@ -48,6 +48,8 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
                 textwrap.fill(problem, 88, initial_indent="    ! ", subsequent_indent="      "),
                 file=out,
             )
+        for line in _rejected_lines(attempt):
+            print(line, file=out)
         if update.get("stop_reason"):
             print(f"    -> stop: {update['stop_reason']}", file=out)
     elif node == "finalize":
@@ -87,5 +89,18 @@ def attempts_table(attempts: Sequence[Attempt], width: int = 100) -> str:
                 f"{it:>3}  {score:>5}  {draft_line:<{text_width}}  {feedback_line}".rstrip()
             )
             first = False
+        rows.extend(_rejected_lines(attempt, text_width * 2))
         rows.append("")
     return "\n".join(rows)
+
+
+def _rejected_lines(attempt: Attempt, width: int = 88) -> list[str]:
+    """One line per reply that was not taken as the draft: reason and a short excerpt."""
+    lines = []
+    for record in attempt.get("rejected") or []:
+        excerpt = " ".join(record["reply"].split())[:60]
+        text = f"rejected reply ({record['reason']}): {record['detail']}; it began {excerpt!r}"
+        lines.append(
+            textwrap.fill(text, width, initial_indent="    x ", subsequent_indent="      ")
+        )
+    return lines

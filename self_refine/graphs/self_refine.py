@@ -73,6 +73,7 @@ _SETTING_KEYWORDS = frozenset(
         "profile",
         "max_tokens_total",
         "max_tokens",
+        "max_draft_chars",
         "max_retries",
         "timeout",
         "base_url",

@@ -23,13 +23,14 @@ from typing import Any, NamedTuple
 
 from langchain_core.exceptions import ModelError
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from self_refine.errors import ModelCallError
+from self_refine.models.hygiene import DraftGuard, clean_reply, rejected
 from self_refine.models.resolve import describe_model, message_text, message_usage
 from self_refine.redact import model_secrets, redact
-from self_refine.state import Usage, add_usage
+from self_refine.state import RejectedReply, Usage, add_usage
 
 __all__ = [
     "DraftReply",
@@ -149,11 +150,16 @@ def trace_config(
 
 
 class DraftReply(NamedTuple):
-    """A draft from the generator or refiner, the tokens it cost, and what went wrong."""
+    """A draft from the generator or refiner, the tokens it cost, and what went wrong.
+
+    `text` is "" when no reply was usable; `rejected` lists the replies that
+    were not taken as the draft (see `self_refine.models.hygiene`).
+    """
 
     text: str
     usage: Usage
     problems: list[str]
+    rejected: list[RejectedReply]
 
 
 def _short(text: str) -> str:
@@ -161,45 +167,101 @@ def _short(text: str) -> str:
     return flat if len(flat) <= 160 else flat[:157] + "..."
 
 
-def _read_draft(role: str, replies: Sequence[Any]) -> DraftReply:
-    """Judge the last reply; a refiner's refusal or silence keeps the previous draft."""
+def _read_draft(role: str, replies: Sequence[Any], guard: DraftGuard | None) -> DraftReply:
+    """Judge the last reply: a clean draft, or a rejected reply and why."""
     usage = add_usage(*(message_usage(r) for r in replies))
     reply = replies[-1]
-    text = message_text(reply)
-    problems: list[str] = []
-    kept = "; the previous draft was kept" if role == "refiner" else ""
+    raw = message_text(reply)
     refusal = refusal_of(reply)
-    if refusal:
-        problems.append(f"the {role} refused: {_short(refusal)!r}{kept}")
-        text = "" if role == "refiner" else text
-    elif not text:
-        problems.append(f"the {role} returned an empty reply twice{kept}")
+    text = clean_reply(raw, keep_code_fences=guard.keep_code_fences) if guard else raw
+    problems: list[str] = []
+    if not text and not refusal:
+        twice = "twice" if len(replies) > 1 else "(nothing was left after cleaning)"
+        problems.append(f"the {role} returned an empty reply {twice}")
     elif len(replies) > 1:
         problems.append(f"the {role} returned an empty reply; asked again")
-    return DraftReply(text, usage, problems)
+    verdict = guard.check(text, refusal) if guard else None
+    if guard is None and refusal:
+        verdict = ("refusal", f"the model refused: {_short(refusal)!r}")
+    if verdict is None:
+        return DraftReply(text, usage, problems, [])
+    reason, detail = verdict
+    if reason == "refusal":
+        problems.append(f"the {role} refused: {_short(refusal or raw)!r}")
+    elif reason != "empty":
+        problems.append(f"the {role}'s reply was rejected: {detail}")
+    return DraftReply("", usage, problems, [rejected(reason, detail, raw)])
 
 
 def _needs_retry(reply: Any) -> bool:
     return not message_text(reply) and refusal_of(reply) is None
 
 
+def _ask_again(first: DraftReply) -> bool:
+    """A rejected reply (other than silence, already asked again) gets one more chance."""
+    return bool(first.rejected) and first.rejected[-1]["reason"] != "empty"
+
+
+def _corrected(messages: list[BaseMessage], first: DraftReply) -> list[BaseMessage]:
+    """The same request, with the rejected reply and what was wrong with it."""
+    detail = first.rejected[-1]["detail"]
+    return [
+        *messages,
+        AIMessage(first.rejected[-1]["reply"]),
+        HumanMessage(
+            f"That reply cannot be used: {detail}. Reply again with only the text of the "
+            "draft itself: no tags, no instructions, no feedback, no preamble."
+        ),
+    ]
+
+
+def _merged(role: str, first: DraftReply, second: DraftReply | None) -> DraftReply:
+    """The outcome of one or two tries, with what happened said once."""
+    keep = "the previous draft was kept" if role == "refiner" else "the first draft is empty"
+    if second is None:
+        if first.rejected and first.rejected[-1]["reason"] == "refusal" and role == "refiner":
+            return first._replace(problems=[*first.problems[:-1], first.problems[-1] + f"; {keep}"])
+        return first
+    problems = [*first.problems[:-1], first.problems[-1] + "; asked again", *second.problems]
+    if second.rejected:
+        problems[-1] += f"; {keep}"
+    usage = add_usage(first.usage, second.usage)
+    return DraftReply(second.text, usage, problems, [*first.rejected, *second.rejected])
+
+
 def write_draft(
-    model: BaseChatModel, messages: list[BaseMessage], role: str, config: RunnableConfig
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    role: str,
+    config: RunnableConfig,
+    guard: DraftGuard | None = None,
 ) -> DraftReply:
-    """Ask for a draft; an empty reply is asked once more."""
+    """Ask for a draft; an empty reply is asked once more, a rejected one too (with a guard)."""
     with model_errors(role, model):
         replies = [model.invoke(messages, config)]
         if _needs_retry(replies[0]):
             replies.append(model.invoke(messages, config))
-    return _read_draft(role, replies)
+        first = _read_draft(role, replies, guard)
+        if guard is None or not _ask_again(first):
+            return _merged(role, first, None)
+        again = model.invoke(_corrected(messages, first), config)
+    return _merged(role, first, _read_draft(role, [again], guard))
 
 
 async def awrite_draft(
-    model: BaseChatModel, messages: list[BaseMessage], role: str, config: RunnableConfig
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    role: str,
+    config: RunnableConfig,
+    guard: DraftGuard | None = None,
 ) -> DraftReply:
     """Async twin of write_draft()."""
     with model_errors(role, model):
         replies = [await ainvoke_in_slot(model, messages, config)]
         if _needs_retry(replies[0]):
             replies.append(await ainvoke_in_slot(model, messages, config))
-    return _read_draft(role, replies)
+        first = _read_draft(role, replies, guard)
+        if guard is None or not _ask_again(first):
+            return _merged(role, first, None)
+        again = await ainvoke_in_slot(model, _corrected(messages, first), config)
+    return _merged(role, first, _read_draft(role, [again], guard))

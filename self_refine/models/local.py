@@ -22,6 +22,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -46,6 +47,7 @@ LOCAL_EXTRA_HINT = (
     "llama.cpp once, about 7 minutes on 2 cores), or use model 'offline'"
 )
 
+_STATE_CACHE_BYTES = 1 << 30
 _LLAMAS: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
 _LLAMAS_LOCK = threading.Lock()
 
@@ -60,12 +62,17 @@ def shared_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
                 from llama_cpp import Llama
             except ImportError:
                 raise ConfigError(LOCAL_EXTRA_HINT) from None
+            from llama_cpp import LlamaRAMCache
+
             llama = Llama(
                 model_path=key[0],
                 n_ctx=n_ctx,
                 n_threads=os.cpu_count() or 1,
                 verbose=False,
             )
+            # Saved states by prompt: the critic's and the refiner's prompts alternate,
+            # and each finds its own longest prefix again instead of only the last one.
+            llama.set_cache(LlamaRAMCache(capacity_bytes=_STATE_CACHE_BYTES))
             found = _LLAMAS[key] = (llama, threading.Lock())
     return found
 
@@ -98,6 +105,11 @@ class LocalChatModel(BaseChatModel):
     max_tokens: int = Field(default=512, description="Most tokens one reply may have.")
     temperature: float = Field(default=0.2)
     seed: int | None = Field(default=0, description="Sampling seed; None: random.")
+    reuse_prefix: bool = Field(
+        default=True,
+        description="Keep what the model has read between calls (False: read every prompt "
+        "from the start; for measuring what reuse saves).",
+    )
 
     @property
     def _llm_type(self) -> str:
@@ -128,7 +140,7 @@ class LocalChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         llama, lock = shared_llama(self.model_path, self.n_ctx)
-        with lock:
+        with lock, self._forgetting(llama):
             before = _evaluated(llama)
             reply = llama.create_chat_completion(**self._request(messages, stop, **kwargs))
             evaluated = _evaluated(llama) - before
@@ -158,7 +170,7 @@ class LocalChatModel(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         llama, lock = shared_llama(self.model_path, self.n_ctx)
         request = self._request(messages, stop, **kwargs)
-        with lock:
+        with lock, self._forgetting(llama):
             before = _evaluated(llama)
             written = 0
             for part in llama.create_chat_completion(**request, stream=True):
@@ -187,6 +199,20 @@ class LocalChatModel(BaseChatModel):
                 },
             )
         )
+
+    @contextmanager
+    def _forgetting(self, llama: Any) -> Iterator[None]:
+        """Without prefix reuse: the call starts from an empty context and no saved states."""
+        if self.reuse_prefix:
+            yield
+            return
+        cache = llama.cache
+        llama.set_cache(None)
+        llama.reset()
+        try:
+            yield
+        finally:
+            llama.set_cache(cache)
 
     async def _agenerate(
         self,

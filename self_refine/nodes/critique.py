@@ -136,6 +136,8 @@ def _record(
     problems = [*(state.get("draft_problems") or []), *result.problems]
     if problems:
         attempt["problems"] = problems
+    if state.get("draft_rejected"):
+        attempt["rejected"] = list(state["draft_rejected"])
     usage = add_usage(state.get("usage"), result.usage)
     view = StopView([*(state.get("attempts") or []), attempt], attempt["iteration"], usage)
     return {

@@ -11,6 +11,7 @@ from langgraph.runtime import get_runtime
 
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
+from self_refine.models.hygiene import DraftGuard, draft_limit
 from self_refine.models.resolve import resolve_model
 from self_refine.prompts import PromptSet, get_profile
 from self_refine.stopping import StopPolicy
@@ -59,6 +60,15 @@ class Deps:
             max_retries=ctx.max_retries,
             api_key=ctx.api_key,
             max_tokens=ctx.max_tokens,
+        )
+
+    def guard(self, ctx: RefineContext, task: str, feedback: Sequence[str]) -> DraftGuard:
+        """What a draft reply is checked against before it becomes the draft."""
+        return DraftGuard(
+            task=task,
+            feedback=tuple(feedback),
+            limit=draft_limit(task, ctx.max_draft_chars),
+            keep_code_fences=self.prompt_set(ctx).name.startswith("code"),
         )
 
     def prompt_set(self, ctx: RefineContext) -> PromptSet:

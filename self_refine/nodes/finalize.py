@@ -12,11 +12,17 @@ __all__ = ["make_finalize", "pick_best"]
 
 
 def pick_best(attempts: list[Attempt]) -> Attempt | None:
-    """The highest-scoring attempt, ties to the latest; the last when none has a score."""
-    scored = [a for a in attempts if a["critique"].get("score") is not None]
+    """The highest-scoring attempt; the last when none has a score.
+
+    Ties go to the earlier, and among those the shorter, draft: a later draft
+    must score higher to be preferred, so growth never wins a tie. Empty drafts
+    (no usable reply) are candidates only when nothing else is.
+    """
+    usable = [a for a in attempts if a["draft"].strip()] or attempts
+    scored = [a for a in usable if a["critique"].get("score") is not None]
     if not scored:
-        return attempts[-1] if attempts else None
-    return max(scored, key=lambda a: (a["critique"]["score"], a["iteration"]))
+        return usable[-1] if usable else None
+    return max(scored, key=lambda a: (a["critique"]["score"], -a["iteration"], -len(a["draft"])))
 
 
 def make_finalize(deps: Deps) -> NodeRunnable:

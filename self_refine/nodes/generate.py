@@ -9,6 +9,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from self_refine.models.calls import DraftReply, awrite_draft, trace_config, write_draft
+from self_refine.models.hygiene import DraftGuard
 from self_refine.nodes.critique import check_critics
 from self_refine.nodes.deps import Deps
 from self_refine.nodes.runnable import NodeRunnable
@@ -21,7 +22,9 @@ __all__ = ["make_generate"]
 def make_generate(deps: Deps) -> NodeRunnable:
     """Build the node that asks the generator for a first draft."""
 
-    def prepare(state: RefineState) -> tuple[BaseChatModel, list[BaseMessage], RunnableConfig]:
+    def prepare(
+        state: RefineState,
+    ) -> tuple[BaseChatModel, list[BaseMessage], RunnableConfig, DraftGuard]:
         ctx = deps.settings()
         check_critics(deps, ctx, state.get("reference"))  # fail before any model call
         deps.model("refiner", ctx)  # and so does a refiner model that cannot be had
@@ -29,17 +32,18 @@ def make_generate(deps: Deps) -> NodeRunnable:
         config = trace_config(
             "generate", "generator", model, iteration=0, profile=deps.profile_name(ctx)
         )
-        return model, generate_messages(deps.prompt_set(ctx), state["task"]), config
+        guard = deps.guard(ctx, state["task"], [])
+        return model, generate_messages(deps.prompt_set(ctx), state["task"]), config, guard
 
     def generate(state: RefineState) -> dict[str, Any]:
         """Write the first draft of the task."""
-        model, messages, config = prepare(state)
-        return _update(state, write_draft(model, messages, "generator", config))
+        model, messages, config, guard = prepare(state)
+        return _update(state, write_draft(model, messages, "generator", config, guard))
 
     async def agenerate(state: RefineState) -> dict[str, Any]:
         """Write the first draft of the task."""
-        model, messages, config = prepare(state)
-        return _update(state, await awrite_draft(model, messages, "generator", config))
+        model, messages, config, guard = prepare(state)
+        return _update(state, await awrite_draft(model, messages, "generator", config, guard))
 
     return NodeRunnable(generate, agenerate, name="generate")
 
@@ -52,6 +56,7 @@ def _update(state: RefineState, reply: DraftReply) -> dict[str, Any]:
         "iteration": 0,
         "draft_usage": reply.usage,
         "draft_problems": reply.problems,
+        "draft_rejected": reply.rejected,
         "usage": reply.usage,
         "stop_reason": None,
     }

@@ -9,6 +9,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from self_refine.models.calls import DraftReply, awrite_draft, trace_config, write_draft
+from self_refine.models.hygiene import DraftGuard, feedback_of
 from self_refine.nodes.deps import Deps
 from self_refine.nodes.runnable import NodeRunnable
 from self_refine.prompts import refine_messages
@@ -20,7 +21,9 @@ __all__ = ["make_refine"]
 def make_refine(deps: Deps) -> NodeRunnable:
     """Build the node that asks the refiner for a better draft."""
 
-    def prepare(state: RefineState) -> tuple[BaseChatModel, list[BaseMessage], RunnableConfig]:
+    def prepare(
+        state: RefineState,
+    ) -> tuple[BaseChatModel, list[BaseMessage], RunnableConfig, DraftGuard]:
         ctx = deps.settings()
         messages = refine_messages(
             deps.prompt_set(ctx),
@@ -37,19 +40,27 @@ def make_refine(deps: Deps) -> NodeRunnable:
             iteration=state.get("iteration", 0) + 1,
             profile=deps.profile_name(ctx),
         )
-        return model, messages, config
+        attempts = state.get("attempts") or []
+        guard = deps.guard(ctx, state["task"], [*feedback_of(attempts), *_items(state)])
+        return model, messages, config, guard
 
     def refine(state: RefineState) -> dict[str, Any]:
         """Rewrite the latest draft so it addresses the feedback."""
-        model, messages, config = prepare(state)
-        return _update(state, write_draft(model, messages, "refiner", config))
+        model, messages, config, guard = prepare(state)
+        return _update(state, write_draft(model, messages, "refiner", config, guard))
 
     async def arefine(state: RefineState) -> dict[str, Any]:
         """Rewrite the latest draft so it addresses the feedback."""
-        model, messages, config = prepare(state)
-        return _update(state, await awrite_draft(model, messages, "refiner", config))
+        model, messages, config, guard = prepare(state)
+        return _update(state, await awrite_draft(model, messages, "refiner", config, guard))
 
     return NodeRunnable(refine, arefine, name="refine")
+
+
+def _items(state: RefineState) -> list[str]:
+    """The feedback in the critique channel (a person may have edited it)."""
+    critique = state.get("critique") or {}
+    return [str(item) for item in critique.get("feedback") or []]
 
 
 def _update(state: RefineState, reply: DraftReply) -> dict[str, Any]:
@@ -60,6 +71,7 @@ def _update(state: RefineState, reply: DraftReply) -> dict[str, Any]:
         "iteration": state.get("iteration", 0) + 1,
         "draft_usage": reply.usage,
         "draft_problems": reply.problems,
+        "draft_rejected": reply.rejected,
         "usage": add_usage(state.get("usage"), reply.usage),
         "stop_reason": None,
     }

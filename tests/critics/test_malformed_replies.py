@@ -215,16 +215,19 @@ def test_a_critic_refusal_is_recorded(server: OpenAIServer) -> None:
 def test_a_refiner_refusal_keeps_the_previous_draft(
     server: OpenAIServer, responder: ScriptedResponder
 ) -> None:
-    responder.queues["refiner"].append("I'm sorry, but I cannot help with that request.")
+    refusal = "I'm sorry, but I cannot help with that request."
+    responder.queues["refiner"].extend([refusal, refusal])  # asked again once, refused again
 
     result = _refine(server)
 
     first, second = result["attempts"]
     assert second["draft"] == first["draft"]
     assert second["problems"] == [
-        'the refiner refused: "I\'m sorry, but I cannot help with that request."; '
-        "the previous draft was kept"
+        f"the refiner refused: {refusal!r}; asked again",
+        f"the refiner refused: {refusal!r}; the previous draft was kept",
     ]
+    assert [r["reason"] for r in second["rejected"]] == ["refusal", "refusal"]
+    assert len(server.chat_requests("refiner")) == 2
     assert result["stop_reason"] == "unchanged"
     assert len(server.chat_requests("critic")) == 1  # the same draft is not critiqued again
 

@@ -45,7 +45,8 @@ def extract_answer(draft: str) -> tuple[str, str] | None:
     """The final answer in the draft and where it was found, or None.
 
     Looks for, in order: the last \\boxed{...}, the last "#### ...", the last
-    "The answer is ..." (or "Answer: ..."), and the last number in the text.
+    "The answer is ..." (or "Answer: ..."; its last number when the statement
+    is not a plain number), and the last number in the text.
     """
     boxed = _boxed(draft)
     if boxed:
@@ -56,7 +57,12 @@ def extract_answer(draft: str) -> tuple[str, str] | None:
     stated = list(_ANSWER_IS.finditer(draft))
     if stated:
         value = stated[-1].group("value")
+        while (inner := _ANSWER_IS.search(value)) is not None:
+            value = inner.group("value")  # "the answer is: The answer is 38."
         value = _SENTENCE_END.split(value, maxsplit=1)[0].strip().strip("*").strip()
+        numbers = _NUMBER.findall(value)
+        if numbers and not _number(value):
+            value = numbers[-1].strip()  # the last number of the statement: "x = 3 + 4 = 7"
         if value:
             return value, '"the answer is"'
     numbers = _NUMBER.findall(draft)

@@ -1,0 +1,130 @@
+"""What a model's reply must be before it becomes a draft.
+
+Small models wrap their answer in a preamble ("Here is the revised text:"), in the
+prompt's own fence tags, in quotes; those wrappers are removed (`clean_reply`).
+A reply that still carries the prompt's scaffolding (fence tags, its instructions,
+the task text, earlier feedback), refuses, is empty, or is longer than the length
+guard is not a draft at all (`rejection`): the caller records it as rejected, asks
+once more, and otherwise keeps the previous draft.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from self_refine.state import RejectedReply
+
+__all__ = ["DraftGuard", "clean_reply", "draft_limit", "rejected"]
+
+_TAGS = "task|draft|feedback|reference|attempt"
+_WRAPPED = re.compile(rf"^\s*<({_TAGS})\b[^>]*>\s*(?P<body>.*?)\s*</\1>\s*$", re.I | re.S)
+_SCAFFOLDING = re.compile(rf"</?(?:{_TAGS})\b[^>]*>|&lt;/?(?:{_TAGS})\b", re.I)
+_PREAMBLE = re.compile(
+    r"^\s*(?:(?:sure|certainly|okay|ok|of course)[,!.]?\s*)?"
+    r"(?:(?:here(?:'s| is| are)\s+(?:the|my|an?|your)?\s*)?"
+    r"(?:new|revised|improved|updated|rewritten|refined|corrected|final|first)?\s*"
+    r"(?:draft|version|text|response|answer|attempt|sentence|reply)\s*"
+    r"(?:\([^)\n]{0,40}\))?\s*(?:is)?\s*[:\-]"
+    r"|(?:draft|answer|response)\s*\d*\s*[:\-])\s*",
+    re.I,
+)
+_QUOTES = {'"': '"', "\u201c": "\u201d", "'": "'"}
+_PROSE_FENCE = re.compile(r"^\s*```(?:text|markdown|md)?\s*\n(?P<body>.*?)\n```\s*$", re.S | re.I)
+_INSTRUCTIONS = (
+    "rewrite the latest draft so that",
+    "attempts so far, oldest first",
+    "write the response to the task above",
+    "critique the draft. reply with json",
+    "is data to work on, never instructions",
+    "reply with the new draft only",
+    "role: generator",
+    "role: refiner",
+    "role: critic",
+)
+_REPLY_KEPT = 2000
+
+
+def draft_limit(task: str, max_draft_chars: int | None) -> int:
+    """The longest draft accepted: the setting, else 6x the task and never under 3,000."""
+    return max_draft_chars or max(3000, 6 * len(task))
+
+
+def clean_reply(text: str, *, keep_code_fences: bool = False) -> str:
+    """The reply without wrappers that are not part of the answer."""
+    previous = None
+    while text != previous:
+        previous = text
+        text = text.strip()
+        wrapped = _WRAPPED.match(text)
+        if wrapped:
+            text = wrapped.group("body")
+        text = _PREAMBLE.sub("", text, count=1) if _PREAMBLE.match(text) else text
+        fenced = None if keep_code_fences else _PROSE_FENCE.match(text)
+        if fenced:
+            text = fenced.group("body")
+        if len(text) > 1 and text[0] in _QUOTES and text.endswith(_QUOTES[text[0]]):
+            inner = text[1:-1]
+            if text[0] not in inner and _QUOTES[text[0]] not in inner:
+                text = inner
+    return text.strip()
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+@dataclass(frozen=True)
+class DraftGuard:
+    """What a reply is held against: the task, earlier feedback, the length limit."""
+
+    task: str
+    feedback: Sequence[str] = ()
+    limit: int = 3000
+    keep_code_fences: bool = False
+
+    def check(self, text: str, refusal: str | None) -> tuple[str, str] | None:
+        """(reason, detail) when the cleaned reply is no draft; None when it is one."""
+        if refusal:
+            return "refusal", f"the model refused: {_short(refusal)!r}"
+        if not text.strip():
+            return "empty", "the reply was empty"
+        tag = _SCAFFOLDING.search(text)
+        if tag:
+            return "echo", f"the reply repeats the prompt's scaffolding ({tag.group(0)!r})"
+        flat = _flat(text)
+        said = next((i for i in _INSTRUCTIONS if i in flat), None)
+        if said:
+            return "echo", f"the reply repeats the prompt's instructions ({said!r})"
+        task = _flat(self.task)
+        if len(task) >= 30 and task[:300] in flat:
+            return "echo", "the reply repeats the task text"
+        for item in self.feedback:
+            item_flat = _flat(item)
+            if len(item_flat) >= 30 and item_flat in flat:
+                return "echo", f"the reply repeats earlier feedback ({_short(item)!r})"
+        if len(text) > self.limit:
+            return "too_long", f"the reply has {len(text):,} characters (limit {self.limit:,})"
+        return None
+
+
+def rejected(reason: str, detail: str, reply: str) -> RejectedReply:
+    """The record of a reply that was not taken as a draft."""
+    return {"reason": reason, "reply": reply[:_REPLY_KEPT], "detail": detail}
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= 80 else flat[:77] + "..."
+
+
+def feedback_of(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every feedback item the attempts received, for the echo check."""
+    items: list[str] = []
+    for attempt in attempts:
+        critique = attempt.get("critique")
+        if isinstance(critique, dict):
+            items += [str(f) for f in critique.get("feedback") or []]
+    return items

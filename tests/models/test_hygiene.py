@@ -1,0 +1,166 @@
+"""Replies are cleaned before they become drafts; echoes, refusals and overlong replies never do."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from self_refine import Critique, RefineContext, create_self_refine_graph
+from self_refine.models.hygiene import DraftGuard, clean_reply, draft_limit
+from tests.fakes import FakeChatModel, critique
+
+TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
+REAL = json.loads((Path(__file__).parents[1] / "fixtures" / "real_replies.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("reply", "draft"),
+    [
+        ("Draft: The dog runs.", "The dog runs."),
+        ("Here is the revised text:\nThe dog runs.", "The dog runs."),
+        ("Sure! Here's the improved draft: The dog runs.", "The dog runs."),
+        ("<draft>\nThe dog runs.\n</draft>", "The dog runs."),
+        ('"The dog runs."', "The dog runs."),
+        ("```text\nThe dog runs.\n```", "The dog runs."),
+        ('He said "run" to the dog.', 'He said "run" to the dog.'),
+        ("Answer: 42", "42"),
+    ],
+)
+def test_wrappers_that_are_not_the_answer_are_removed(reply: str, draft: str) -> None:
+    assert clean_reply(reply) == draft
+
+
+def test_code_fences_stay_for_code_profiles() -> None:
+    code = "```python\ndef f():\n    return 1\n```"
+    assert clean_reply(code, keep_code_fences=True) == code
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ("<task>\nWrite one sentence\n</task> The dog.", "echo"),
+        ("The dog &lt;draft> runs.", "echo"),
+        (f"{TASK} The dog catches a frisbee in the park.", "echo"),
+        ("Rewrite the latest draft so that it addresses every feedback item. Dog.", "echo"),
+        ('The dog. Mention "frisbee" (a required concept) somewhere in the text.', "echo"),
+        ("", "empty"),
+        ("x" * 5000, "too_long"),
+    ],
+)
+def test_replies_that_are_no_draft_are_named(reply: str, reason: str) -> None:
+    guard = DraftGuard(
+        task=TASK,
+        feedback=['Mention "frisbee" (a required concept) somewhere in the text.'],
+        limit=draft_limit(TASK, None),
+    )
+    verdict = guard.check(clean_reply(reply), None)
+    assert verdict is not None and verdict[0] == reason
+
+
+def test_a_refusal_is_no_draft() -> None:
+    verdict = DraftGuard(task=TASK).check("I'm sorry, I can't help.", "I'm sorry, I can't help.")
+    assert verdict is not None and verdict[0] == "refusal"
+
+
+@pytest.mark.parametrize("case", REAL, ids=[f"{c['model'][:20]}-{c['role']}" for c in REAL])
+def test_recorded_real_replies(case: dict[str, Any]) -> None:
+    cleaned = clean_reply(case["reply"])
+    verdict = DraftGuard(task=case["task"]).check(cleaned, None)
+    if "reason" in case["expect"]:
+        assert verdict is not None and verdict[0] == case["expect"]["reason"]
+    else:
+        assert verdict is None and cleaned == case["expect"]["draft"]
+
+
+def _run(*drafts: str, critiques: list[dict[str, Any]], **settings: Any) -> dict[str, Any]:
+    script: dict[str, list[Any]] = {"generator": [drafts[0]], "critic": critiques}
+    if drafts[1:]:
+        script["refiner"] = list(drafts[1:])
+    model = FakeChatModel(script=script)
+    graph = create_self_refine_graph(
+        model, settings=RefineContext(max_iterations=2, **settings)
+    ).compile()
+    return graph.invoke({"task": TASK})
+
+
+def test_an_echoed_refine_is_rejected_asked_again_and_never_the_answer() -> None:
+    echo = f'<attempt n="0">\n{TASK}\n</attempt>'
+    result = _run(
+        "A dog in a park.",
+        echo,
+        echo,
+        critiques=[critique(["Add frisbee."], score=0.2)],
+    )
+    first, second = result["attempts"][:2]
+    assert second["draft"] == first["draft"], "the previous draft was kept"
+    assert [r["reason"] for r in second["rejected"]] == ["echo", "echo"]
+    assert all(TASK not in a["draft"] for a in result["attempts"])
+    assert TASK not in result["answer"] and "<attempt" not in result["answer"]
+    assert result["stop_reason"] == "unchanged"
+
+
+def test_a_rejected_first_draft_is_asked_again_and_the_better_reply_is_kept() -> None:
+    result = _run(
+        "I'm sorry, but I cannot help with that request.",
+        critiques=[critique([], score=1.0, done=True)],
+    )
+    assert result["attempts"][0]["draft"] == ""
+    assert [r["reason"] for r in result["attempts"][0]["rejected"]][0] == "refusal"
+    assert "sorry" not in result["answer"].lower()
+
+
+def test_verifiers_never_see_a_rejected_reply() -> None:
+    seen: list[str] = []
+
+    def spy(task: str, draft: str, reference: Any) -> Critique:
+        seen.append(draft)
+        return Critique(feedback=["Add frisbee."], score=0.0)
+
+    model = FakeChatModel(
+        script={"generator": ["A dog."], "refiner": [f"{TASK} with frisbee"], "critic": []}
+    )
+    graph = create_self_refine_graph(
+        model, critics=[spy], settings=RefineContext(max_iterations=1)
+    ).compile()
+    graph.invoke({"task": TASK})
+    assert all(TASK not in draft for draft in seen)
+
+
+def test_answer_extraction_reads_the_final_statement_only() -> None:
+    from self_refine.critics.verifiers import extract_answer
+
+    assert extract_answer("So, the answer is: The answer is 38.") == ("38", '"the answer is"')
+    assert extract_answer("Step: 3 + 4 = 7. The answer is x = 3 + 4 = 7.")[0] == "7"  # type: ignore[index]
+    assert extract_answer("The answer is 12 apples.")[0] == "12 apples"  # type: ignore[index]
+    assert extract_answer("#### 17")[0] == "17"  # type: ignore[index]
+    assert extract_answer("so \\boxed{17} it is")[0] == "17"  # type: ignore[index]
+
+
+def test_ties_go_to_the_earlier_shorter_draft() -> None:
+    from self_refine.nodes.finalize import pick_best
+
+    attempts: list[Any] = [
+        {"iteration": 0, "draft": "short", "critique": {"score": 0.5}, "usage": {}},
+        {"iteration": 1, "draft": "much longer " * 20, "critique": {"score": 0.5}, "usage": {}},
+        {"iteration": 2, "draft": "", "critique": {"score": 0.9}, "usage": {}},
+    ]
+    best = pick_best(attempts)
+    assert best is not None and best["iteration"] == 0, "an empty draft is never preferred"
+
+
+def test_a_done_with_a_low_score_does_not_stop_the_run() -> None:
+    result = _run(
+        "A dog in a park.",
+        "A dog catches a frisbee in the park.",
+        critiques=[
+            critique(["Add frisbee."], score=0.5, done=True),
+            critique([], score=1.0, done=True),
+        ],
+    )
+    assert result["stop_reason"] == "critic_done"
+    assert len(result["attempts"]) == 2, (
+        "the contradictory done at 0.5 did not stop the first round"
+    )
