@@ -16,7 +16,7 @@ RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)'
 endif
 RUN_NEEDS := $(if $(filter local local:%,$(MODEL)),$(VENV)/.installed-local,$(VENV)/.installed-run)
 
-.PHONY: run test lint studio bench docs clean
+.PHONY: run test lint studio bench bench-quality docs clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -62,6 +62,13 @@ test: lint
 # benchmarks/README.md (a few minutes; not part of `make test`).
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
+
+# Does refinement help? Four conditions over the bundled task sets, judged by exact checkers;
+# writes benchmarks/results/quality-*.{json,md,png}. QUALITY_OPTIONS="--model NAME --base-url URL"
+# measures another model (about 30-40 minutes with the local model on 2 cores).
+QUALITY_OPTIONS ?= --model local
+bench-quality: $(STAMP)
+	$(BIN)/python -m benchmarks.quality.run $(QUALITY_OPTIONS)
 
 # The documentation site in site/ (guides, CLI and API reference); `make test` builds it too.
 docs: $(STAMP)

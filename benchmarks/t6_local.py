@@ -1,9 +1,10 @@
 """Target 6: the local model re-reads little of what it has already read.
 
 One constrained-generation item, three refine steps (critic: the model itself, no
-early stop), run by the embedded default model (`local`) twice: with prefix reuse
-(the KV cache kept between calls, saved states per prompt) and without (every prompt
-read from the start). Measured: prompt tokens sent, prompt tokens the model actually
+early stop), run by the embedded default model (`local`) after one earlier item of
+another task (as in a batch); then the same prompts replayed from a cold cache with
+prefix reuse (the KV cache kept between calls, saved states per prompt) and without
+(every prompt read from the start). Measured: prompt tokens sent, prompt tokens the model actually
 evaluated (llama.cpp's counter), wall time per item, and the model's raw rates
 (prompt tokens read and tokens written per second) in the same run, so the time per
 item can be set beside what the hardware does.
@@ -23,6 +24,7 @@ TASK = (
     "Write two sentences about a harbour at dawn using all of these words: "
     "gull, rope, tide, lantern, anchor, mist."
 )
+EARLIER = "Write one sentence about a kitchen using all of these words: kettle, spoon, steam."
 ITERATIONS = 3
 
 
@@ -33,6 +35,10 @@ class _Evaluated(BaseCallbackHandler):
         self.evaluated = 0
         self.sent = 0
         self.calls = 0
+        self.prompts: list[list[Any]] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.prompts.extend(messages)
 
     def on_llm_end(self, response: Any, **kwargs: Any) -> None:
         for generations in response.generations:
@@ -46,7 +52,7 @@ class _Evaluated(BaseCallbackHandler):
                 self.sent += int(usage.get("input_tokens", 0))
 
 
-def _item(model: Any) -> tuple[float, _Evaluated]:
+def _item(model: Any, task: str = TASK) -> tuple[float, _Evaluated]:
     from self_refine import RefineContext, create_self_refine_graph
 
     counter = _Evaluated()
@@ -57,7 +63,16 @@ def _item(model: Any) -> tuple[float, _Evaluated]:
         settings=RefineContext(max_iterations=ITERATIONS, profile="constrained_generation"),
     ).compile()
     start = time.perf_counter()
-    graph.invoke({"task": TASK}, {"callbacks": [counter]})
+    graph.invoke({"task": task}, {"callbacks": [counter]})
+    return time.perf_counter() - start, counter
+
+
+def _replay(model: Any, prompts: list[list[Any]]) -> tuple[float, _Evaluated]:
+    """The same prompts again, in order: the same reading work for both settings."""
+    counter = _Evaluated()
+    start = time.perf_counter()
+    for messages in prompts:
+        model.invoke(messages, {"callbacks": [counter]})
     return time.perf_counter() - start, counter
 
 
@@ -84,41 +99,57 @@ def run(quick: bool) -> list[Row]:
     assert isinstance(default, LocalChatModel)
     with_reuse = LocalChatModel(model_path=default.model_path, max_tokens=160)
     without = LocalChatModel(model_path=default.model_path, max_tokens=160, reuse_prefix=False)
-    _item(with_reuse)  # load the model and warm the caches outside the timing
-    seconds_on, on = _item(with_reuse)
-    seconds_off, off = _item(without)
+    # As in a batch: an earlier item of the same profile ran before (another task), so
+    # the model is loaded and the profile's system prompts have been read once.
+    _item(with_reuse, EARLIER)
+    seconds_item, item = _item(with_reuse)
+    from llama_cpp import LlamaRAMCache
+
+    from self_refine.models.local import shared_llama
+
+    llama = shared_llama(default.model_path, default.n_ctx)[0]
+    llama.set_cache(LlamaRAMCache(capacity_bytes=1 << 30))  # the replay starts cold
+    llama.reset()
+    seconds_on, on = _replay(with_reuse, item.prompts)
+    seconds_off, off = _replay(without, item.prompts)
     read, written = _raw_rates(default)
-    label = f"{default.model_name}, {ITERATIONS} refine steps, {on.calls} calls"
+    label = f"{default.model_name}, {ITERATIONS} refine steps, {item.calls} calls"
     return [
         Row(
             TARGET,
             f"prompt tokens evaluated / sent, with prefix reuse ({label})",
             "tokens",
-            value=on.evaluated,
-            baseline=on.sent,
+            value=item.evaluated,
+            baseline=item.sent,
             baseline_label="tokens sent",
             goal="<= 1/3 of the tokens sent",
-            met=on.evaluated <= on.sent / 3,
+            met=item.evaluated <= item.sent / 3,
         ),
         Row(
             TARGET,
-            "prompt tokens evaluated / sent, without prefix reuse",
-            "tokens",
-            value=off.evaluated,
-            baseline=off.sent,
-            baseline_label="tokens sent",
-        ),
-        Row(
-            TARGET,
-            "wall time per item: with prefix reuse / without",
+            "wall time of that item (the graph, 3 refine steps)",
             "s",
-            value=seconds_on,
-            baseline=seconds_off,
-            baseline_label="without reuse",
+            value=seconds_item,
             goal="well under a minute",
-            met=seconds_on < 60,
+            met=seconds_item < 60,
             note=f"the model reads {read:.0f} prompt tokens/s and writes {written:.1f} tokens/s "
             "here (llama.cpp's timers, same run)",
+        ),
+        Row(
+            TARGET,
+            "the same prompts replayed: tokens evaluated without reuse / with",
+            "tokens",
+            value=off.evaluated,
+            baseline=on.evaluated,
+            baseline_label="with reuse",
+        ),
+        Row(
+            TARGET,
+            "the same prompts replayed: wall time without reuse / with",
+            "s",
+            value=seconds_off,
+            baseline=seconds_on,
+            baseline_label="with reuse",
         ),
     ]
 

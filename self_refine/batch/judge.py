@@ -12,8 +12,15 @@ from self_refine.critics import (
     resolve_critics,
     resolve_verifier,
 )
+from self_refine.models.hygiene import DraftGuard
 
-__all__ = ["DEFAULT_VERIFIERS", "Judge", "ReferenceCheck", "VerifierJudge"]
+__all__ = ["DEFAULT_VERIFIERS", "Judge", "ReferenceCheck", "VerifierJudge", "is_echo"]
+
+
+def is_echo(task: str, draft: str) -> bool:
+    """True when the draft repeats the task text or the prompt's scaffolding or instructions."""
+    verdict = DraftGuard(task=task, limit=1 << 62).check(draft, None)
+    return verdict is not None and verdict[0] == "echo"
 
 
 class Judge(Protocol):
@@ -35,7 +42,9 @@ DEFAULT_VERIFIERS: tuple[str, ...] = tuple(VERIFIERS)
 class VerifierJudge:
     """Passes a draft when every verifier able to judge it passes it (see judge_draft).
 
-    Unknown verifier names raise ConfigError here, before any model call.
+    A draft that echoes the task text or the prompt's scaffolding is wrong whatever
+    the verifiers say: the task holds every required word, so an echo would pass a
+    concept check. Unknown verifier names raise ConfigError here, before any model call.
     """
 
     def __init__(self, verifiers: Sequence[str | Verifier]) -> None:
@@ -45,7 +54,10 @@ class VerifierJudge:
 
     def __call__(self, task: str, draft: str, reference: Any) -> bool | None:
         """Whether the draft passes; None when no verifier applies to the reference."""
-        return judge_draft(task, draft, reference, self.specs)
+        verdict = judge_draft(task, draft, reference, self.specs)
+        if verdict and is_echo(task, draft):
+            return False
+        return verdict
 
     def source(self, reference: Any) -> str:
         """The names of the verifiers that apply to this reference, joined by "+"."""

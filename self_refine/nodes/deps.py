@@ -68,7 +68,7 @@ class Deps:
             task=task,
             feedback=tuple(feedback),
             limit=draft_limit(task, ctx.max_draft_chars),
-            keep_code_fences=self.prompt_set(ctx).name.startswith("code"),
+            keep_code_fences=_writes_code(self.prompt_set(ctx)),
         )
 
     def prompt_set(self, ctx: RefineContext) -> PromptSet:
@@ -78,3 +78,8 @@ class Deps:
     def profile_name(self, ctx: RefineContext) -> str:
         """The name of the prompt set in use, for traces."""
         return self.prompts.name if self.prompts else ctx.profile or "general"
+
+
+def _writes_code(prompts: PromptSet) -> bool:
+    """True for profiles whose drafts are code, where a code fence is part of the answer."""
+    return prompts.name.startswith("code") or "python_tests" in prompts.critics

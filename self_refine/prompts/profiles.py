@@ -211,6 +211,27 @@ CONSTRAINED_GENERATION = PromptSet(
     critics=("concepts", "llm"),
 )
 
+PYTHON_FUNCTION = PromptSet(
+    name="python_function",
+    summary='Write a Python function to a spec; with reference["tests"], the tests run sandboxed.',
+    generate=(
+        "You write Python functions to a specification. Reply with one ```python block that "
+        "defines the function with exactly the name and parameters asked for, and nothing "
+        "else: no examples, no tests, no explanation."
+    ),
+    feedback=(
+        "You review a Python function against its specification: does it handle every case "
+        "the specification names, the edge cases (empty input, zero, negative numbers), and "
+        "does it return the asked type? Give each problem as one feedback item that names "
+        "the case and the fix. Score from 0 to 1; set done to true only when it is correct."
+    ),
+    refine=(
+        "You fix a Python function from the feedback. Reply with one ```python block that "
+        "defines the corrected function, and nothing else."
+    ),
+    critics=("python_tests", "llm"),
+)
+
 PROFILES: dict[str, PromptSet] = {
     p.name: p
     for p in (
@@ -222,9 +243,11 @@ PROFILES: dict[str, PromptSet] = {
         SENTIMENT_REVERSAL,
         ACRONYM,
         CONSTRAINED_GENERATION,
+        PYTHON_FUNCTION,
     )
 }
-"""Every profile by name: `general` and the seven tasks of the Self-Refine paper."""
+"""Every profile by name: `general`, the seven tasks of the Self-Refine paper, and
+`python_function` (code checked by tests)."""
 
 
 def get_profile(name: str) -> PromptSet:

@@ -1,0 +1,57 @@
+"""The quality benchmark's figures, computed from batch result records (pure: tested alone)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["condition_figures", "correct_at"]
+
+PLAIN_TEXT_FALLBACK = "the critique was not JSON; read it as plain text"
+
+
+def correct_at(record: dict[str, Any], k: int) -> list[bool]:
+    """Whether the answer after 0..k refine steps is right (a run that stopped keeps its answer).
+
+    Unjudged steps (None) count as wrong: the checker must say right for a step to count.
+    """
+    steps = list(record.get("correct_at") or [record.get("correct_first")])
+    steps = steps[: k + 1]
+    while len(steps) < k + 1:
+        steps.append(steps[-1] if steps else False)
+    return [bool(step) for step in steps]
+
+
+def condition_figures(
+    records: Sequence[dict[str, Any]], k: int, seconds: float, calls: int
+) -> dict[str, Any]:
+    """Accuracy@0..k, transitions, score, cost and hygiene rates of one condition's records."""
+    n = len(records)
+    if n == 0:
+        return {"items": 0}
+    table = [correct_at(record, k) for record in records]
+    accuracy = [sum(row[step] for row in table) / n for step in range(k + 1)]
+    first = [row[0] for row in table]
+    final = [row[-1] for row in table]
+    attempts = [a for record in records for a in record.get("attempts") or []]
+    rejected = Counter(r["reason"] for a in attempts for r in a.get("rejected") or [])
+    drafts_asked = max(len(attempts), 1)
+    fallbacks = sum(PLAIN_TEXT_FALLBACK in (a.get("problems") or []) for a in attempts)
+    scores = [r["score"] for r in records if r.get("score") is not None]
+    usage = [r.get("usage") or {} for r in records]
+    return {
+        "items": n,
+        "accuracy_at": accuracy,
+        "wrong_to_right": sum(not a and b for a, b in zip(first, final, strict=True)),
+        "right_to_wrong": sum(a and not b for a, b in zip(first, final, strict=True)),
+        "mean_score": sum(scores) / len(scores) if scores else None,
+        "input_tokens_per_item": sum(int(u.get("input_tokens", 0)) for u in usage) / n,
+        "output_tokens_per_item": sum(int(u.get("output_tokens", 0)) for u in usage) / n,
+        "seconds_per_item": seconds / n,
+        "calls_per_item": calls / n,
+        "rejected_per_draft": {reason: count / drafts_asked for reason, count in rejected.items()},
+        "parse_fallbacks_per_critique": fallbacks / drafts_asked,
+        "echo_in_final_answers": sum(bool(r.get("echo_final")) for r in records) / n,
+        "stop_reasons": dict(Counter(str(r.get("stop_reason")) for r in records)),
+    }

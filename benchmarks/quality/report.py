@@ -1,0 +1,145 @@
+"""Write a quality run's results: JSON, a Markdown table with examples, and plots."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = ["markdown", "write_results"]
+
+_LABELS = {
+    "first": "first draft only",
+    "intrinsic": "intrinsic self-refine (model critiques itself)",
+    "verifier": "verifier-guided (checker findings + LLM critic)",
+    "trainer": "refine only wrong first drafts",
+}
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def markdown(document: dict[str, Any]) -> str:
+    """The results as a Markdown page."""
+    model = document["model"]
+    lines = [
+        f"# Refinement quality: {model.get('name')} ({document['date']})",
+        "",
+        f"- command: `{document['command']}`",
+        f"- model: `{model.get('model')}`"
+        + (f", file `{model['file']}`, sha256 `{model['sha256']}`" if model.get("file") else ""),
+        f"- machine: {document['machine']['cores']} cores, Python {document['machine']['python']}",
+        f"- {document['items_per_set']} items per set, up to {document['k']} refine steps, "
+        f"at most {document['max_tokens']} tokens per reply",
+        "- judged by each set's exact checker on the final answer; an answer that echoes the "
+        "task or the prompt's scaffolding counts as wrong",
+        "",
+    ]
+    k = document["k"]
+    head = ["set", "condition", *[f"acc@{i}" for i in range(k + 1)]]
+    head += ["w->r", "r->w", "score", "tok in/item", "tok out/item", "s/item", "calls/item"]
+    head += ["rejected echo/refusal/long", "parse fallbacks", "echo in answers"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, conditions in document["results"].items():
+        for condition, f in conditions.items():
+            accuracy = list(f.get("accuracy_at") or [])
+            accuracy += [accuracy[-1]] * (k + 1 - len(accuracy)) if accuracy else []
+            rejected = f.get("rejected_per_draft") or {}
+            cells = [name, _LABELS.get(condition, condition), *map(_pct, accuracy)]
+            cells += [str(f.get("wrong_to_right", "-")), str(f.get("right_to_wrong", "-"))]
+            cells += [_num(f.get("mean_score"), 2), _num(f.get("input_tokens_per_item"), 0)]
+            cells += [_num(f.get("output_tokens_per_item"), 0), _num(f.get("seconds_per_item"))]
+            cells += [_num(f.get("calls_per_item"))]
+            cells += [
+                "/".join(_pct(rejected.get(r, 0.0)) for r in ("echo", "refusal", "too_long")),
+                _pct(f.get("parse_fallbacks_per_critique")),
+                _pct(f.get("echo_in_final_answers")),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "## Examples (verifier-guided: first draft -> final answer)", ""]
+    for name, examples in document.get("examples", {}).items():
+        for example in examples:
+            lines += [
+                f"**{name} / {example['id']}** ({_verdict(example['correct_first'])} -> "
+                f"{_verdict(example['correct_final'])}): {example['task']}",
+                "",
+                "```text",
+                f"first: {_clip(example['first'])}",
+                f"final: {_clip(example['final'])}",
+                "```",
+                "",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def _verdict(value: Any) -> str:
+    return {True: "right", False: "wrong"}.get(value, "unjudged")
+
+
+def _clip(text: str, limit: int = 400) -> str:
+    flat = " | ".join(line for line in str(text).splitlines() if line.strip())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _plot(document: dict[str, Any], path: Path) -> bool:
+    """Accuracy against refine steps per condition, and tokens against final accuracy."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    sets = list(document["results"])
+    figure, axes = plt.subplots(1, len(sets) + 1, figsize=(4.2 * (len(sets) + 1), 3.6))
+    for axis, name in zip(axes, sets, strict=False):
+        for condition, f in document["results"][name].items():
+            accuracy = f.get("accuracy_at") or []
+            if condition == "first" or not accuracy:
+                continue
+            axis.plot(
+                range(len(accuracy)), [100 * a for a in accuracy], marker="o", label=condition
+            )
+        axis.set_title(name)
+        axis.set_xlabel("refine steps")
+        axis.set_ylabel("accuracy (%)")
+        axis.set_ylim(0, 100)
+    axes[0].legend(fontsize=8)
+    tokens = axes[-1]
+    for name in sets:
+        for condition, f in document["results"][name].items():
+            if not f.get("accuracy_at"):
+                continue
+            spent = f.get("input_tokens_per_item", 0) + f.get("output_tokens_per_item", 0)
+            tokens.scatter(spent, 100 * f["accuracy_at"][-1])
+            tokens.annotate(f"{name[:5]}/{condition[:5]}", (spent, 100 * f["accuracy_at"][-1]))
+    tokens.set_xlabel("tokens per item")
+    tokens.set_ylabel("final accuracy (%)")
+    tokens.set_title("cost and accuracy")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return True
+
+
+def write_results(document: dict[str, Any], folder: Path) -> list[Path]:
+    """Write the run's files; returns their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    model = re.sub(r"[^\w.-]+", "-", str(document["model"].get("name")))[:60]
+    stem = folder / f"quality-{model}-{document['date']}"
+    paths = [stem.with_suffix(".json"), stem.with_suffix(".md"), folder / "quality-latest.md"]
+    paths[0].write_text(json.dumps(document, indent=1))
+    page = markdown(document)
+    plot = stem.with_suffix(".png")
+    if _plot(document, plot):
+        page += f"\n![accuracy by refine step, and cost]({plot.name})\n"
+        paths.append(plot)
+    paths[1].write_text(page)
+    paths[2].write_text(page)
+    return paths
