@@ -23,7 +23,7 @@ from self_refine import (
 from tests.fakes import FakeChatModel, critique
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
-README = Path(__file__).parents[1] / "README.md"
+LOOP_GUIDE = Path(__file__).parents[1] / "docs" / "guides" / "loop.md"
 DOG_TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
 
 
@@ -265,13 +265,13 @@ def test_graph_shape_matches_the_snapshot() -> None:
     assert drawn == SNAPSHOT.read_text(), (
         "the graph's shape changed. If that is intended, regenerate the snapshot with "
         "`UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/test_graph.py -k snapshot` "
-        "and update the mermaid block in README.md to match"
+        "and update the mermaid block in docs/guides/loop.md to match"
     )
 
 
-def test_readme_shows_the_snapshot() -> None:
+def test_the_loop_guide_shows_the_snapshot() -> None:
     block = f"```mermaid\n{SNAPSHOT.read_text()}```"
-    assert block in README.read_text(), "paste tests/snapshots/graph.mmd into README.md"
+    assert block in LOOP_GUIDE.read_text(), "paste tests/snapshots/graph.mmd into the loop guide"
 
 
 def test_flat_factory_keywords_still_work_and_warn() -> None:

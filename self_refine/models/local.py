@@ -47,7 +47,31 @@ LOCAL_EXTRA_HINT = (
     "llama.cpp once, about 7 minutes on 2 cores), or use model 'offline'"
 )
 
-_STATE_CACHE_BYTES = 1 << 30
+_STATE_CACHE_BYTES = 2 << 30
+"""Memory for saved states, counted whole (a state holds a batch of logits, about 150 MB
+for a 150k-token vocabulary, besides its KV cache): about a dozen states."""
+_N_BATCH = 256
+
+
+def _state_cache() -> Any:
+    """llama.cpp's RAM state cache, with every byte of a state counted against its capacity.
+
+    The library counts only the KV part of a state, so its capacity alone would let the
+    logits it also keeps grow without bound (gigabytes within a few dozen calls).
+    """
+    from llama_cpp import LlamaRAMCache
+
+    class WholeStateCache(LlamaRAMCache):
+        @property
+        def cache_size(self) -> int:
+            return sum(
+                s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes
+                for s in self.cache_state.values()
+            )
+
+    return WholeStateCache(capacity_bytes=_STATE_CACHE_BYTES)
+
+
 _LLAMAS: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
 _LLAMAS_LOCK = threading.Lock()
 
@@ -62,17 +86,16 @@ def shared_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
                 from llama_cpp import Llama
             except ImportError:
                 raise ConfigError(LOCAL_EXTRA_HINT) from None
-            from llama_cpp import LlamaRAMCache
-
             llama = Llama(
                 model_path=key[0],
                 n_ctx=n_ctx,
+                n_batch=_N_BATCH,
                 n_threads=os.cpu_count() or 1,
                 verbose=False,
             )
             # Saved states by prompt: the critic's and the refiner's prompts alternate,
             # and each finds its own longest prefix again instead of only the last one.
-            llama.set_cache(LlamaRAMCache(capacity_bytes=_STATE_CACHE_BYTES))
+            llama.set_cache(_state_cache())
             found = _LLAMAS[key] = (llama, threading.Lock())
     return found
 

@@ -1,4 +1,4 @@
-"""`make run` runs what the README's Set-up section shows, and a TASK of your own runs plain."""
+"""`make run` runs what the getting-started guide shows, and a TASK of your own runs plain."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from self_refine.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
+GUIDE = ROOT / "docs" / "guides" / "getting-started.md"
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
 
@@ -37,7 +38,7 @@ def _make_run(*overrides: str) -> list[str]:
 
 def _readme_transcript() -> list[str]:
     """The lines of the output the Set-up section shows for `make run`."""
-    text = (ROOT / "README.md").read_text()
+    text = GUIDE.read_text()
     section = text[text.index("\n## Set-up\n") : text.index("\n## With a real model\n")]
     match = re.search(r"```text\n(.*?)```", section, re.S)
     assert match, "the Set-up section shows the output of make run"
@@ -82,7 +83,7 @@ def test_the_readme_shows_a_real_local_model_run_in_the_program_s_format(
 ) -> None:
     pytest.importorskip("llama_cpp", reason='needs the local extra: pip install -e ".[local]"')
     shown = _readme_transcript()
-    text = (ROOT / "README.md").read_text()
+    text = GUIDE.read_text()
     assert "Qwen2.5-Coder-0.5B-Instruct" in text[: text.index("\n## With a real model\n")]
     # The same command, with the fast small model in place of the 491 MB default.
     monkeypatch.setenv("SELF_REFINE_MODELS", str(workdir / "models"))

@@ -239,8 +239,8 @@ async def test_chat_agent_streams_its_refine_subgraph(client: LangGraphClient) -
     assert reply["response_metadata"]["self_refine"]["stop_reason"] == "critic_done"
 
 
-def test_readme_stepping_example_runs_against_the_server(server: Server) -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_guide_s_stepping_example_runs_against_the_server(server: Server) -> None:
+    readme = (ROOT / "docs" / "guides" / "studio.md").read_text()
     (code,) = [
         b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "get_sync_client" in b
     ]

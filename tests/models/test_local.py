@@ -212,3 +212,22 @@ def test_a_small_batch_shares_one_model(smollm2: str) -> None:
     )
     assert len(result.records) == 2
     assert all(record is not None for record in result.records), result.errors
+
+
+def test_saved_states_are_bounded_by_their_whole_size() -> None:
+    import numpy as np
+
+    from self_refine.models import local
+
+    class State:
+        def __init__(self) -> None:
+            self.llama_state_size = 1_000  # what llama.cpp itself counts: the KV part
+            self.scores = np.zeros((256, 1000), dtype=np.single)  # 1 MB of logits
+            self.input_ids = np.zeros(10, dtype=np.intc)
+
+    cache = local._state_cache()
+    cache.capacity_bytes = 3_500_000
+    for key in range(10):
+        cache[(key,)] = State()
+    assert len(cache.cache_state) == 3, "the logits count: three 1 MB states fit, not ten"
+    assert (9,) in cache.cache_state and (0,) not in cache.cache_state, "the oldest go first"
