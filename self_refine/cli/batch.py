@@ -84,6 +84,11 @@ def _check_server(url: str) -> None:
         ) from None
 
 
+def _uses_local_model(args: argparse.Namespace) -> bool:
+    models = [getattr(args, k, None) or "" for k in ("model", "critic_model", "refiner_model")]
+    return any(m == "local" or m.startswith("local:") for m in models)
+
+
 def _warn(message: str) -> None:
     print(f"self-refine: {message}", file=sys.stderr, flush=True)
 
@@ -93,6 +98,11 @@ def _selected(args: argparse.Namespace, check: ReferenceCheck) -> tuple[list[Bat
     shard = parse_shard(args.shard) if args.shard else None
     if args.concurrency < 1:
         raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
+    if args.concurrency > 1 and _uses_local_model(args):
+        _warn(
+            f"--concurrency {args.concurrency} with a local model: its one instance answers one "
+            "call at a time, so items overlap but the batch is no faster"
+        )
     items, problems = read_items(args.input)
     usable = []
     for item in items:

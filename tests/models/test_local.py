@@ -8,6 +8,7 @@ runs, and never judge the model's wording, only what the project does with it.
 from __future__ import annotations
 
 import hashlib
+import json
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -231,3 +232,30 @@ def test_saved_states_are_bounded_by_their_whole_size() -> None:
         cache[(key,)] = State()
     assert len(cache.cache_state) == 3, "the logits count: three 1 MB states fit, not ten"
     assert (9,) in cache.cache_state and (0,) not in cache.cache_state, "the oldest go first"
+
+
+def test_a_local_batch_says_concurrency_does_not_speed_it_up(smollm2: str, tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    item = {"id": "a", "task": TASK, "reference": CONCEPTS}
+    (tmp_path / "in.jsonl").write_text(json.dumps(item) + "\n")
+    done = run_cli(
+        "batch",
+        "in.jsonl",
+        "-o",
+        "out.jsonl",
+        "--model",
+        smollm2,
+        "--concurrency",
+        "2",
+        "--max-tokens",
+        "32",
+        "--max-iterations",
+        "1",
+        "--profile",
+        "constrained_generation",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "no faster" in done.stderr
+    assert json.loads((tmp_path / "out.jsonl").read_text())["id"] == "a"
