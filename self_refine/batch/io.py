@@ -106,7 +106,10 @@ def _kind(value: Any) -> str:
 def read_items(path: str | Path) -> tuple[list[BatchItem], list[InputProblem]]:
     """Read a JSONL file: the usable items in order, and the problems of the other lines.
 
-    Blank lines are ignored; a line repeating an earlier item's id is a problem.
+    Lines end at "\n" only (a JSON string may hold U+2028 and its kin); a UTF-8
+    byte order mark before the first line is skipped. Blank lines are ignored; a
+    line that is not UTF-8, not JSON (or nested too deep to read), or repeats an
+    earlier item's id is a problem of that line only.
     """
     try:
         raw = Path(path).read_bytes()
@@ -117,7 +120,12 @@ def read_items(path: str | Path) -> tuple[list[BatchItem], list[InputProblem]]:
     items: list[BatchItem] = []
     problems: list[InputProblem] = []
     first_line: dict[str, int] = {}
-    for number, text in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
+    for number, line in enumerate(raw.removeprefix(b"\xef\xbb\xbf").split(b"\n"), 1):
+        try:
+            text = line.decode("utf-8").removesuffix("\r")
+        except UnicodeDecodeError as error:
+            problems.append(InputProblem(number, f"not UTF-8 (byte {error.start + 1})"))
+            continue
         if not text.strip():
             continue
         try:
@@ -126,6 +134,9 @@ def read_items(path: str | Path) -> tuple[list[BatchItem], list[InputProblem]]:
             problems.append(
                 InputProblem(number, f"not valid JSON ({error.msg}, column {error.colno})")
             )
+            continue
+        except RecursionError:
+            problems.append(InputProblem(number, "JSON nested too deeply to read"))
             continue
         except ValueError as error:
             problems.append(InputProblem(number, str(error)))

@@ -84,6 +84,21 @@ def _check_server(url: str) -> None:
         ) from None
 
 
+def _distinct_files(paths: dict[str, str | None]) -> None:
+    """Refuse, before any work, two roles given the same file (links resolved): writing
+    one would destroy the other (the dataset, the results)."""
+    seen: dict[Path, str] = {}
+    for role, path in paths.items():
+        if not path:
+            continue
+        real = Path(path).resolve()
+        if real in seen:
+            raise ConfigError(
+                f"{role} and {seen[real]} are the same file ({path}): give each its own path"
+            )
+        seen[real] = role
+
+
 def _uses_local_model(args: argparse.Namespace) -> bool:
     models = [getattr(args, k, None) or "" for k in ("model", "critic_model", "refiner_model")]
     return any(m == "local" or m.startswith("local:") for m in models)
@@ -175,6 +190,7 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
     `settings` are the checked settings flags (`cli_settings.run_settings`).
     """
+    _distinct_files({"the input": args.input, "-o": args.output, "--summary": args.summary})
     context = _context(args)
     verifiers = _verifier_names(args.verifiers)
     if args.refine_only_incorrect and not verifiers:
@@ -242,6 +258,8 @@ def report_command(args: argparse.Namespace) -> int:
     """Summarize finished output files, and draw the summary when asked."""
     from self_refine.batch.report import load_records, plot_summary
 
+    files = {f"the results file {p}": p for p in args.outputs}
+    _distinct_files({**files, "--plot": args.plot})
     records = load_records(args.outputs)
     if not records:
         raise ConfigError(f"no results in {', '.join(args.outputs)}: run `self-refine batch` first")

@@ -141,3 +141,27 @@ def test_two_writers_cannot_share_an_output_file(tmp_path: Path) -> None:
     finally:
         first.close()
     OutputFile.open(path).close()  # free again once the first closed
+
+
+def test_lines_end_at_newline_only_with_a_bom_and_bad_lines_reported(tmp_path: Path) -> None:
+
+    good = json.dumps({"id": "a", "task": "keep \u2028 this \u0085 line"}, ensure_ascii=False)
+    deep = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(
+        b"\xef\xbb\xbf"
+        + good.encode()
+        + b"\n"
+        + b'{"id": "b", "task": "caf\xe9"}\n'
+        + deep.encode()
+        + b"\n"
+        + json.dumps({"id": "c", "task": "last"}).encode()
+        + b"\r\n"
+    )
+    items, problems = read_items(path)
+    assert [item.id for item in items] == ["a", "c"]
+    assert items[0].task == "keep \u2028 this \u0085 line"
+    assert [(p.line, p.message.split(" (")[0]) for p in problems] == [
+        (2, "not UTF-8"),
+        (3, "JSON nested too deeply to read"),
+    ]

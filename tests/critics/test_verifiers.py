@@ -295,3 +295,13 @@ def test_judge_draft_uses_custom_callables() -> None:
 
     assert judge_draft("t", "tiny", None, [short]) is True
     assert judge_draft("t", "far too long a draft", None, [short]) is False
+
+
+def test_answers_compare_exactly_and_never_overflow() -> None:
+    from self_refine.critics.verifiers.answer import answers_match
+
+    assert not answers_match("100000000000000000001", "100000000000000000000")
+    assert answers_match("100000000000000000000", "1e20")
+    assert answers_match("1e400", "1e400") and not answers_match("1e400", "1e401")
+    assert not answers_match("0.1000001", "0.1")
+    assert answers_match("0.333333", "1/3") and answers_match("\\frac{3}{4}", "0.75")

@@ -22,7 +22,8 @@ _NUMBER = re.compile(
     r"|[-\u2212]?\.\d+"
 )
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|[;!?]|,\s|\s(?:because|since|as|which|so)\b")
-_TOLERANCE = 1e-6
+_TOLERANCE = Fraction(1, 10**6)
+"""Relative tolerance, only when a side is a ratio (3/4, \\frac): 1/3 and 0.333333 match."""
 
 
 def _boxed(draft: str) -> str | None:
@@ -104,6 +105,10 @@ def _number(text: str) -> Fraction | None:
     return value
 
 
+def _is_ratio(text: str) -> bool:
+    return "/" in text or "frac" in text
+
+
 def _words(text: str) -> str:
     text = _strip_latex(text).lower().strip().strip("$").strip()
     text = re.sub(r"^\(?([a-z])\)$", r"\1", text)  # "(b)" -> "b"
@@ -114,10 +119,12 @@ def _words(text: str) -> str:
 def answers_match(given: str, expected: Any) -> bool:
     """True when `given` states the same answer as `expected` (number or text).
 
-    Numbers match within a relative 1e-6, whatever their notation: 42, 42.0,
-    $42, 1,000, 3/4 and 0.75, 50%, \\frac{3}{4}. Text matches case- and
-    spacing-insensitively; "(B)" matches "B". A list of expected answers
-    matches any of them.
+    Numbers match whatever their notation: 42, 42.0, $42, 1,000, 1e3, 50%;
+    integers and decimals exactly (100000000000000000001 is not
+    100000000000000000000), ratios (3/4, \\frac{3}{4}) within a relative 1e-6 of
+    a decimal (0.75, 0.333333 for 1/3). Huge values are compared as values,
+    never as floats. Text matches case- and spacing-insensitively; "(B)"
+    matches "B". A list of expected answers matches any of them.
     """
     if isinstance(expected, list | tuple):
         return any(answers_match(given, option) for option in expected)
@@ -125,6 +132,8 @@ def answers_match(given: str, expected: Any) -> bool:
         expected = "yes" if expected else "no"
     a, b = _number(given), _number(str(expected))
     if a is not None and b is not None:
+        if not (_is_ratio(given) or _is_ratio(str(expected))):
+            return a == b
         return abs(a - b) <= _TOLERANCE * max(Fraction(1), abs(b))
     return _words(given) == _words(str(expected)) and bool(_words(given))
 
