@@ -213,6 +213,7 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     print(format_summary(summary))
     if args.summary:
         _write_json(args.summary, summary)
+    _write_page(args.html, records, args.output)
     if failed:
         _warn(f"{failed} item(s) failed; run the same command again to retry them")
         return 1
@@ -243,4 +244,16 @@ def report_command(args: argparse.Namespace) -> int:
     if args.plot:
         plot_summary(summary, args.plot)
         print(f"plot written to {args.plot}", file=sys.stderr)
+    _write_page(args.html, records, ", ".join(args.outputs))
     return 0
+
+
+def _write_page(path: str | None, records: list[dict[str, Any]], source: str) -> None:
+    """Write the batch's HTML page when asked, and say where."""
+    if not path:
+        return
+    from self_refine.pages.batch import batch_view
+    from self_refine.pages.render import write_batch_page
+
+    page = batch_view(records, title=f"Self-Refine batch report: {source}")
+    print(f"page written to {write_batch_page(page, path)}", file=sys.stderr)
