@@ -203,7 +203,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     with open_checkpointer(args.db) as saver:
         # Reading a thread needs the graph's channels, not its models: offline will do.
         graph = create_self_refine_graph("offline").compile(checkpointer=saver)
-        config = {"configurable": {"thread_id": args.thread_id}}
+        config: Any = {"configurable": {"thread_id": args.thread_id}}
         state = graph.get_state(config)
         history = list(graph.get_state_history(config)) if args.html and state.values else []
     if not state.values:

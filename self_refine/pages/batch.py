@@ -33,7 +33,9 @@ def _charts(summary: dict[str, Any]) -> list[Any]:
             line_chart("accuracy (%) after k refine steps", [100 * v for v in accuracy], top=100)
         )
     elif summary["mean_score_by_iteration"]:
-        charts.append(line_chart("mean score after k refine steps", summary["mean_score_by_iteration"]))
+        charts.append(
+            line_chart("mean score after k refine steps", summary["mean_score_by_iteration"])
+        )
     if summary["judged"]:
         charts.append(bar_chart("transitions (first -> final)", summary["transitions"]))
     charts.append(bar_chart("stop reasons", summary["stop_reasons"]))

@@ -30,11 +30,16 @@ def _items(critique: dict[str, Any]) -> list[tuple[str, str]]:
     return items
 
 
-def _fate(source: str, text: str, following: dict[str, Any] | None) -> str:
-    """Whether a verifier's item was fixed in the next draft; "unknown" for a person or model."""
+def _fate(source: str, by_verifier: bool, following: dict[str, Any] | None) -> str:
+    """Whether a verifier's item was fixed in the next draft; "unknown" for a person or model.
+
+    The next attempt's verifier result tells: it passed (fixed) or it still
+    reports items (not fixed). A critique that no verifier judged (`verified`
+    None, as from the offline model or an LLM) cannot tell.
+    """
     if following is None:
         return "no next draft"
-    if source in PERSON_OR_MODEL:
+    if source in PERSON_OR_MODEL or not by_verifier:
         return "unknown"
     critique = following.get("critique") or {}
     if critique.get("verified") is True:
@@ -77,6 +82,7 @@ def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         before = attempts[index - 1]["draft"] if index else None
         critique = attempt.get("critique") or {}
         problems = [str(p) for p in attempt.get("problems") or []]
+        by_verifier = critique.get("verified") is not None
         views.append(
             {
                 "iteration": attempt["iteration"],
@@ -87,7 +93,7 @@ def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "verified": critique.get("verified"),
                 "source": critique.get("source") or "llm",
                 "feedback": [
-                    {"source": s, "text": t, "fate": _fate(s, t, following)}
+                    {"source": s, "text": t, "fate": _fate(s, by_verifier, following)}
                     for s, t in _items(critique)
                 ],
                 "problems": problems,
@@ -143,6 +149,8 @@ def thread_view(
         "answer": answer,
         "picked": picked,
         "why": _why(attempts, picked) if attempts and answer is not None else None,
-        "tokens": {k: int(usage.get(k, 0)) for k in ("input_tokens", "output_tokens", "total_tokens")},
+        "tokens": {
+            k: int(usage.get(k, 0)) for k in ("input_tokens", "output_tokens", "total_tokens")
+        },
         "steps": list(steps) if steps else None,
     }

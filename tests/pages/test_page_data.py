@@ -74,12 +74,26 @@ def test_thread_marks_rejected_replies_parse_fallback_and_fate_of_items() -> Non
 
 def test_a_verifier_item_is_fixed_when_the_next_draft_passes() -> None:
     attempts = [
-        {"iteration": 0, "draft": "4", "critique": {"feedback": ["expected 5"], "source": "answer"}},
-        {"iteration": 1, "draft": "5", "critique": {"feedback": [], "source": "answer", "verified": True}},
+        {
+            "iteration": 0,
+            "draft": "4",
+            "critique": {"feedback": ["expected 5"], "source": "answer", "verified": False},
+        },
+        {
+            "iteration": 1,
+            "draft": "5",
+            "critique": {"feedback": [], "source": "answer", "verified": True},
+        },
     ]
     view = thread_view({"attempts": attempts, "answer": "5"}, title="t")
     assert view["attempts"][0]["feedback"][0]["fate"] == "fixed"
     assert view["score_chart"] is None  # no scores: no chart rather than a made-up line
+
+
+def test_items_of_a_critique_no_verifier_judged_have_unknown_fate() -> None:
+    (record,) = [r for r in load_records([OFFLINE]) if r["id"] == "w0"]
+    view = thread_view(record, title="w0")
+    assert {item["fate"] for item in view["attempts"][0]["feedback"]} == {"unknown"}
 
 
 def test_word_diff_marks_inserted_and_deleted_words() -> None:
