@@ -165,6 +165,7 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
     `settings` are the checked settings flags (`cli_settings.run_settings`).
     """
+    _check_page(args.html)
     context = _context(args)
     verifiers = _verifier_names(args.verifiers)
     if args.refine_only_incorrect and not verifiers:
@@ -233,6 +234,7 @@ def report_command(args: argparse.Namespace) -> int:
     """Summarize finished output files, and draw the summary when asked."""
     from self_refine.batch.report import load_records, plot_summary
 
+    _check_page(args.html)
     records = load_records(args.outputs)
     if not records:
         raise ConfigError(f"no results in {', '.join(args.outputs)}: run `self-refine batch` first")
@@ -246,6 +248,13 @@ def report_command(args: argparse.Namespace) -> int:
         print(f"plot written to {args.plot}", file=sys.stderr)
     _write_page(args.html, records, ", ".join(args.outputs))
     return 0
+
+
+def _check_page(path: str | None) -> None:
+    if path:
+        from self_refine.pages.render import check_page_path
+
+        check_page_path(path)
 
 
 def _write_page(path: str | None, records: list[dict[str, Any]], source: str) -> None:
