@@ -190,7 +190,10 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
     `settings` are the checked settings flags (`cli_settings.run_settings`).
     """
-    _distinct_files({"the input": args.input, "-o": args.output, "--summary": args.summary})
+    _distinct_files(
+        {"the input": args.input, "-o": args.output, "--summary": args.summary, "--html": args.html}
+    )
+    _check_page(args.html)
     context = _context(args)
     verifiers = _verifier_names(args.verifiers)
     if args.refine_only_incorrect and not verifiers:
@@ -239,6 +242,7 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     print(format_summary(summary))
     if args.summary:
         _write_json(args.summary, summary)
+    _write_page(args.html, records, args.output)
     if failed:
         _warn(f"{failed} item(s) failed; run the same command again to retry them")
         return 1
@@ -259,7 +263,8 @@ def report_command(args: argparse.Namespace) -> int:
     from self_refine.batch.report import load_records, plot_summary
 
     files = {f"the results file {p}": p for p in args.outputs}
-    _distinct_files({**files, "--plot": args.plot})
+    _distinct_files({**files, "--plot": args.plot, "--html": args.html})
+    _check_page(args.html)
     records = load_records(args.outputs)
     if not records:
         raise ConfigError(f"no results in {', '.join(args.outputs)}: run `self-refine batch` first")
@@ -271,4 +276,23 @@ def report_command(args: argparse.Namespace) -> int:
     if args.plot:
         plot_summary(summary, args.plot)
         print(f"plot written to {args.plot}", file=sys.stderr)
+    _write_page(args.html, records, ", ".join(args.outputs))
     return 0
+
+
+def _check_page(path: str | None) -> None:
+    if path:
+        from self_refine.pages.render import check_page_path
+
+        check_page_path(path)
+
+
+def _write_page(path: str | None, records: list[dict[str, Any]], source: str) -> None:
+    """Write the batch's HTML page when asked, and say where."""
+    if not path:
+        return
+    from self_refine.pages.batch import batch_view
+    from self_refine.pages.render import write_batch_page
+
+    page = batch_view(records, title=f"Self-Refine batch report: {source}")
+    print(f"page written to {write_batch_page(page, path)}", file=sys.stderr)

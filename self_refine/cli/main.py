@@ -220,12 +220,20 @@ def cmd_show(args: argparse.Namespace) -> int:
     with open_checkpointer(args.db) as saver:
         # Reading a thread needs the graph's channels, not its models: offline will do.
         graph = create_self_refine_graph("offline").compile(checkpointer=saver)
-        state = graph.get_state({"configurable": {"thread_id": args.thread_id}})
+        config: Any = {"configurable": {"thread_id": args.thread_id}}
+        state = graph.get_state(config)
+        history = list(graph.get_state_history(config)) if args.html and state.values else []
     if not state.values:
         raise UsageError(
             f"no thread {args.thread_id!r} in {redact_url(args.db)}: check the id and --db"
         )
     values = state.values
+    if args.html:
+        from self_refine.pages.render import write_thread_page
+        from self_refine.pages.thread import step_times, thread_view
+
+        page = thread_view(values, title=f"thread {args.thread_id}", steps=step_times(history))
+        print(f"page written to {write_thread_page(page, args.html)}", file=sys.stderr)
     if args.json:
         print(json.dumps(values, default=str))
         return 0

@@ -95,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = commands.add_parser("show", help="print a thread's attempts as a table")
     show.add_argument("thread_id")
     show.add_argument("--json", action="store_true", help="print the thread's state as JSON")
+    show.add_argument("--html", metavar="PATH", help="also write the thread as an HTML page")
     _add_db(show)
 
     studio = commands.add_parser(
@@ -136,6 +137,7 @@ def _add_batch_commands(commands: Any) -> None:
         help="leave first drafts that pass the verifiers as they are (no critique, no refine)",
     )
     batch.add_argument("--summary", help="also write the summary to this JSON file")
+    batch.add_argument("--html", metavar="PATH", help="also write an HTML report page")
     batch.add_argument("--shard", help="run only shard I of N (I/N, 1 <= I <= N) of the items")
     batch.add_argument(
         "--server", help="run items on a LangGraph server (e.g. http://127.0.0.1:2024)"
@@ -153,3 +155,4 @@ def _add_batch_commands(commands: Any) -> None:
     report.add_argument("outputs", nargs="+", help="output files of `self-refine batch`")
     report.add_argument("--plot", help="draw the summary into this image (.png, .svg, .pdf)")
     report.add_argument("--json", action="store_true", help="print the summary as JSON")
+    report.add_argument("--html", metavar="PATH", help="also write an HTML report page")

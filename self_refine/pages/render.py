@@ -1,0 +1,67 @@
+"""Render the page data into one self-contained HTML file with Jinja2."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from self_refine.errors import ConfigError
+
+__all__ = ["check_page_path", "render_page", "write_batch_page", "write_thread_page"]
+
+_TEMPLATES = Path(__file__).with_name("templates")
+
+
+def _pretty(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def render_page(template: str, page: dict[str, Any]) -> str:
+    """The HTML text of `template` (a file in templates/) filled with `page`."""
+    try:
+        import jinja2
+    except ImportError:
+        raise ConfigError("HTML pages need Jinja2: pip install jinja2") from None
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["pretty"] = _pretty
+    return environment.get_template(template).render(page=page)
+
+
+def check_page_path(path: str | Path) -> None:
+    """Raise ConfigError now if a page could not be written to `path` (before a long run)."""
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"cannot write the page {str(path)!r}: it is a folder; give a file path")
+    folder = next((p for p in target.absolute().parents if p.exists()), None)
+    if folder is None or not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise ConfigError(f"cannot write the page {str(path)!r}: its folder is not writable")
+
+
+def _write(path: str | Path, text: str) -> Path:
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(
+            f"cannot write the page {str(path)!r} ({error.strerror}): give a writable file path"
+        ) from None
+    return target
+
+
+def write_thread_page(page: dict[str, Any], path: str | Path) -> Path:
+    """Write a thread page (data from `pages.thread.thread_view`) to `path`."""
+    return _write(path, render_page("thread.html.j2", page))
+
+
+def write_batch_page(page: dict[str, Any], path: str | Path) -> Path:
+    """Write a batch page (data from `pages.batch.batch_view`) to `path`."""
+    return _write(path, render_page("batch.html.j2", page))

@@ -1,0 +1,112 @@
+"""What the report pages show, computed from fixed batch output files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from self_refine.batch.metrics import summarize
+from self_refine.batch.report import load_records
+from self_refine.pages.batch import batch_view, outcome
+from self_refine.pages.diff import word_diff
+from self_refine.pages.render import render_page
+from self_refine.pages.thread import thread_view
+
+FIXTURES = Path(__file__).with_name("fixtures")
+OFFLINE = FIXTURES / "offline_batch.jsonl"  # `self-refine batch --model offline` output
+REJECTED = FIXTURES / "rejected.jsonl"  # one hand-made record: rejected replies, verifier items
+
+
+@pytest.fixture
+def records() -> list[dict]:
+    return load_records([OFFLINE, REJECTED])
+
+
+def test_accuracy_chart_plots_the_summary_curve_in_percent() -> None:
+    records = load_records([OFFLINE])
+    page = batch_view(records, title="t")
+    curve = summarize(records)["accuracy_by_iteration"]
+    chart = page["charts"][0]
+    assert chart.title.startswith("accuracy")
+    assert chart.values == [100 * v for v in curve]
+    assert len(chart.points) == len(curve) == 3
+    heights = [y for _, y in chart.points]
+    assert heights[0] == heights[1] > heights[2]  # SVG y grows downwards: rose at step 2
+
+
+def test_bar_charts_count_transitions_and_stop_reasons(records: list[dict]) -> None:
+    page = batch_view(records, title="t")
+    transitions = {label: count for label, count, _ in page["charts"][1].bars}
+    reasons = {label: count for label, count, _ in page["charts"][2].bars}
+    assert transitions == {
+        "incorrect->correct": 1,
+        "incorrect->incorrect": 6,
+        "correct->correct": 0,
+        "correct->incorrect": 1,
+    }
+    assert reasons == {"critic_done": 8, "max_iterations": 1}
+
+
+def test_items_are_sorted_by_outcome_for_the_filters(records: list[dict]) -> None:
+    page = batch_view(records, title="t")
+    by_id = {item["id"]: item["outcome"] for item in page["items"]}
+    assert by_id["w0"] == "improved"
+    assert by_id["r1"] == "broken"
+    assert by_id["w1"] == "unjudged"
+    assert {by_id[f"q{n}"] for n in range(6)} == {"still wrong"}
+    assert page["outcomes"] == {"improved": 1, "broken": 1, "still wrong": 6, "unjudged": 1}
+    assert outcome({"correct_first": True, "correct_final": True}) == "still right"
+
+
+def test_thread_marks_rejected_replies_parse_fallback_and_fate_of_items() -> None:
+    (record,) = load_records([REJECTED])
+    view = thread_view(record, title="r1")
+    first, second = view["attempts"]
+    assert first["parse_fallback"] and not second["parse_fallback"]
+    assert [r["reason"] for r in second["rejected"]] == ["echo", "refusal"]
+    assert first["rejected"] == []
+    fates = {item["source"]: item["fate"] for item in first["feedback"]}
+    assert fates == {"answer": "not fixed", "llm": "unknown"}
+    assert {item["fate"] for item in second["feedback"]} == {"no next draft"}
+    assert view["picked"] == 1 and "highest score" in (view["why"] or "")
+
+
+def test_a_verifier_item_is_fixed_when_the_next_draft_passes() -> None:
+    attempts = [
+        {
+            "iteration": 0,
+            "draft": "4",
+            "critique": {"feedback": ["expected 5"], "source": "answer", "verified": False},
+        },
+        {
+            "iteration": 1,
+            "draft": "5",
+            "critique": {"feedback": [], "source": "answer", "verified": True},
+        },
+    ]
+    view = thread_view({"attempts": attempts, "answer": "5"}, title="t")
+    assert view["attempts"][0]["feedback"][0]["fate"] == "fixed"
+    assert view["score_chart"] is None  # no scores: no chart rather than a made-up line
+
+
+def test_items_of_a_critique_no_verifier_judged_have_unknown_fate() -> None:
+    (record,) = [r for r in load_records([OFFLINE]) if r["id"] == "w0"]
+    view = thread_view(record, title="w0")
+    assert {item["fate"] for item in view["attempts"][0]["feedback"]} == {"unknown"}
+
+
+def test_word_diff_marks_inserted_and_deleted_words() -> None:
+    segments = word_diff("the answer is 4.", "the answer is clearly 5.")
+    assert ("ins", "clearly 5.") in segments and ("del", "4.") in segments
+    assert "".join(t for k, t in segments if k != "del") == "the answer is clearly 5."
+
+
+def test_page_escapes_drafts_and_keeps_rejected_section_optional(records: list[dict]) -> None:
+    hostile = {"attempts": [{"iteration": 0, "draft": "<script>x()</script>", "critique": {}}]}
+    html = render_page("thread.html.j2", thread_view(hostile, title="t"))
+    assert "<script>x()" not in html and "&lt;script&gt;x()" in html
+    assert 'class="rejected"' not in html
+    batch_html = render_page("batch.html.j2", batch_view(records, title="t"))
+    assert batch_html.count('class="rejected"') == 2
+    assert "http://" not in batch_html and "https://" not in batch_html
