@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import signal
 import sys
@@ -38,12 +39,16 @@ from self_refine.critics.sandbox.process import (
 )
 from self_refine.errors import ConfigError, SelfRefineError
 
+_PREFIX = "self-refine-"
+_STALE = re.compile(rf"{_PREFIX}(?:sandbox|work)-(\d+)-")
+
 __all__ = [
     "CodeTest",
     "IOTest",
     "SandboxLimits",
     "SandboxRun",
     "TestOutcome",
+    "remove_stale_dirs",
     "require_sandbox",
     "run_python_tests",
 ]
@@ -123,6 +128,32 @@ def require_sandbox() -> None:
         )
 
 
+def _owner_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_dirs() -> list[Path]:
+    """Remove the temp dirs of sandbox runs whose host process is gone; return them.
+
+    A host killed mid-run cannot clean up after itself; the next run does.
+    """
+    removed = []
+    root = Path(tempfile.gettempdir())
+    for entry in os.scandir(root):
+        found = _STALE.match(entry.name)
+        if found and entry.is_dir(follow_symlinks=False):
+            if not _owner_alive(int(found.group(1))):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(root / entry.name)
+    return removed
+
+
 def _spec_test(test: CodeTest | IOTest) -> dict[str, str]:
     if isinstance(test, IOTest):
         return {"stdin": test.stdin, "stdout": test.stdout}
@@ -171,8 +202,10 @@ def run_python_tests(
     """
     require_sandbox()
     limits = limits or SandboxLimits()
-    private = Path(tempfile.mkdtemp(prefix="self-refine-sandbox-"))
-    work = Path(tempfile.mkdtemp(prefix="self-refine-work-")).resolve()
+    remove_stale_dirs()
+    owner = os.getpid()
+    private = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}sandbox-{owner}-"))
+    work = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}work-{owner}-")).resolve()
     try:
         return _run(code, list(tests), limits, guards, private, work)
     finally:
