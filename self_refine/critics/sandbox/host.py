@@ -1,20 +1,22 @@
 """Run untrusted Python code and its tests in a contained child process.
 
-What holds, and how (see README "The sandbox"):
+What holds, and how (see README "Threat model"):
 
-- a separate process in its own session, stopped when its wall-clock timeout
-  passes; its runner is a child subreaper that kills and collects every process
-  the code started, and the host then kills the process group and, as root,
-  every process of the run's one-off uid;
+- a separate process tree whose code runs in a private PID namespace with its
+  own /proc (no other process's cmdline or environ is visible); when the
+  namespace's first process ends, the kernel kills all of it; parent-death
+  signals tie the tree to the host, so nothing outlives a killed host;
 - hard rlimits on CPU time, address space, file size, open files and processes;
 - as root: a uid of its own, so the process limit bounds fork bombs and the host
   user's files and processes are out of reach;
-- where the kernel allows it: private network (no interfaces) and mount
-  namespaces, with every mount read-only except the fresh working directory;
-- an environment with no secrets, a fresh working directory removed afterwards,
-  captured output truncated to a bound;
-- inside the child, a Python audit hook that refuses sockets, other programs,
-  signals, ctypes and writes outside the working directory.
+- where the kernel allows it: private network (no interfaces, no abstract
+  sockets), IPC and mount namespaces, with /tmp, /var/tmp, /dev/shm, /run
+  covered by empty tmpfs mounts and every mount read-only except the fresh
+  working directory;
+- an environment with no secrets; temp dirs named after the host's pid, removed
+  afterwards or, after a crash of the host, at the next start;
+- inside the child, a Python audit hook (a second line only) that refuses
+  sockets, other programs, signals, ctypes and writes outside the working directory.
 """
 
 from __future__ import annotations
