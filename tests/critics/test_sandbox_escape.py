@@ -7,7 +7,11 @@ which starts a fresh interpreter the audit hook never sees.
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
+import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,6 +22,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +36,7 @@ from self_refine.critics.sandbox.host import (
 
 PASS = [CodeTest("assert True")]
 ROOT = Path(__file__).resolve().parents[2]
+ISOLATION = ROOT / "self_refine" / "critics" / "sandbox" / "isolation.py"
 
 # Runs PAYLOAD in a new interpreter started by fork_exec, which raises no audit event.
 BYPASS = """
@@ -267,3 +273,52 @@ def test_temp_dirs_of_a_live_host_are_kept(tmp_path: Path) -> None:
         assert mine.exists()
     finally:
         mine.rmdir()
+
+
+def _load_isolation() -> Any:
+    found = importlib.util.spec_from_file_location("sandbox_isolation", ISOLATION)
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="simulating an unprivileged host needs root")
+def test_unprivileged_host_gets_a_private_pid_namespace_and_tmp(canary: tuple[str, int]) -> None:
+    """The path a non-root host takes: the runner's user namespace carries the PID namespace."""
+    iso = _load_isolation()
+    uid = random.randrange(1_800_000_000, 1_900_000_000)
+    work = Path(tempfile.mkdtemp(prefix="self-refine-test-"))  # the user must reach it
+    os.chown(work, uid, uid)
+    report_r, report_w = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the forked child (the runner's part)
+        out: dict[str, Any] = {}
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            out["outer"] = sorted(iso.enter_pid_namespace(False))
+            if out["outer"] == ["pid", "user"] and (inner := os.fork()) == 0:
+                iso.enter_namespaces(True)  # the worker's part, as the namespace's first process
+                out["filesystem"] = iso.lock_filesystem(str(work), [], str(work / "x"), True)
+                out["pids"] = [p for p in os.listdir("/proc") if p.isdigit()]
+                out["canary"] = os.path.exists(f"/proc/{canary[1]}")
+                out["tmp"] = os.listdir(tempfile.gettempdir())
+            elif out["outer"] == ["pid", "user"]:
+                os.waitpid(inner, 0)
+                os._exit(0)
+        except Exception as error:  # noqa: BLE001 - reported to the test
+            out["error"] = repr(error)
+        os.write(report_w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(report_w)
+    os.waitpid(child, 0)
+    out = json.loads(os.read(report_r, 100_000) or b"{}")
+    shutil.rmtree(work)
+    if out.get("outer") != ["pid", "user"]:
+        pytest.skip(f"unprivileged user namespaces are not available here: {out}")
+    assert "error" not in out, out
+    assert out["filesystem"] == "read-only except the working directory"
+    assert out["pids"] == ["1"] and out["canary"] is False
+    assert out["tmp"] == [work.name]  # the host's /tmp is covered; only the run's dir is back
