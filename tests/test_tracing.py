@@ -64,11 +64,11 @@ def _env(capture: LangSmithCapture, tracing: str) -> dict[str, str]:
 def _cli_run(
     capture: LangSmithCapture, server: OpenAIServer, db: Path, tracing: str = "true"
 ) -> subprocess.CompletedProcess[str]:
-    args = ["run", TASK, "--thread-id", "traced", "--db", str(db), "--api-key", MODEL_KEY]
+    args = ["run", TASK, "--thread-id", "traced", "--db", str(db)]
     args += ["--model", "openai:test-model", "--base-url", server.base_url]
-    done = subprocess.run(
+    done = subprocess.run(  # the key by environment: never on a command line
         [sys.executable, "-m", "self_refine.cli", *args],
-        env=_env(capture, tracing),
+        env={**_env(capture, tracing), "OPENAI_API_KEY": MODEL_KEY},
         capture_output=True,
         text=True,
         timeout=120,
@@ -133,11 +133,13 @@ def test_a_library_run_with_the_key_in_its_context_traces_no_key(
     db = tmp_path / "lib.sqlite"
     script = textwrap.dedent(
         f"""
+        import os
         from langgraph.checkpoint.sqlite import SqliteSaver
         from self_refine import GRAPH_NAME, RefineContext, create_self_refine_graph
 
+        key = os.environ.pop("TEST_MODEL_KEY")  # not on the command line; not OPENAI_API_KEY
         context = RefineContext(
-            model="openai:test-model", base_url={server.base_url!r}, api_key={MODEL_KEY!r}
+            model="openai:test-model", base_url={server.base_url!r}, api_key=key
         )
         with SqliteSaver.from_conn_string({str(db)!r}) as saver:
             graph = create_self_refine_graph(None).compile(checkpointer=saver, name=GRAPH_NAME)
@@ -147,7 +149,7 @@ def test_a_library_run_with_the_key_in_its_context_traces_no_key(
     )
     done = subprocess.run(
         [sys.executable, "-c", script],
-        env=_env(capture, "true"),
+        env={**_env(capture, "true"), "TEST_MODEL_KEY": MODEL_KEY},
         capture_output=True,
         text=True,
         timeout=120,

@@ -37,9 +37,10 @@ def server() -> Iterator[OpenAIServer]:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), LANGSMITH_TRACING="false")
-    env.pop("OPENAI_API_KEY", None)
-    return env
+    # the key by environment: never on a child's command line
+    return dict(
+        os.environ, PYTHONPATH=str(ROOT), LANGSMITH_TRACING="false", OPENAI_API_KEY="sk-test"
+    )
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -81,7 +82,7 @@ def test_a_killed_cli_run_resumes_with_the_attempts_of_an_uninterrupted_run(
 ) -> None:
     db = str(tmp_path / "c.sqlite")
     common = ["--model", "openai:test-model", "--base-url", server.base_url, "--db", db]
-    common += ["--api-key", "sk-test", "--max-iterations", "5"]
+    common += ["--max-iterations", "5"]
     reference = _cli("run", TASK, "--thread-id", "reference", *common)
     assert reference.returncode == 0, reference.stderr
     expected = _attempts(db, "reference")
@@ -100,7 +101,7 @@ def test_a_killed_cli_run_resumes_with_the_attempts_of_an_uninterrupted_run(
     assert _attempts(db, "crash") == expected[:2]  # every step before the kill was kept
 
     server.clear_faults()
-    resumed = _cli("resume", "crash", "--db", db, "--api-key", "sk-test")
+    resumed = _cli("resume", "crash", "--db", db)
 
     assert resumed.returncode == 0, resumed.stderr
     assert _attempts(db, "crash") == expected

@@ -1,26 +1,29 @@
 """Run untrusted Python code and its tests in a contained child process.
 
-What holds, and how (see README "The sandbox"):
+What holds, and how (see README "Threat model"):
 
-- a separate process in its own session, stopped when its wall-clock timeout
-  passes; its runner is a child subreaper that kills and collects every process
-  the code started, and the host then kills the process group and, as root,
-  every process of the run's one-off uid;
+- a separate process tree whose code runs in a private PID namespace with its
+  own /proc (no other process's cmdline or environ is visible); when the
+  namespace's first process ends, the kernel kills all of it; parent-death
+  signals tie the tree to the host, so nothing outlives a killed host;
 - hard rlimits on CPU time, address space, file size, open files and processes;
 - as root: a uid of its own, so the process limit bounds fork bombs and the host
   user's files and processes are out of reach;
-- where the kernel allows it: private network (no interfaces) and mount
-  namespaces, with every mount read-only except the fresh working directory;
-- an environment with no secrets, a fresh working directory removed afterwards,
-  captured output truncated to a bound;
-- inside the child, a Python audit hook that refuses sockets, other programs,
-  signals, ctypes and writes outside the working directory.
+- where the kernel allows it: private network (no interfaces, no abstract
+  sockets), IPC and mount namespaces, with /tmp, /var/tmp, /dev/shm, /run
+  covered by empty tmpfs mounts and every mount read-only except the fresh
+  working directory;
+- an environment with no secrets; temp dirs named after the host's pid, removed
+  afterwards or, after a crash of the host, at the next start;
+- inside the child, a Python audit hook (a second line only) that refuses
+  sockets, other programs, signals, ctypes and writes outside the working directory.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import signal
 import sys
@@ -38,12 +41,16 @@ from self_refine.critics.sandbox.process import (
 )
 from self_refine.errors import ConfigError, SelfRefineError
 
+_PREFIX = "self-refine-"
+_STALE = re.compile(rf"{_PREFIX}(?:sandbox|work)-(\d+)-")
+
 __all__ = [
     "CodeTest",
     "IOTest",
     "SandboxLimits",
     "SandboxRun",
     "TestOutcome",
+    "remove_stale_dirs",
     "require_sandbox",
     "run_python_tests",
 ]
@@ -123,6 +130,32 @@ def require_sandbox() -> None:
         )
 
 
+def _owner_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_dirs() -> list[Path]:
+    """Remove the temp dirs of sandbox runs whose host process is gone; return them.
+
+    A host killed mid-run cannot clean up after itself; the next run does.
+    """
+    removed = []
+    root = Path(tempfile.gettempdir())
+    for entry in os.scandir(root):
+        found = _STALE.match(entry.name)
+        if found and entry.is_dir(follow_symlinks=False):
+            if not _owner_alive(int(found.group(1))):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(root / entry.name)
+    return removed
+
+
 def _spec_test(test: CodeTest | IOTest) -> dict[str, str]:
     if isinstance(test, IOTest):
         return {"stdin": test.stdin, "stdout": test.stdout}
@@ -171,8 +204,10 @@ def run_python_tests(
     """
     require_sandbox()
     limits = limits or SandboxLimits()
-    private = Path(tempfile.mkdtemp(prefix="self-refine-sandbox-"))
-    work = Path(tempfile.mkdtemp(prefix="self-refine-work-")).resolve()
+    remove_stale_dirs()
+    owner = os.getpid()
+    private = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}sandbox-{owner}-"))
+    work = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}work-{owner}-")).resolve()
     try:
         return _run(code, list(tests), limits, guards, private, work)
     finally:

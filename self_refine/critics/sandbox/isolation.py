@@ -16,7 +16,9 @@ import stat
 from collections.abc import Iterable, Sequence
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY = 1
 MS_NOSUID = 2
@@ -30,6 +32,7 @@ MS_REC = 16384
 MS_PRIVATE = 1 << 18
 MS_RELATIME = 1 << 21
 MS_STRICTATIME = 1 << 24
+PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
@@ -42,6 +45,8 @@ _MOUNT_FLAGS = {
     "relatime": MS_RELATIME,
     "strictatime": MS_STRICTATIME,
 }
+
+SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run")  # covered by an empty tmpfs
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -68,28 +73,52 @@ def _write(path: str, text: str) -> None:
         handle.write(text)
 
 
-def enter_namespaces(as_root: bool) -> set[str]:
-    """Move into private mount and network namespaces; return which ones were entered.
+def _map_ids(uid: int, gid: int) -> None:
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{uid} {uid} 1")
+    _write("/proc/self/gid_map", f"{gid} {gid} 1")
 
-    Root uses them directly; anyone else needs an unprivileged user namespace,
-    in which the caller keeps its own uid and gid.
+
+def enter_pid_namespace(as_root: bool) -> set[str]:
+    """Make this process's next child the first process of a private PID namespace.
+
+    Anyone but root needs a user namespace for it (keeping its own uid and gid);
+    return which namespaces were entered: {"pid"} or {"pid", "user"}, or none.
     """
     if as_root:
-        if _unshare(CLONE_NEWNS | CLONE_NEWNET):
-            return {"mount", "network"}
+        return {"pid"} if _unshare(CLONE_NEWPID) else set()
+    uid, gid = os.getuid(), os.getgid()
+    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # else /proc/self/uid_map may not be ours to write
+    if not _unshare(CLONE_NEWUSER | CLONE_NEWPID):
+        return set()
+    try:
+        _map_ids(uid, gid)
+    except OSError:
+        return {"pid"}
+    return {"pid", "user"}
+
+
+def enter_namespaces(privileged: bool) -> set[str]:
+    """Move into private mount, IPC and network namespaces; return which ones were entered.
+
+    `privileged` means root, or already inside a user namespace of this run;
+    anyone else needs a new user namespace, keeping its own uid and gid.
+    """
+    if privileged:
+        if _unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC):
+            return {"mount", "network", "ipc"}
         entered = {"mount"} if _unshare(CLONE_NEWNS) else set()
+        entered |= {"ipc"} if _unshare(CLONE_NEWIPC) else set()
         return entered | ({"network"} if _unshare(CLONE_NEWNET) else set())
     uid, gid = os.getuid(), os.getgid()
     _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # else /proc/self/uid_map may not be ours to write
-    if not _unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET):
+    if not _unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC):
         return set()
     try:
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{uid} {uid} 1")
-        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+        _map_ids(uid, gid)
     except OSError:
-        return {"network"}  # without an id map, files could not be created: skip mounts
-    return {"mount", "network"}
+        return {"network", "ipc"}  # without an id map, files could not be created: skip mounts
+    return {"mount", "network", "ipc"}
 
 
 def _mounts() -> list[tuple[str, int]]:
@@ -143,26 +172,70 @@ def _expose(paths: Iterable[str], stash: str) -> None:
             _mount(keep, path, None, MS_BIND | MS_REC)
 
 
-def lock_filesystem(work: str, expose: Sequence[str], stash: str) -> str:
-    """Remount everything read-only except `work`; describe the result.
+def _cover_shared(work: str) -> list[str]:
+    """Cover /tmp, /run and the like (and the temp dir holding `work`) with empty tmpfs mounts.
 
-    Must run inside a private mount namespace (see enter_namespaces).
+    Host socket files and other runs' files there become invisible; `work`
+    itself is bound back at its own path. Return the covered directories.
+    """
+    keep = os.open(work, os.O_PATH | os.O_DIRECTORY)
+    try:
+        candidates = {*SHARED_DIRS, os.path.dirname(work)} - {"/"}
+        found = sorted({os.path.realpath(d) for d in candidates if os.path.isdir(d)})
+        covered = [d for d in found if not any(d.startswith(o + "/") for o in found)]
+        for directory in covered:
+            _mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m")
+        os.makedirs(work, mode=0o755, exist_ok=True)
+        _mount(f"/proc/self/fd/{keep}", work, None, MS_BIND | MS_REC)
+    finally:
+        os.close(keep)
+    return covered
+
+
+def mount_private_proc() -> bool:
+    """Replace /proc with one for this PID namespace; False when the kernel refuses.
+
+    Must run in a private mount namespace, as the first process of a private
+    PID namespace; afterwards /proc shows only the processes of this run.
+    """
+    try:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError:
+        return False
+    return True
+
+
+def lock_filesystem(work: str, expose: Sequence[str], stash: str, fresh_proc: bool = False) -> str:
+    """Hide shared temp dirs, remount everything read-only except `work`; describe the result.
+
+    Must run inside a private mount namespace (see enter_namespaces). With
+    `fresh_proc`, /proc is replaced first (see mount_private_proc); the result
+    then says whether that held.
     """
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     if expose:
         _expose([*expose, work], stash)
+    proc_note = ""
+    if fresh_proc and not mount_private_proc():
+        proc_note, fresh_proc = "; /proc could not be replaced", False
+    covered = _cover_shared(work) + (["/proc"] if fresh_proc else [])
     _mount(work, work, None, MS_BIND)
     stuck = []
     for point, flags in _mounts():
         if point == work or point.startswith(work.rstrip("/") + "/"):
             continue
+        if any(point.startswith(d + "/") for d in covered):
+            continue  # under an empty tmpfs or the fresh /proc now: out of reach
         try:
             _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
         except OSError:
             stuck.append(point)
     if not stuck:
-        return "read-only except the working directory"
-    return f"read-only except the working directory and {len(stuck)} mount(s): {', '.join(stuck)}"
+        return "read-only except the working directory" + proc_note
+    return (
+        f"read-only except the working directory and {len(stuck)} mount(s): "
+        f"{', '.join(stuck)}{proc_note}"
+    )
 
 
 def drop_privileges(candidates: Sequence[int], work: str) -> int:
@@ -192,6 +265,11 @@ def forbid_new_privileges() -> None:
     empty = (_Data * 2)()
     _check("capset", _libc.capset(ctypes.byref(header), empty))
     _check("prctl", _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+
+
+def die_with_parent() -> None:
+    """Have the kernel kill this process when the thread that started it ends."""
+    _check("prctl", _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0))  # SIGKILL
 
 
 def become_subreaper() -> None:

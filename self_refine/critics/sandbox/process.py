@@ -155,7 +155,8 @@ def _wait(proc: subprocess.Popen[bytes], results: Path, timeout: float) -> bool:
         proc.wait(timeout=timeout)
         return True
     except subprocess.TimeoutExpired:
-        _kill(ready.get("pid"))
+        worker = next((e for e in read_events(results) if e.get("event") == "worker"), ready)
+        _kill(worker.get("pid"))
     try:
         proc.wait(timeout=_STARTUP_GRACE)
     except subprocess.TimeoutExpired:
@@ -169,7 +170,9 @@ def run_contained(spec: dict[str, Any], files: RunFiles, work: Path, timeout: fl
     paths = (files.results, files.stdout, files.stderr)
     fds = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) for p in paths]
     modules = {key: str(_HERE / name) for key, name in _MODULES.items()}
-    files.spec.write_text(json.dumps({**spec, **modules, "uids": uids, "results_fd": fds[0]}))
+    files.spec.write_text(
+        json.dumps({**spec, **modules, "uids": uids, "results_fd": fds[0], "host_pid": os.getpid()})
+    )
     try:
         proc = subprocess.Popen(
             [sys.executable, "-I", str(_RUNNER), str(files.spec)],

@@ -13,6 +13,7 @@ import importlib.util
 import io
 import json
 import os
+import select
 import signal
 import sys
 import traceback
@@ -39,12 +40,15 @@ def _emit(**event: Any) -> None:
         pass
 
 
-def _isolate(spec: dict[str, Any], iso: ModuleType) -> dict[str, str]:
-    """Apply every isolation step the platform allows; describe what holds."""
+def _isolate(spec: dict[str, Any], iso: ModuleType, outer: set[str]) -> dict[str, str]:
+    """Apply every isolation step the platform allows; describe what holds.
+
+    `outer` names the namespaces the runner entered before starting this worker.
+    """
     as_root = os.geteuid() == 0
     work = spec["work"]
     report: dict[str, str] = {}
-    entered = iso.enter_namespaces(as_root)
+    entered = iso.enter_namespaces(as_root or "user" in outer)
     report["network"] = (
         "none (private network namespace)"
         if "network" in entered
@@ -52,9 +56,18 @@ def _isolate(spec: dict[str, Any], iso: ModuleType) -> dict[str, str]:
     )
     if "mount" in entered:
         expose = [p for p in {*sys.path, os.path.dirname(os.__file__)} if p] if as_root else []
-        report["filesystem"] = iso.lock_filesystem(work, expose, os.path.join(spec["private"], "x"))
+        stash = os.path.join(spec["private"], "x")
+        fresh = "pid" in outer
+        report["filesystem"] = iso.lock_filesystem(work, expose, stash, fresh_proc=fresh)
+        private_proc = fresh and "/proc could not" not in report["filesystem"]
     else:
         report["filesystem"] = "not locked by the kernel here; writes guarded in Python only"
+        private_proc = False
+    report["processes"] = (
+        "only this run's (private PID namespace and /proc)"
+        if private_proc
+        else "the host's processes are visible in /proc (no private PID namespace here)"
+    )
     if as_root:
         if iso.blocking_ancestor(os.path.dirname(os.__file__)):
             for name in _PRELOAD:  # the unprivileged user could not import them later
@@ -66,6 +79,7 @@ def _isolate(spec: dict[str, Any], iso: ModuleType) -> dict[str, str]:
         report["user"] = "the host's own user"
         processes = spec["limits"]["max_processes"] + iso.count_processes(os.getuid())
     os.chdir(work)
+    iso.die_with_parent()  # after the uid change, which clears it
     try:
         iso.forbid_new_privileges()
     except OSError:
@@ -215,15 +229,22 @@ def _load(path: str, name: str) -> ModuleType:
     return module
 
 
-def _work(iso: ModuleType, guard: ModuleType) -> None:
-    """The worker: isolate, run the code and its tests, report, and end."""
+def _work(iso: ModuleType, guard: ModuleType, outer: set[str], lifeline: int) -> None:
+    """The worker: isolate, run the code and its tests, report, and end.
+
+    `lifeline` reads end-of-file once the runner is gone: checked after the
+    parent-death signal is set, it closes the race of a runner that died first.
+    """
     global _PID
     _PID = os.getpid()
     try:
-        report = _isolate(_SPEC, iso)
+        report = _isolate(_SPEC, iso, outer)
     except Exception as error:  # noqa: BLE001 - setup failures go to the host, then stop
         _emit(event="setup_error", error=f"{type(error).__name__}: {error}")
         os._exit(3)
+    if select.select([lifeline], [], [], 0)[0]:
+        os._exit(4)  # the runner has already ended
+    os.close(lifeline)
     if _SPEC["guards"]:
         guard.install(_SPEC["work"])
     _emit(event="ready", isolation=report, pid=_PID)
@@ -234,6 +255,29 @@ def _work(iso: ModuleType, guard: ModuleType) -> None:
         pass
     _emit(event="done")
     os._exit(0)
+
+
+def _init(iso: ModuleType, guard: ModuleType, outer: set[str], lifeline: int) -> None:
+    """The first process of the private PID namespace: start the worker, reap, report its end.
+
+    The worker is not init itself, since init ignores signals it has no
+    handler for (the CPU limit's SIGXCPU among them). When init ends, the
+    kernel kills every process left in the namespace.
+    """
+    global _PID
+    _PID = os.getpid()
+    iso.die_with_parent()
+    if select.select([lifeline], [], [], 0)[0]:
+        os._exit(4)  # the runner has already ended
+    worker = os.fork()
+    if worker == 0:
+        _work(iso, guard, outer, lifeline)
+    os.close(lifeline)
+    while True:
+        pid, raw = os.wait()
+        if pid == worker:
+            _emit(event="exit", status=raw)
+            os._exit(0)
 
 
 def _reap(worker: int, iso: ModuleType) -> int:
@@ -255,16 +299,31 @@ def _reap(worker: int, iso: ModuleType) -> int:
 
 
 def main() -> None:
-    """Fork the worker that runs the spec's code, and outlive everything it starts."""
+    """Fork the worker that runs the spec's code, and outlive everything it starts.
+
+    The kernel kills the runner when the host dies, and the worker when the
+    runner dies; the worker is the first process of a private PID namespace
+    where there is one, so everything it started dies with it.
+    """
     _SPEC.update(json.loads(Path(sys.argv[1]).read_text()))
     sys.dont_write_bytecode = True
     iso = _load(_SPEC["isolation_module"], "sandbox_isolation")
     guard = _load(_SPEC["guard_module"], "sandbox_guard")  # before privileges are dropped
+    iso.die_with_parent()
+    if os.getppid() != _SPEC["host_pid"]:
+        os._exit(5)  # the host ended before the parent-death signal was set
     iso.become_subreaper()
-    worker = os.fork()
-    if worker == 0:
-        _work(iso, guard)
-    _emit(event="exit", status=_reap(worker, iso))
+    outer = iso.enter_pid_namespace(os.geteuid() == 0)
+    lifeline, held = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(held)
+        (_init if "pid" in outer else _work)(iso, guard, outer, lifeline)
+    os.close(lifeline)
+    _emit(event="worker", pid=child)
+    status = _reap(child, iso)
+    if "pid" not in outer or status != 0:  # else the namespace's init reported the exit
+        _emit(event="exit", status=status)
     os._exit(0)
 
 
