@@ -155,9 +155,9 @@ class RefineContext:
         _check_number("patience", self.patience, 1, None, integer=True)
         _check_number("history_window", self.history_window, 0, None, integer=True)
         _check_number("max_retries", self.max_retries, 0, 100, integer=True)
-        _check_number("timeout", self.timeout, 0, None)
+        _check_number("timeout", self.timeout, float("-inf"), None)
         if self.timeout is not None and self.timeout <= 0:
-            raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout}")
+            raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout:g}")
         _check_number("max_tokens_total", self.max_tokens_total, 1, None, integer=True)
         if self.select is not None and self.select not in ("best", "last"):
             raise ConfigError(f'select must be "best" or "last", got {self.select!r}')

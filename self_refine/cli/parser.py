@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import Any, NoReturn
 
 from self_refine.cli.options import add_connection_options
 
@@ -65,9 +65,17 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line and a pointer to --help."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print `prog: error: message` and where the help is, then exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {message}\nsee: {self.prog} --help\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineErrors(
         prog="self-refine",
         description="Generate a draft, critique it, refine it from the critique, repeat.",
     )

@@ -239,6 +239,7 @@ def test_resuming_a_finished_thread_prints_its_result_without_model_calls(
     calls.roles.clear()
     code, out, _ = cli(capsys, "resume", "done")
     assert code == 0
+    assert "thread done is already finished: nothing to resume" in out
     assert "Stopped: critic_done after 3 refine step(s)" in out
     assert calls.roles == []
 
