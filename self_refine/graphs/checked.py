@@ -11,6 +11,8 @@ goes through.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
@@ -23,7 +25,7 @@ from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.state import RefineInput, RefineOutput, RefineState, validate_input
 
-__all__ = ["CheckedStateGraph", "check_new_input"]
+__all__ = ["CheckedStateGraph", "check_context_names", "check_new_input"]
 
 UNFINISHED_MESSAGE = (
     "this thread has an unfinished refinement: continue it by invoking the graph "
@@ -40,6 +42,20 @@ def check_new_input(payload: Any, thread: StateSnapshot | None) -> None:
         thread.next or (current.get("attempts") and not current.get("stop_reason"))
     ):
         raise ConfigError(UNFINISHED_MESSAGE)
+
+
+def check_context_names(context: Any) -> None:
+    """Raise ConfigError naming a dict context's unknown field and the closest valid name."""
+    if not isinstance(context, Mapping):
+        return
+    names = [f.name for f in dataclasses.fields(RefineContext)]
+    for key in context:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(
+                f"unknown context field {key!r}{hint}; valid fields: {', '.join(sorted(names))}"
+            )
 
 
 def _is_new_input(payload: Any) -> bool:
@@ -78,7 +94,8 @@ class CheckedCompiledGraph(
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
-        """Check new input against the thread, then stream the run."""
+        """Check the context and new input against the thread, then stream the run."""
+        check_context_names(kwargs.get("context"))
         if _is_new_input(input):
             check_new_input(input, self._thread(config))
         return super().stream(input, config, **kwargs)
@@ -86,7 +103,8 @@ class CheckedCompiledGraph(
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        """Check new input against the thread, then stream the run."""
+        """Check the context and new input against the thread, then stream the run."""
+        check_context_names(kwargs.get("context"))
         if _is_new_input(input):
             check_new_input(input, await self._athread(config))
         async for chunk in super().astream(input, config, **kwargs):
