@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import urllib.error
 import urllib.request
@@ -165,6 +166,8 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
     `settings` are the checked settings flags (`cli_settings.run_settings`).
     """
+    if args.summary:
+        _check_writable(args.summary, "--summary")
     context = _context(args)
     verifiers = _verifier_names(args.verifiers)
     if args.refine_only_incorrect and not verifiers:
@@ -217,6 +220,25 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         _warn(f"{failed} item(s) failed; run the same command again to retry them")
         return 1
     return 0
+
+
+def _check_writable(path: str, flag: str) -> None:
+    """Raise ConfigError, naming `flag`, when a file could not be written at `path` later."""
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(
+            f"{flag} {path!r} is a folder: give a file name, e.g. {path}/summary.json"
+        )
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise ConfigError(
+            f"{flag} {path!r} cannot be written ({folder} is not a writable folder): "
+            "choose another path"
+        )
+    if target.exists() and not os.access(target, os.W_OK):
+        raise ConfigError(f"{flag} {path!r} is not writable: choose another path")
 
 
 def _write_json(path: str, value: Any) -> None:

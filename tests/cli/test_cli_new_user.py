@@ -113,3 +113,35 @@ def test_ctrl_c_note_carries_the_program_name(
     code, _, err = cli(capsys, "run", TASK, "--thread-id", "t", "--db", str(tmp_path / "c"))
     assert code == 130
     assert err.strip().splitlines()[-1].startswith("self-refine: interrupted; continue with:")
+
+
+def _items(tmp_path: Path) -> Path:
+    items = tmp_path / "items.jsonl"
+    items.write_text(
+        '{"id": "a", "task": "Write a sentence using the words: dog, park."}\n', encoding="utf-8"
+    )
+    return items
+
+
+def test_report_on_batch_input_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    items = _items(tmp_path)
+    code, out, err = cli(capsys, "report", str(items))
+    assert code == 2
+    assert "looks like batch input, not its results" in err and out == ""
+
+
+@pytest.mark.parametrize("where", ["folder", "under_a_file"])
+def test_unwritable_summary_is_refused_before_any_item_runs(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    items = _items(tmp_path)
+    (tmp_path / "plain").write_text("", encoding="utf-8")
+    summary = tmp_path if where == "folder" else tmp_path / "plain" / "summary.json"
+    output = tmp_path / "out.jsonl"
+    argv = ["batch", str(items), "-o", str(output), "--summary", str(summary)]
+    code, _, err = cli(capsys, *argv, "--model", "offline", "--db", str(tmp_path / "c.db"))
+    assert code == 2
+    assert f"--summary {str(summary)!r}" in err
+    assert not output.exists(), "no item may run before the summary path is known to work"
