@@ -203,6 +203,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
     for key in ("max_retries", "timeout"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
+    # Connection options mean what they mean for `run`: the flag, else the environment.
+    settings["base_url"] = (
+        args.base_url or os.environ.get("OPENAI_BASE_URL") or settings.get("base_url")
+    )
     check_reachable(settings)
     return _stream(args, settings, args.thread_id, None)
 

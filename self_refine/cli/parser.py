@@ -97,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     resume = commands.add_parser("resume", help="continue a thread that did not finish")
     resume.add_argument("thread_id")
     resume.add_argument("--json", action="store_true", help="print the final result as JSON")
+    resume.add_argument(
+        "--base-url",
+        help="OpenAI-compatible server to continue with (default: env OPENAI_BASE_URL, "
+        "else the server the thread started with)",
+    )
     add_connection_options(resume)
     _add_db(resume)
 
