@@ -216,6 +216,8 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     print(format_summary(summary))
     if args.summary:
         _write_json(args.summary, summary)
+        _warn(f"summary written to {args.summary}")
+    _warn(f"results in {args.output}; summary and plot: self-refine report {args.output}")
     if failed:
         _warn(f"{failed} item(s) failed; run the same command again to retry them")
         return 1
@@ -262,7 +264,17 @@ def report_command(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
     else:
         print(format_summary(summary))
-    if args.plot:
-        plot_summary(summary, args.plot)
-        print(f"plot written to {args.plot}", file=sys.stderr)
+    plot = args.plot or (None if args.no_plot else _default_plot(args.outputs[0]))
+    if plot:
+        plot_summary(summary, plot)
+        print(f"plot written to {plot}", file=sys.stderr)
     return 0
+
+
+def _default_plot(output: str) -> str | None:
+    """`OUTPUT.png` beside the first output file when matplotlib is installed, else None."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return None
+    return str(Path(output).with_suffix(".png"))

@@ -164,5 +164,10 @@ def _add_batch_commands(commands: Any) -> None:
 
     report = commands.add_parser("report", help="summarize batch output files")
     report.add_argument("outputs", nargs="+", help="output files of `self-refine batch`")
-    report.add_argument("--plot", help="draw the summary into this image (.png, .svg, .pdf)")
+    report.add_argument(
+        "--plot",
+        help="draw the summary into this image (.png, .svg, .pdf; default: the first "
+        "output file's name with .png, when matplotlib is installed)",
+    )
+    report.add_argument("--no-plot", action="store_true", help="do not draw the summary")
     report.add_argument("--json", action="store_true", help="print the summary as JSON")

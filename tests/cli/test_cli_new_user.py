@@ -145,3 +145,25 @@ def test_unwritable_summary_is_refused_before_any_item_runs(
     assert code == 2
     assert f"--summary {str(summary)!r}" in err
     assert not output.exists(), "no item may run before the summary path is known to work"
+
+
+def test_a_finished_batch_says_where_its_summary_and_plot_are_and_report_draws_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    items = _items(tmp_path)
+    output, summary = tmp_path / "out.jsonl", tmp_path / "summary.json"
+    argv = ["batch", str(items), "-o", str(output), "--summary", str(summary)]
+    code, _, err = cli(capsys, *argv, "--model", "offline", "--db", str(tmp_path / "c.db"))
+    assert code == 0, err
+    assert f"summary written to {summary}" in err
+    assert f"summary and plot: self-refine report {output}" in err
+
+    code, _, err = cli(capsys, "report", str(output))
+    assert code == 0, err
+    plot = tmp_path / "out.png"
+    assert f"plot written to {plot}" in err
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    plot.unlink()
+    code, _, err = cli(capsys, "report", str(output), "--no-plot")
+    assert code == 0 and not plot.exists() and "plot written" not in err
