@@ -172,9 +172,9 @@ class RefineContext:
         _check_number("patience", self.patience, 1, None, integer=True)
         _check_number("history_window", self.history_window, 0, None, integer=True)
         _check_number("max_retries", self.max_retries, 0, 100, integer=True)
-        _check_number("timeout", self.timeout, 0, None)
+        _check_number("timeout", self.timeout, float("-inf"), None)
         if self.timeout is not None and self.timeout <= 0:
-            raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout}")
+            raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout:g}")
         _check_number("max_tokens_total", self.max_tokens_total, 1, None, integer=True)
         _check_number("max_tokens", self.max_tokens, 1, 131072, integer=True)
         _check_number("max_draft_chars", self.max_draft_chars, 1, None, integer=True)

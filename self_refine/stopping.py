@@ -73,7 +73,8 @@ class CriticDone:
     """Stop when the critic says the draft needs no change, and its score agrees.
 
     A `done` that comes with a score below `min_score` is contradictory (a small
-    model's "done: true, score: 0.5") and does not stop the run. A failing
+    model's "done: true, score: 0.5") and does not stop the run; a person's `done`
+    stands whatever the score. A failing
     verifier always makes the merged critique not done, so a critic's `done`
     never overrides it.
     """
@@ -85,7 +86,8 @@ class CriticDone:
             return None
         critique = view.attempts[-1]["critique"]
         score = critique.get("score")
-        agreed = score is None or score >= self.min_score
+        person = critique.get("source") == "human"  # a person's decision stands as given
+        agreed = person or score is None or score >= self.min_score
         return "critic_done" if critique.get("done") and agreed else None
 
 

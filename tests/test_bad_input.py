@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -134,3 +135,14 @@ def test_a_thread_id_without_a_checkpointer_is_refused(model: FakeChatModel) -> 
         refine("t", model=model, thread_id="kept")
     assert_one_line(error, "thread_id='kept' needs a checkpointer", "checkpointer=")
     assert model.requests == []
+
+
+def test_a_context_typo_names_the_field_and_the_closest_valid_name() -> None:
+    graph = create_self_refine_graph("offline").compile()
+    with pytest.raises(ConfigError) as refused:
+        graph.invoke({"task": "Write a haiku."}, context={"max_iteratons": 3})
+    message = str(refused.value)
+    assert "unknown context field 'max_iteratons' (did you mean 'max_iterations'?)" in message
+    assert "--" not in message, "Python errors do not name CLI flags"
+    with pytest.raises(ConfigError, match="did you mean 'score_threshold'"):
+        asyncio.run(graph.ainvoke({"task": "Write a haiku."}, context={"score_treshold": 0.5}))

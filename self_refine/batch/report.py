@@ -30,6 +30,11 @@ def load_records(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
         fix = "give the -o file of `self-refine batch`"
         for number, line in enumerate(lines, 1):
             record = result_record(line, number, number == len(lines), path, fix)
+            if record is not None and not {"answer", "stop_reason"} <= record.keys():
+                raise ConfigError(
+                    f"line {number} of {str(path)!r} has no answer or stop_reason: this looks "
+                    f"like batch input, not its results; {fix}"
+                )
             if record is not None:
                 records.setdefault(str(record["id"]), record)
     return list(records.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import urllib.error
 import urllib.request
@@ -194,6 +195,8 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         {"the input": args.input, "-o": args.output, "--summary": args.summary, "--html": args.html}
     )
     _check_page(args.html)
+    if args.summary:
+        _check_writable(args.summary, "--summary")
     context = _context(args)
     verifiers = _verifier_names(args.verifiers)
     if args.refine_only_incorrect and not verifiers:
@@ -242,11 +245,32 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     print(format_summary(summary))
     if args.summary:
         _write_json(args.summary, summary)
+        _warn(f"summary written to {args.summary}")
+    _warn(f"results in {args.output}; summary and plot: self-refine report {args.output}")
     _write_page(args.html, records, args.output)
     if failed:
         _warn(f"{failed} item(s) failed; run the same command again to retry them")
         return 1
     return 0
+
+
+def _check_writable(path: str, flag: str) -> None:
+    """Raise ConfigError, naming `flag`, when a file could not be written at `path` later."""
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(
+            f"{flag} {path!r} is a folder: give a file name, e.g. {path}/summary.json"
+        )
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise ConfigError(
+            f"{flag} {path!r} cannot be written ({folder} is not a writable folder): "
+            "choose another path"
+        )
+    if target.exists() and not os.access(target, os.W_OK):
+        raise ConfigError(f"{flag} {path!r} is not writable: choose another path")
 
 
 def _write_json(path: str, value: Any) -> None:
@@ -273,9 +297,10 @@ def report_command(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
     else:
         print(format_summary(summary))
-    if args.plot:
-        plot_summary(summary, args.plot)
-        print(f"plot written to {args.plot}", file=sys.stderr)
+    plot = args.plot or (None if args.no_plot else _default_plot(args.outputs[0]))
+    if plot:
+        plot_summary(summary, plot)
+        print(f"plot written to {plot}", file=sys.stderr)
     _write_page(args.html, records, ", ".join(args.outputs))
     return 0
 
@@ -296,3 +321,12 @@ def _write_page(path: str | None, records: list[dict[str, Any]], source: str) ->
 
     page = batch_view(records, title=f"Self-Refine batch report: {source}")
     print(f"page written to {write_batch_page(page, path)}", file=sys.stderr)
+
+
+def _default_plot(output: str) -> str | None:
+    """`OUTPUT.png` beside the first output file when matplotlib is installed, else None."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return None
+    return str(Path(output).with_suffix(".png"))

@@ -52,7 +52,8 @@ def _stream(
     }
     with open_checkpointer(args.db) as saver:
         graph = build_graph(settings, args.api_key).compile(checkpointer=saver, name=GRAPH_NAME)
-        started = bool(graph.get_state(config).values)
+        current = graph.get_state(config)
+        started = bool(current.values)
         if payload is None and not started:
             raise UsageError(f"no thread {thread_id!r} in {db}: check the id and --db")
         if payload is not None:
@@ -63,6 +64,9 @@ def _stream(
                 )
             ThreadSettings(args.db).save(thread_id, settings)  # replaces a stale row
         print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
+        if payload is None and not current.next:
+            print(f"thread {thread_id} is already finished: nothing to resume", file=notes)
+            payload = _STOP
         try:
             meter = _token_meter(settings, args)
             modes = ["updates", "messages"] if meter else ["updates"]
@@ -81,7 +85,8 @@ def _stream(
                 payload = _answer_human_critic(graph.get_state(config), args)
         except KeyboardInterrupt:
             print(
-                f"\ninterrupted; continue with: self-refine resume {thread_id} --db {db}",
+                "\nself-refine: interrupted; continue with: "
+                f"self-refine resume {thread_id} --db {db}",
                 file=sys.stderr,
             )
             return 130
@@ -89,6 +94,13 @@ def _stream(
             _model_failure(error, settings, thread_id, args.db)
         state = graph.get_state(config)
     _report(args, thread_id, state, db)
+    if state.interrupts:
+        print(
+            "self-refine: standard input ended while the human critic waited for a critique; "
+            f"the thread is saved: answer it with: self-refine resume {thread_id} --db {db}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
     return 0
 
 
@@ -156,12 +168,13 @@ def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, d
     resume = f"self-refine resume {thread_id} --db {redact_url(db)}"
     if isinstance(error, ModelCallError):
         raise RuntimeError(
-            f"{error}. Progress is saved; once the endpoint is back, continue with: {resume}"
+            f"{str(error).rstrip('.')}. Progress is saved; once the endpoint is back, "
+            f"continue with: {resume}"
         ) from None
     endpoint = redact_url(
         settings.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
     )
-    detail = " ".join(str(error).split())[:300] or type(error).__name__
+    detail = " ".join(str(error).split())[:300].rstrip(".") or type(error).__name__
     raise RuntimeError(
         f"model {settings.get('model')!r} at {endpoint} failed: {type(error).__name__}: {detail}. "
         f"Progress is saved; continue with: {resume}"
@@ -174,6 +187,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if not args.task.strip():
         raise UsageError("the task is empty: give the text of the task in quotes")
+    if args.thread_id is not None and not args.thread_id.strip():
+        raise UsageError("--thread-id is empty: give the thread a name, or leave --thread-id out")
     validate_input({"task": args.task})
     settings = run_settings(args)
     if args.draft is not None and not args.draft.strip():
@@ -196,6 +211,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from self_refine.redact import redact_url
 
     check_connection(args)
+    _require_db(args.db, args.thread_id)
     settings = ThreadSettings(args.db).load(args.thread_id)
     if settings is None:
         raise UsageError(
@@ -204,8 +220,24 @@ def cmd_resume(args: argparse.Namespace) -> int:
     for key in ("max_retries", "timeout", "max_tokens"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
+    # Connection options mean what they mean for `run`: the flag, else the environment.
+    settings["base_url"] = (
+        args.base_url or os.environ.get("OPENAI_BASE_URL") or settings.get("base_url")
+    )
     check_reachable(settings)
     return _stream(args, settings, args.thread_id, None)
+
+
+def _require_db(db: str, thread_id: str) -> None:
+    """Raise UsageError when a SQLite checkpoint file does not exist (never create one to read)."""
+    from self_refine.persistence.postgres import is_postgres_url
+    from self_refine.redact import redact_url
+
+    if not is_postgres_url(db) and not os.path.exists(db):
+        raise UsageError(
+            f"no thread {thread_id!r} in {redact_url(db)}: no such database file; "
+            "check the id and --db (or SELF_REFINE_DB)"
+        )
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -217,6 +249,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from self_refine.persistence.storage import open_checkpointer
     from self_refine.redact import redact_url
 
+    _require_db(args.db, args.thread_id)
     with open_checkpointer(args.db) as saver:
         # Reading a thread needs the graph's channels, not its models: offline will do.
         graph = create_self_refine_graph("offline").compile(checkpointer=saver)
@@ -235,14 +268,18 @@ def cmd_show(args: argparse.Namespace) -> int:
         page = thread_view(values, title=f"thread {args.thread_id}", steps=step_times(history))
         print(f"page written to {write_thread_page(page, args.html)}", file=sys.stderr)
     if args.json:
-        print(json.dumps(values, default=str))
+        # "" is the channel's value before the first draft: say "no draft yet" as null.
+        print(json.dumps({**values, "draft": values.get("draft") or None}, default=str))
         return 0
     print(f"thread {args.thread_id}\ntask: {values.get('task')}\n")
     print(attempts_table(values.get("attempts") or []))
     if values.get("stop_reason"):
         print(f"stop reason: {values['stop_reason']}; answer:\n    {values.get('answer', '')}")
     else:
-        print(f"not finished; continue with: self-refine resume {args.thread_id}")
+        print(
+            f"not finished; continue with: self-refine resume {args.thread_id} "
+            f"--db {redact_url(args.db)}"
+        )
     return 0
 
 

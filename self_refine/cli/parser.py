@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import Any, NoReturn
 
 from self_refine.cli.options import add_connection_options
 
@@ -65,9 +65,17 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line and a pointer to --help."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print `prog: error: message` and where the help is, then exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {message}\nsee: {self.prog} --help\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineErrors(
         prog="self-refine",
         description="Generate a draft, critique it, refine it from the critique, repeat.",
     )
@@ -89,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     resume = commands.add_parser("resume", help="continue a thread that did not finish")
     resume.add_argument("thread_id")
     resume.add_argument("--json", action="store_true", help="print the final result as JSON")
+    resume.add_argument(
+        "--base-url",
+        help="OpenAI-compatible server to continue with (default: env OPENAI_BASE_URL, "
+        "else the server the thread started with)",
+    )
     add_connection_options(resume)
     _add_db(resume)
 
@@ -153,6 +166,11 @@ def _add_batch_commands(commands: Any) -> None:
 
     report = commands.add_parser("report", help="summarize batch output files")
     report.add_argument("outputs", nargs="+", help="output files of `self-refine batch`")
-    report.add_argument("--plot", help="draw the summary into this image (.png, .svg, .pdf)")
+    report.add_argument(
+        "--plot",
+        help="draw the summary into this image (.png, .svg, .pdf; default: the first "
+        "output file's name with .png, when matplotlib is installed)",
+    )
+    report.add_argument("--no-plot", action="store_true", help="do not draw the summary")
     report.add_argument("--json", action="store_true", help="print the summary as JSON")
     report.add_argument("--html", metavar="PATH", help="also write an HTML report page")

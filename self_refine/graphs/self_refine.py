@@ -15,6 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from self_refine.context import RefineContext
 from self_refine.critics import critic_names, resolve_critics
 from self_refine.errors import ConfigError
+from self_refine.graphs.checked import CheckedStateGraph
 from self_refine.models.resolve import check_model
 from self_refine.nodes import (
     Deps,
@@ -182,7 +183,7 @@ def create_self_refine_graph(
         critics=tuple(critics),
     )
 
-    builder = StateGraph(
+    builder = CheckedStateGraph(
         RefineState,
         context_schema=RefineContext,
         input_schema=RefineInput,

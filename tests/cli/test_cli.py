@@ -239,6 +239,7 @@ def test_resuming_a_finished_thread_prints_its_result_without_model_calls(
     calls.roles.clear()
     code, out, _ = cli(capsys, "resume", "done")
     assert code == 0
+    assert "thread done is already finished: nothing to resume" in out
     assert "Stopped: critic_done after 3 refine step(s)" in out
     assert calls.roles == []
 
@@ -406,3 +407,28 @@ def test_installed_program_runs_and_reports_exit_codes(workdir: Path) -> None:
     assert missing.returncode == 2 and "the following arguments are required: task" in (
         missing.stderr
     )
+
+
+def test_resume_takes_the_base_url_from_the_flag_or_the_environment(
+    capsys: pytest.CaptureFixture[str],
+    workdir: Path,
+    server: OpenAIServer,
+    closed_port: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    server.fail_next("500", times=1, role="critic")
+    run = ["run", TASK, "--model", "test-model", "--max-retries", "0", "--thread-id", "m"]
+    code, _, err = cli(capsys, *run, "--base-url", server.base_url)
+    assert code == 1, err
+    moved = f"http://127.0.0.1:{closed_port}/v1"
+
+    code, _, err = cli(capsys, "resume", "m", "--base-url", moved)
+    assert code == 1 and f"cannot reach {moved}" in err
+    monkeypatch.setenv("OPENAI_BASE_URL", moved)
+    code, _, err = cli(capsys, "resume", "m")
+    assert code == 1 and f"cannot reach {moved}" in err and "OPENAI_BASE_URL" in err
+
+    code, out, err = cli(capsys, "resume", "m", "--base-url", server.base_url)
+    assert code == 0, err
+    assert "Stopped: critic_done" in out

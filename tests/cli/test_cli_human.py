@@ -28,8 +28,9 @@ def test_run_asks_at_the_terminal_and_resume_asks_again(
     db = str(tmp_path / "c.sqlite")
     start = ["run", TASK, "--critic", "human", "--db", db, "--thread-id", "t1"]
     # One critique, then the input ends: the run waits, saved, for the next one.
-    code, out, _ = _run(start, 'Replace "rough" with "short"\n\n0.4\n\n', monkeypatch, capsys)
-    assert code == 0
+    code, out, err = _run(start, 'Replace "rough" with "short"\n\n0.4\n\n', monkeypatch, capsys)
+    assert code == 1, "input that ends while the critic waits is not success"
+    assert "standard input ended while the human critic waited" in err
     assert "draft:\n    this is a very rough draft about dog" in out
     assert '[critique] iteration 0  score 0.40  done false  (human)\n    - Replace "rough"' in out
     assert "[refine] draft 1:\n    this is a very short draft about dog" in out
@@ -79,7 +80,7 @@ def test_json_output_stays_clean_while_waiting(
     db = str(tmp_path / "c.sqlite")
     argv = ["run", TASK, "--critic", "human", "--db", db, "--json", "--thread-id", "w"]
     code, out, err = _run(argv, "", monkeypatch, capsys)  # no answer: the run waits
-    assert code == 0
+    assert code == 1
     assert f"waiting for a critique; answer it with: self-refine resume w --db {db}" in err
     waiting = json.loads(out)
     assert waiting["thread_id"] == "w" and waiting["stop_reason"] is None

@@ -24,8 +24,8 @@ TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, 
 REFERENCE = '{"concepts": ["dog", "frisbee", "park", "catch"]}'
 
 
-def test_the_seven_paper_tasks_and_general_are_profiles() -> None:
-    assert set(PROFILES) == PAPER_TASKS | {"general"}
+def test_the_seven_paper_tasks_general_and_python_functions_are_profiles() -> None:
+    assert set(PROFILES) == PAPER_TASKS | {"general", "python_function"}
     for profile in PROFILES.values():
         assert profile.generate and profile.feedback and profile.refine and profile.summary
         assert profile.critics and all(c == "llm" or c in VERIFIERS for c in profile.critics)
@@ -37,6 +37,7 @@ def test_profiles_name_their_verifiers_and_stop_policies() -> None:
     assert get_profile("math").critics == ("answer", "llm")
     assert get_profile("constrained_generation").critics == ("concepts", "llm")
     assert get_profile("general").critics == ("llm",)
+    assert get_profile("python_function").critics == ("python_tests", "llm")
     assert ScoreThreshold(0.9) in get_profile("dialogue").stop
     assert NoImprovement(2) in get_profile("code_optimization").stop
 

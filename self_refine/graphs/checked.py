@@ -1,0 +1,121 @@
+"""A StateGraph whose compiled graph checks new input before LangGraph writes it.
+
+LangGraph saves a new input to the thread (and discards the thread's pending
+tasks, interrupts included) before any node or routing function runs, so a
+check made inside the graph comes too late: a refused input would already
+have replaced the task of an unfinished run. The compiled graph built here
+checks the input against the thread's current state first, in `stream` and
+`astream`, which every `invoke`, `ainvoke`, `stream_events` and server run
+goes through.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command, StateSnapshot
+
+from self_refine.context import RefineContext
+from self_refine.errors import ConfigError
+from self_refine.state import RefineInput, RefineOutput, RefineState, validate_input
+
+__all__ = ["CheckedStateGraph", "check_context_names", "check_new_input"]
+
+UNFINISHED_MESSAGE = (
+    "this thread has an unfinished refinement: continue it by invoking the graph "
+    "with None as the input, or give the new task a new thread id"
+)
+
+
+def check_new_input(payload: Any, thread: StateSnapshot | None) -> None:
+    """Raise ConfigError when `payload` may not start a run on `thread` (None: a new thread)."""
+    current: Mapping[str, Any] = thread.values if thread is not None else {}
+    merged = {**current, **payload} if isinstance(payload, Mapping) else payload
+    validate_input(merged)
+    if thread is not None and (
+        thread.next or (current.get("attempts") and not current.get("stop_reason"))
+    ):
+        raise ConfigError(UNFINISHED_MESSAGE)
+
+
+def check_context_names(context: Any) -> None:
+    """Raise ConfigError naming a dict context's unknown field and the closest valid name."""
+    if not isinstance(context, Mapping):
+        return
+    names = [f.name for f in dataclasses.fields(RefineContext)]
+    for key in context:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(
+                f"unknown context field {key!r}{hint}; valid fields: {', '.join(sorted(names))}"
+            )
+
+
+def _is_new_input(payload: Any) -> bool:
+    return payload is not None and not isinstance(payload, Command)
+
+
+def _is_nested(config: RunnableConfig | None) -> bool:
+    configurable = (config or {}).get("configurable") or {}
+    return bool(configurable.get("checkpoint_ns"))
+
+
+class CheckedCompiledGraph(
+    CompiledStateGraph[RefineState, RefineContext, RefineInput, RefineOutput]
+):
+    """A compiled self-refine graph that refuses bad input before writing it."""
+
+    def _thread(self, config: RunnableConfig | None) -> StateSnapshot | None:
+        if not self._has_thread(config):
+            return None
+        return self.get_state(config or {})
+
+    async def _athread(self, config: RunnableConfig | None) -> StateSnapshot | None:
+        if not self._has_thread(config):
+            return None
+        return await self.aget_state(config or {})
+
+    def _has_thread(self, config: RunnableConfig | None) -> bool:
+        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        return (
+            thread_id is not None
+            and not isinstance(self.checkpointer, bool)
+            and self.checkpointer is not None
+            and not _is_nested(config)
+        )
+
+    def stream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[Any]:
+        """Check the context and new input against the thread, then stream the run."""
+        check_context_names(kwargs.get("context"))
+        if _is_new_input(input):
+            check_new_input(input, self._thread(config))
+        return super().stream(input, config, **kwargs)
+
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """Check the context and new input against the thread, then stream the run."""
+        check_context_names(kwargs.get("context"))
+        if _is_new_input(input):
+            check_new_input(input, await self._athread(config))
+        async for chunk in super().astream(input, config, **kwargs):
+            yield chunk
+
+
+class CheckedStateGraph(StateGraph[RefineState, RefineContext, RefineInput, RefineOutput]):
+    """A StateGraph whose `compile()` returns a `CheckedCompiledGraph`."""
+
+    def compile(self, *args: Any, **kwargs: Any) -> CheckedCompiledGraph:
+        """Compile as StateGraph does, with the input check in front of every run."""
+        compiled = super().compile(*args, **kwargs)
+        compiled.__class__ = CheckedCompiledGraph
+        return compiled  # type: ignore[return-value]
