@@ -41,6 +41,8 @@ def markdown(document: dict[str, Any]) -> str:
         "task or the prompt's scaffolding counts as wrong",
         "",
     ]
+    if document.get("unfinished_sets"):
+        lines[-1:-1] = [f"- **partial**: not yet run: {', '.join(document['unfinished_sets'])}"]
     k = document["k"]
     head = ["set", "condition", *[f"acc@{i}" for i in range(k + 1)]]
     head += ["w->r", "r->w", "score", "tok in/item", "tok out/item", "s/item", "calls/item"]

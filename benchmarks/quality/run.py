@@ -145,12 +145,22 @@ def _sha256(path: Path) -> str:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Every set under every condition; returns the results document."""
+    """Every set under every condition; returns the results document.
+
+    The files are written again after each set, so a run stopped half-way keeps the
+    sets it finished (the document says which were left out).
+    """
+    from benchmarks.quality.report import write_results
+
     counter = _Calls()
     model = _model(args.model, args.base_url, args.max_tokens, counter)
     results: dict[str, Any] = {}
     examples: dict[str, list[dict[str, Any]]] = {}
-    for name in args.sets:
+    for number, name in enumerate(args.sets):
+        if number:
+            partial = _document(args, model, results, examples)
+            partial["unfinished_sets"] = args.sets[number:]
+            write_results(partial, args.out)
         items = _items(name, args.n)
         results[name] = {}
         start, calls = time.perf_counter(), counter.calls
@@ -170,6 +180,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             results[name][condition] = figures
             runs[condition] = records
         examples[name] = _examples(runs)
+    return _document(args, model, results, examples)
+
+
+def _document(
+    args: argparse.Namespace,
+    model: Any,
+    results: dict[str, Any],
+    examples: dict[str, list[dict[str, Any]]],
+) -> dict[str, Any]:
     return {
         "date": datetime.date.today().isoformat(),
         "command": " ".join(["python -m benchmarks.quality.run", *sys.argv[1:]]),
