@@ -103,10 +103,21 @@ def _kind(value: Any) -> str:
     return names.get(type(value), repr(value))
 
 
+def _line_text(line: bytes, number: int) -> str | None:
+    """Decode one input line as UTF-8 (a BOM allowed on line 1); None when it is not UTF-8."""
+    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+        line = line[3:]
+    try:
+        return line.removesuffix(b"\r").decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def read_items(path: str | Path) -> tuple[list[BatchItem], list[InputProblem]]:
     """Read a JSONL file: the usable items in order, and the problems of the other lines.
 
-    Blank lines are ignored; a line repeating an earlier item's id is a problem.
+    Lines end at "\\n" only; blank lines are ignored; a line repeating an earlier
+    item's id, a line that is not UTF-8 and a line nested too deeply are problems.
     """
     try:
         raw = Path(path).read_bytes()
@@ -117,11 +128,20 @@ def read_items(path: str | Path) -> tuple[list[BatchItem], list[InputProblem]]:
     items: list[BatchItem] = []
     problems: list[InputProblem] = []
     first_line: dict[str, int] = {}
-    for number, text in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
+    for number, line in enumerate(raw.split(b"\n"), 1):
+        text = _line_text(line, number)
+        if text is None:
+            problems.append(
+                InputProblem(number, "not UTF-8 text: save the file as UTF-8 and run again")
+            )
+            continue
         if not text.strip():
             continue
         try:
             item = _item(json.loads(text), number)
+        except RecursionError:
+            problems.append(InputProblem(number, "JSON nested too deeply: flatten this line"))
+            continue
         except json.JSONDecodeError as error:
             problems.append(
                 InputProblem(number, f"not valid JSON ({error.msg}, column {error.colno})")
