@@ -24,6 +24,7 @@ from self_refine.batch.io import (
 from self_refine.batch.judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
 from self_refine.batch.metrics import format_summary, summarize
 from self_refine.batch.runner import BatchRunner, Engine, run_key
+from self_refine.cli.paths import refuse_same_files
 from self_refine.cli.progress import Progress
 from self_refine.cli.settings import SETTING_KEYS, build_graph
 from self_refine.context import RefineContext
@@ -165,6 +166,9 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
     `settings` are the checked settings flags (`cli_settings.run_settings`).
     """
+    refuse_same_files(
+        [("the input file", args.input), ("--output", args.output), ("--summary", args.summary)]
+    )
     context = _context(args)
     verifiers = _verifier_names(args.verifiers)
     if args.refine_only_incorrect and not verifiers:
@@ -232,6 +236,9 @@ def report_command(args: argparse.Namespace) -> int:
     """Summarize finished output files, and draw the summary when asked."""
     from self_refine.batch.report import load_records, plot_summary
 
+    refuse_same_files(
+        [(f"output file {path!r}", path) for path in args.outputs] + [("--plot", args.plot)]
+    )
     records = load_records(args.outputs)
     if not records:
         raise ConfigError(f"no results in {', '.join(args.outputs)}: run `self-refine batch` first")
