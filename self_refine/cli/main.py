@@ -15,6 +15,7 @@ from typing import Any
 
 from self_refine.cli.options import check_connection, print_error, trace_metadata
 from self_refine.cli.parser import build_parser
+from self_refine.cli.safe_text import terminal_safe
 from self_refine.cli.settings import (
     UsageError,
     build_graph,
@@ -212,10 +213,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(values, default=str))
         return 0
-    print(f"thread {args.thread_id}\ntask: {values.get('task')}\n")
+    task = terminal_safe(values.get("task") or "")
+    print(f"thread {terminal_safe(args.thread_id)}\ntask: {task}\n")
     print(attempts_table(values.get("attempts") or []))
     if values.get("stop_reason"):
-        print(f"stop reason: {values['stop_reason']}; answer:\n    {values.get('answer', '')}")
+        answer = terminal_safe(values.get("answer") or "")
+        print(f"stop reason: {values['stop_reason']}; answer:\n    {answer}")
     else:
         print(f"not finished; continue with: self-refine resume {args.thread_id}")
     return 0

@@ -406,3 +406,18 @@ def test_installed_program_runs_and_reports_exit_codes(workdir: Path) -> None:
     assert missing.returncode == 2 and "the following arguments are required: task" in (
         missing.stderr
     )
+
+
+@pytest.mark.usefixtures("workdir")
+def test_run_and_show_print_no_terminal_control_sequences_from_the_task(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    hostile = "\x1b]0;owned\x07\x1b[2J\x9b31m" + TASK + "\x1b]8;;http://x\x1b\\link\x7f\r"
+    code, run_out, err = cli(capsys, "run", hostile, "--thread-id", "esc")
+    assert code == 0, err
+    code, show_out, _ = cli(capsys, "show", "esc")
+    assert code == 0
+    for out in (run_out, show_out):
+        assert not any(char in out for char in "\x1b\x07\x9b\x7f\r"), out
+    assert "task: \\x1b]0;owned\\x07\\x1b[2J\\x9b31m" in show_out
+    assert shown(capsys, "esc")["task"] == hostile  # JSON keeps the text exact
