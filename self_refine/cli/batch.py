@@ -72,6 +72,15 @@ def _critic_specs(context: RefineContext) -> list[str]:
     return list(context.critics or get_profile(context.profile or "general").critics)
 
 
+def _refuse_human_critic(specs: list[str]) -> None:
+    """Refuse the human critic, which would pause every item of an unattended batch."""
+    if "human" in specs:
+        raise ConfigError(
+            "--critics human asks a person at the terminal, which a batch cannot do: "
+            "use `self-refine run --critics human` per task, or another critic for the batch"
+        )
+
+
 def _check_server(url: str) -> None:
     """Fail fast when the LangGraph server does not answer."""
     try:
@@ -170,6 +179,7 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         [("the input file", args.input), ("--output", args.output), ("--summary", args.summary)]
     )
     context = _context(args)
+    _refuse_human_critic(_critic_specs(context))
     verifiers = _verifier_names(args.verifiers)
     if args.refine_only_incorrect and not verifiers:
         raise ConfigError(

@@ -1,4 +1,4 @@
-"""Commands refuse two paths that are one file, before any work, so no data is overwritten."""
+"""Commands refuse, before any work, what would lose data or fail every item."""
 
 from __future__ import annotations
 
@@ -49,3 +49,14 @@ def test_report_refuses_a_plot_over_an_output_file(
     assert main(["report", "res.jsonl", "--plot", "./res.jsonl"]) == 2
     assert "--plot" in capsys.readouterr().err
     assert Path("res.jsonl").read_text() == '{"id": "a"}\n'
+
+
+def test_batch_refuses_the_human_critic_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("in.jsonl").write_text(DATASET)
+    argv = ["batch", "in.jsonl", "-o", "res.jsonl", "--critics", "human", "--model", "offline"]
+    assert main([*argv, "--db", "c.sqlite"]) == 2
+    assert "--critics human" in capsys.readouterr().err
+    assert not Path("res.jsonl").exists() and not Path("c.sqlite").exists()
