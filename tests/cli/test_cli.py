@@ -421,3 +421,14 @@ def test_run_and_show_print_no_terminal_control_sequences_from_the_task(
         assert not any(char in out for char in "\x1b\x07\x9b\x7f\r"), out
     assert "task: \\x1b]0;owned\\x07\\x1b[2J\\x9b31m" in show_out
     assert shown(capsys, "esc")["task"] == hostile  # JSON keeps the text exact
+
+
+@pytest.mark.usefixtures("workdir")
+@pytest.mark.parametrize("flag", ["--model", "--critic-model", "--refiner-model"])
+def test_an_empty_model_name_is_refused_before_a_thread_exists(
+    capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    code, _, err = cli(capsys, "run", TASK, flag, "")
+    assert code == 2
+    assert f"{flag} is empty" in err
+    assert not Path(".self-refine/checkpoints.sqlite").exists()
