@@ -280,6 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print_error(error, args)
         return EXIT_USAGE
+    except BrokenPipeError:
+        from self_refine.cli.closed_stdout import drop_closed_stdout
+
+        drop_closed_stdout()  # the reader has all it wanted: not an error
+        return 0
     except Exception as error:
         from self_refine.errors import ConfigError
 

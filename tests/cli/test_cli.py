@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -432,3 +434,19 @@ def test_an_empty_model_name_is_refused_before_a_thread_exists(
     assert code == 2
     assert f"{flag} is empty" in err
     assert not Path(".self-refine/checkpoints.sqlite").exists()
+
+
+def test_show_into_a_closed_pipe_exits_quietly(workdir: Path) -> None:
+    assert run_cli("run", TASK, "--thread-id", "pipe", cwd=workdir).returncode == 0
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "self_refine.cli", "show", "pipe", "--json"],
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.close()  # the reader stops at once, as `| head -0` does
+    err = reader.stderr.read()
+    assert reader.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err and "error" not in err
