@@ -38,7 +38,6 @@ def _stream(
 
     With --json, stdout holds only the JSON result; the notes go to stderr.
     """
-    from self_refine.cli.console import print_update
     from self_refine.graphs import GRAPH_NAME, recursion_limit
     from self_refine.persistence.storage import ThreadSettings, open_checkpointer
     from self_refine.redact import redact_url
@@ -70,7 +69,7 @@ def _stream(
                 for chunk in chunks:
                     for node, update in chunk.items():
                         if not args.json:
-                            print_update(node, update, sys.stdout)
+                            _print_step(node, update, thread_id)
                 payload = _answer_human_critic(graph.get_state(config), args)
         except KeyboardInterrupt:
             print(
@@ -83,6 +82,22 @@ def _stream(
         state = graph.get_state(config)
     _report(args, thread_id, state, db)
     return 0
+
+
+def _print_step(node: str, update: Any, thread_id: str) -> None:
+    """Print one step; when the reader closed stdout, say so once and let the run finish."""
+    from self_refine.cli.closed_stdout import drop_closed_stdout
+    from self_refine.cli.console import print_update
+
+    try:
+        print_update(node, update, sys.stdout)
+    except BrokenPipeError:
+        drop_closed_stdout()
+        print(
+            f"note: stdout was closed; the run goes on to finish (see it with "
+            f"`self-refine show {thread_id}`)",
+            file=sys.stderr,
+        )
 
 
 def _report(args: argparse.Namespace, thread_id: str, state: Any, db: str) -> None:

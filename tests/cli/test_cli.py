@@ -450,3 +450,22 @@ def test_show_into_a_closed_pipe_exits_quietly(workdir: Path) -> None:
     err = reader.stderr.read()
     assert reader.wait(timeout=120) == 0, err
     assert "Traceback" not in err and "BrokenPipe" not in err and "error" not in err
+
+
+def test_run_into_a_pipe_closed_after_one_line_finishes_the_thread(workdir: Path) -> None:
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "self_refine.cli", "run", TASK, "--thread-id", "head"],
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert runner.stdout is not None and runner.stderr is not None
+    assert runner.stdout.readline().startswith("thread: head")
+    runner.stdout.close()  # as `| head -1` does
+    err = runner.stderr.read()
+    assert runner.wait(timeout=120) == 0, err
+    assert "failed" not in err and "Traceback" not in err
+    assert err.count("stdout was closed") <= 1
+    shown = run_cli("show", "head", "--json", cwd=workdir)
+    assert json.loads(shown.stdout)["stop_reason"] == "critic_done"
