@@ -11,6 +11,8 @@ __all__ = ["MASK", "model_secrets", "redact", "redact_url"]
 
 MASK = "***"
 _MIN_SECRET_CHARS = 6
+_PIECE_CHARS = 8  # any run this long shared with a key is masked
+_ECHO_TAIL_CHARS = 4  # servers echo keys as "sk-...wxyz"
 _URL_PASSWORD = re.compile(r"(?P<head>\b[a-z][a-z0-9+.\-]*://[^:/@\s]*:)(?P<password>[^@\s]+)@")
 _ENV_SECRETS = ("OPENAI_API_KEY", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY")
 
@@ -31,9 +33,48 @@ def model_secrets(model: Any) -> list[str]:
     return found
 
 
+def _secret_spans(text: str, secret: str) -> set[int]:
+    """Positions of text inside any piece of the secret of _PIECE_CHARS or more characters."""
+    size = min(_PIECE_CHARS, len(secret))
+    covered: set[int] = set()
+    for start in range(len(secret) - size + 1):
+        piece = secret[start : start + size]
+        found = text.find(piece)
+        while found >= 0:
+            covered.update(range(found, found + size))
+            found = text.find(piece, found + 1)
+    return covered
+
+
+def _mask_spans(text: str, covered: set[int]) -> str:
+    """Replace each run of covered positions by one MASK."""
+    parts: list[str] = []
+    for index, char in enumerate(text):
+        if index not in covered:
+            parts.append(char)
+        elif index - 1 not in covered:
+            parts.append(MASK)
+    return "".join(parts)
+
+
+def _mask_echoed_keys(text: str, secret: str) -> str:
+    """Mask a server's shortened echo of the key, such as "sk-proj-****wxyz"."""
+    tail = re.escape(secret[-_ECHO_TAIL_CHARS:])
+    return re.sub(rf"[\w-]*(?:\*{{2,}}|\.{{3}}|\u2026)[\w-]*{tail}\b", MASK, text)
+
+
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """Mask the given secrets, the API keys in the environment, and passwords in URLs."""
+    """Mask the given secrets, the API keys in the environment, and passwords in URLs.
+
+    Also masks any piece of a secret of 8 or more characters (a server echoing
+    part of the key) and shortened echoes of a key that end with its last characters.
+    """
     known = [s for s in secrets if s] + [os.environ.get(name, "") for name in _ENV_SECRETS]
-    for secret in sorted({s for s in known if len(s) >= _MIN_SECRET_CHARS}, key=len, reverse=True):
-        text = text.replace(secret, MASK)
+    usable = {s for s in known if len(s) >= _MIN_SECRET_CHARS}
+    covered: set[int] = set()
+    for secret in usable:
+        covered |= _secret_spans(text, secret)
+    text = _mask_spans(text, covered) if covered else text
+    for secret in usable:
+        text = _mask_echoed_keys(text, secret)
     return redact_url(text)

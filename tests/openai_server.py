@@ -7,7 +7,8 @@ default the project's offline model), and faults can be injected on command:
 HTTP 429 and 500, stalls, dropped connections, malformed JSON, empty replies,
 and refusals (OpenAI's `refusal` field, with no content). The pseudo-fault
 "ok" answers normally, so that a fault queued after it hits a later request;
-"401" refuses the key and, as careless servers do, echoes it in the message.
+"401" refuses the key and, as careless servers do, echoes it in the message;
+"401_partial" echoes only pieces of it ("sk-canary****xLx4", a middle slice).
 
 It is a plain asyncio server in a background thread, so it serves many
 requests at once; `latency` and `max_concurrency` make it behave like a
@@ -49,6 +50,7 @@ FAULTS = (
     "refusal",
     "ok",
     "401",
+    "401_partial",
 )
 REFUSAL = "I'm sorry, but I can't help with that."
 
@@ -227,6 +229,11 @@ class OpenAIServer:
         if fault == "401":
             key = recorded.headers.get("authorization", "").removeprefix("Bearer ")
             await _send_json(writer, 401, {"error": {"message": f"Incorrect API key: {key}"}})
+            return True
+        if fault == "401_partial":
+            key = recorded.headers.get("authorization", "").removeprefix("Bearer ")
+            message = f"Incorrect API key provided: {key[:9]}****{key[-4:]} ({key[4:14]})"
+            await _send_json(writer, 401, {"error": {"message": message}})
             return True
         if self._slots is not None:
             async with self._slots:

@@ -101,6 +101,22 @@ def test_a_key_echoed_by_the_server_is_masked_in_the_error(
     assert CANARY.encode() not in _stored(tmp_path)
 
 
+def test_pieces_of_a_key_echoed_by_the_server_are_masked(
+    server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.fail_next("401_partial", times=1, role="generator")
+    common = ["--db", str(tmp_path / "c.sqlite"), "--base-url", server.base_url]
+
+    code = main(["run", TASK, "--model", "openai:test-model", "--api-key", CANARY, *common])
+
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "Incorrect API key provided: ***" in err
+    for piece in (CANARY[:9], CANARY[-4:], CANARY[4:14]):
+        assert piece not in err
+        assert piece.encode() not in _stored(tmp_path)
+
+
 def test_a_key_in_the_context_stays_out_of_checkpoints_logs_errors_and_reprs(
     server: OpenAIServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

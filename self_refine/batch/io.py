@@ -103,13 +103,21 @@ def _kind(value: Any) -> str:
     return names.get(type(value), repr(value))
 
 
+def _line_text(line: bytes, number: int) -> str | None:
+    """Decode one input line as UTF-8 (a BOM allowed on line 1); None when it is not UTF-8."""
+    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+        line = line[3:]
+    try:
+        return line.removesuffix(b"\r").decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def read_items(path: str | Path) -> tuple[list[BatchItem], list[InputProblem]]:
     """Read a JSONL file: the usable items in order, and the problems of the other lines.
 
-    Lines end at "\n" only (a JSON string may hold U+2028 and its kin); a UTF-8
-    byte order mark before the first line is skipped. Blank lines are ignored; a
-    line that is not UTF-8, not JSON (or nested too deep to read), or repeats an
-    earlier item's id is a problem of that line only.
+    Lines end at "\\n" only; blank lines are ignored; a line repeating an earlier
+    item's id, a line that is not UTF-8 and a line nested too deeply are problems.
     """
     try:
         raw = Path(path).read_bytes()
@@ -120,23 +128,24 @@ def read_items(path: str | Path) -> tuple[list[BatchItem], list[InputProblem]]:
     items: list[BatchItem] = []
     problems: list[InputProblem] = []
     first_line: dict[str, int] = {}
-    for number, line in enumerate(raw.removeprefix(b"\xef\xbb\xbf").split(b"\n"), 1):
-        try:
-            text = line.decode("utf-8").removesuffix("\r")
-        except UnicodeDecodeError as error:
-            problems.append(InputProblem(number, f"not UTF-8 (byte {error.start + 1})"))
+    for number, line in enumerate(raw.split(b"\n"), 1):
+        text = _line_text(line, number)
+        if text is None:
+            problems.append(
+                InputProblem(number, "not UTF-8 text: save the file as UTF-8 and run again")
+            )
             continue
         if not text.strip():
             continue
         try:
             item = _item(json.loads(text), number)
+        except RecursionError:
+            problems.append(InputProblem(number, "JSON nested too deeply: flatten this line"))
+            continue
         except json.JSONDecodeError as error:
             problems.append(
                 InputProblem(number, f"not valid JSON ({error.msg}, column {error.colno})")
             )
-            continue
-        except RecursionError:
-            problems.append(InputProblem(number, "JSON nested too deeply to read"))
             continue
         except ValueError as error:
             problems.append(InputProblem(number, str(error)))

@@ -25,6 +25,7 @@ from self_refine.batch.io import (
 from self_refine.batch.judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
 from self_refine.batch.metrics import format_summary, summarize
 from self_refine.batch.runner import BatchRunner, Engine, run_key
+from self_refine.cli.paths import refuse_same_files
 from self_refine.cli.progress import Progress
 from self_refine.cli.settings import SETTING_KEYS, build_graph
 from self_refine.context import RefineContext
@@ -72,6 +73,15 @@ def _critic_specs(context: RefineContext) -> list[str]:
     return list(context.critics or get_profile(context.profile or "general").critics)
 
 
+def _refuse_human_critic(specs: list[str]) -> None:
+    """Refuse the human critic, which would pause every item of an unattended batch."""
+    if "human" in specs:
+        raise ConfigError(
+            "--critics human asks a person at the terminal, which a batch cannot do: "
+            "use `self-refine run --critics human` per task, or another critic for the batch"
+        )
+
+
 def _check_server(url: str) -> None:
     """Fail fast when the LangGraph server does not answer."""
     try:
@@ -83,21 +93,6 @@ def _check_server(url: str) -> None:
             f"cannot reach the LangGraph server at {url} ({reason}): "
             "start it (e.g. `langgraph dev --config studio.json`) or fix --server"
         ) from None
-
-
-def _distinct_files(paths: dict[str, str | None]) -> None:
-    """Refuse, before any work, two roles given the same file (links resolved): writing
-    one would destroy the other (the dataset, the results)."""
-    seen: dict[Path, str] = {}
-    for role, path in paths.items():
-        if not path:
-            continue
-        real = Path(path).resolve()
-        if real in seen:
-            raise ConfigError(
-                f"{role} and {seen[real]} are the same file ({path}): give each its own path"
-            )
-        seen[real] = role
 
 
 def _uses_local_model(args: argparse.Namespace) -> bool:
@@ -191,13 +186,19 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
     `settings` are the checked settings flags (`cli_settings.run_settings`).
     """
-    _distinct_files(
-        {"the input": args.input, "-o": args.output, "--summary": args.summary, "--html": args.html}
+    refuse_same_files(
+        [
+            ("the input file", args.input),
+            ("--output", args.output),
+            ("--summary", args.summary),
+            ("--html", args.html),
+        ]
     )
     _check_page(args.html)
     if args.summary:
         _check_writable(args.summary, "--summary")
     context = _context(args)
+    _refuse_human_critic(_critic_specs(context))
     verifiers = _verifier_names(args.verifiers)
     if args.refine_only_incorrect and not verifiers:
         raise ConfigError(
@@ -286,8 +287,10 @@ def report_command(args: argparse.Namespace) -> int:
     """Summarize finished output files, and draw the summary when asked."""
     from self_refine.batch.report import load_records, plot_summary
 
-    files = {f"the results file {p}": p for p in args.outputs}
-    _distinct_files({**files, "--plot": args.plot, "--html": args.html})
+    refuse_same_files(
+        [(f"output file {path!r}", path) for path in args.outputs]
+        + [("--plot", args.plot), ("--html", args.html)]
+    )
     _check_page(args.html)
     records = load_records(args.outputs)
     if not records:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from itertools import zip_longest
 from typing import Any, TextIO
 
+from self_refine.cli.safe_text import terminal_safe
 from self_refine.state import Attempt
 
 __all__ = ["attempts_table", "print_result", "print_update"]
@@ -14,7 +15,7 @@ __all__ = ["attempts_table", "print_result", "print_update"]
 
 def _indent(text: str, width: int = 88) -> str:
     lines = []
-    for paragraph in (text or "(empty)").splitlines() or [""]:
+    for paragraph in terminal_safe(text or "(empty)").split("\n"):
         lines.extend(textwrap.wrap(paragraph, width - 4) or [""])
     return "\n".join("    " + line for line in lines)
 
@@ -40,12 +41,16 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
         empty = "(every verifier passed)" if critique.get("verified") else "(no feedback items)"
         for item in critique.get("feedback") or [empty]:
             print(
-                textwrap.fill(item, 88, initial_indent="    - ", subsequent_indent="      "),
+                textwrap.fill(
+                    terminal_safe(item), 88, initial_indent="    - ", subsequent_indent="      "
+                ),
                 file=out,
             )
         for problem in attempt.get("problems") or []:
             print(
-                textwrap.fill(problem, 88, initial_indent="    ! ", subsequent_indent="      "),
+                textwrap.fill(
+                    terminal_safe(problem), 88, initial_indent="    ! ", subsequent_indent="      "
+                ),
                 file=out,
             )
         for line in _rejected_lines(attempt):
@@ -75,11 +80,11 @@ def attempts_table(attempts: Sequence[Attempt], width: int = 100) -> str:
     rows = [header, "-" * len(header.rstrip()) + "-" * (text_width - 8)]
     for attempt in attempts:
         critique = attempt["critique"]
-        draft_lines = textwrap.wrap(attempt["draft"] or "(empty)", text_width)
+        draft_lines = textwrap.wrap(terminal_safe(attempt["draft"] or "(empty)"), text_width)
         feedback_lines: list[str] = []
         for item in critique.get("feedback") or ["(none)"]:
             feedback_lines += textwrap.wrap(
-                item, text_width, initial_indent="- ", subsequent_indent="  "
+                terminal_safe(item), text_width, initial_indent="- ", subsequent_indent="  "
             )
         first = True
         for draft_line, feedback_line in zip_longest(draft_lines, feedback_lines, fillvalue=""):

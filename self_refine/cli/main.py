@@ -15,6 +15,7 @@ from typing import Any
 
 from self_refine.cli.options import check_connection, print_error, trace_metadata
 from self_refine.cli.parser import build_parser
+from self_refine.cli.safe_text import terminal_safe
 from self_refine.cli.settings import (
     UsageError,
     build_graph,
@@ -37,7 +38,6 @@ def _stream(
 
     With --json, stdout holds only the JSON result; the notes go to stderr.
     """
-    from self_refine.cli.console import print_update
     from self_refine.graphs import GRAPH_NAME, recursion_limit
     from self_refine.persistence.storage import ThreadSettings, open_checkpointer
     from self_refine.redact import redact_url
@@ -81,7 +81,7 @@ def _stream(
                         meter.clear()
                     for node, update in chunk.items():
                         if not args.json:
-                            print_update(node, update, sys.stdout)
+                            _print_step(node, update, thread_id)
                 payload = _answer_human_critic(graph.get_state(config), args)
         except KeyboardInterrupt:
             print(
@@ -111,6 +111,22 @@ def _token_meter(settings: dict[str, Any], args: argparse.Namespace) -> Any:
     models = [settings.get(k) or "" for k in ("model", "critic_model", "refiner_model")]
     local = any(m == "local" or m.startswith("local:") for m in models)
     return TokenMeter(sys.stderr) if local and sys.stderr.isatty() and not args.json else None
+
+
+def _print_step(node: str, update: Any, thread_id: str) -> None:
+    """Print one step; when the reader closed stdout, say so once and let the run finish."""
+    from self_refine.cli.closed_stdout import drop_closed_stdout
+    from self_refine.cli.console import print_update
+
+    try:
+        print_update(node, update, sys.stdout)
+    except BrokenPipeError:
+        drop_closed_stdout()
+        print(
+            f"note: stdout was closed; the run goes on to finish (see it with "
+            f"`self-refine show {thread_id}`)",
+            file=sys.stderr,
+        )
 
 
 def _report(args: argparse.Namespace, thread_id: str, state: Any, db: str) -> None:
@@ -271,10 +287,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         # "" is the channel's value before the first draft: say "no draft yet" as null.
         print(json.dumps({**values, "draft": values.get("draft") or None}, default=str))
         return 0
-    print(f"thread {args.thread_id}\ntask: {values.get('task')}\n")
+    task = terminal_safe(values.get("task") or "")
+    print(f"thread {terminal_safe(args.thread_id)}\ntask: {task}\n")
     print(attempts_table(values.get("attempts") or []))
     if values.get("stop_reason"):
-        print(f"stop reason: {values['stop_reason']}; answer:\n    {values.get('answer', '')}")
+        answer = terminal_safe(values.get("answer") or "")
+        print(f"stop reason: {values['stop_reason']}; answer:\n    {answer}")
     else:
         print(
             f"not finished; continue with: self-refine resume {args.thread_id} "
@@ -339,6 +357,11 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print_error(error, args)
         return EXIT_USAGE
+    except BrokenPipeError:
+        from self_refine.cli.closed_stdout import drop_closed_stdout
+
+        drop_closed_stdout()  # the reader has all it wanted: not an error
+        return 0
     except Exception as error:
         from self_refine.errors import ConfigError
 

@@ -55,10 +55,23 @@ def run_settings(args: argparse.Namespace) -> dict[str, Any]:
     settings = {key: getattr(args, key) for key in SETTING_KEYS}
     settings["base_url"] = args.base_url or os.environ.get("OPENAI_BASE_URL") or None
     check_connection(args)
+    _refuse_blank_models(settings)
     if settings["critics"] is not None:
         settings["critics"] = critic_list(settings["critics"])
     check_settings(settings)
     return settings
+
+
+def _refuse_blank_models(settings: dict[str, Any]) -> None:
+    """Refuse an empty or blank model name, which would otherwise reach the graph."""
+    for key in ("model", "critic_model", "refiner_model"):
+        value = settings.get(key)
+        if value is not None and not str(value).strip():
+            flag = "--" + key.replace("_", "-")
+            raise UsageError(
+                f"{flag} is empty: name a model (e.g. {flag} offline, {flag} gpt-4o-mini), "
+                "or leave the flag out"
+            )
 
 
 def critic_list(text: str) -> list[str]:

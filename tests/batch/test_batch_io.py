@@ -143,25 +143,27 @@ def test_two_writers_cannot_share_an_output_file(tmp_path: Path) -> None:
     OutputFile.open(path).close()  # free again once the first closed
 
 
-def test_lines_end_at_newline_only_with_a_bom_and_bad_lines_reported(tmp_path: Path) -> None:
-
-    good = json.dumps({"id": "a", "task": "keep \u2028 this \u0085 line"}, ensure_ascii=False)
-    deep = "[" * 100_000 + "]" * 100_000
+def test_read_items_splits_on_newline_only_and_accepts_a_bom(tmp_path: Path) -> None:
     path = tmp_path / "in.jsonl"
+    lines = [
+        json.dumps({"id": "a", "task": "one\u2028two\u2029three\x85four"}, ensure_ascii=False),
+        json.dumps({"id": "b", "task": "second"}),
+    ]
+    path.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode("utf-8") + b"\r\n")
+    items, problems = read_items(path)
+    assert problems == []
+    assert [(item.id, item.line) for item in items] == [("a", 1), ("b", 2)]
+    assert items[0].task == "one\u2028two\u2029three\x85four"
+
+
+def test_read_items_reports_non_utf8_and_deeply_nested_lines_only(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    nested = '{"task": "deep", "reference": ' + "[" * 100_000 + "]" * 100_000 + "}"
     path.write_bytes(
-        b"\xef\xbb\xbf"
-        + good.encode()
-        + b"\n"
-        + b'{"id": "b", "task": "caf\xe9"}\n'
-        + deep.encode()
-        + b"\n"
-        + json.dumps({"id": "c", "task": "last"}).encode()
-        + b"\r\n"
+        b'{"id": "a", "task": "caf\xe9"}\n' + nested.encode() + b'\n{"id": "c", "task": "fine"}\n'
     )
     items, problems = read_items(path)
-    assert [item.id for item in items] == ["a", "c"]
-    assert items[0].task == "keep \u2028 this \u0085 line"
-    assert [(p.line, p.message.split(" (")[0]) for p in problems] == [
-        (2, "not UTF-8"),
-        (3, "JSON nested too deeply to read"),
-    ]
+    assert [item.id for item in items] == ["c"]
+    assert [problem.line for problem in problems] == [1, 2]
+    assert "UTF-8" in problems[0].message
+    assert "nested" in problems[1].message

@@ -360,26 +360,3 @@ def test_connection_settings_and_token_budget_reach_the_models(
     assert "sk-batch-key" not in (tmp_path / "out.jsonl").read_text()
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert files and all(b"sk-batch-key" not in p.read_bytes() for p in files)
-
-
-@pytest.mark.parametrize(
-    ("extra", "says"),
-    [
-        (["-o", "in.jsonl"], "-o and the input are the same file"),
-        (["-o", "out.jsonl", "--summary", "out.jsonl"], "--summary and -o are the same file"),
-        (["-o", "out.jsonl", "--summary", "link.jsonl"], "--summary and the input are the same"),
-    ],
-)
-def test_two_roles_on_one_file_are_refused_before_any_work(
-    tmp_path: Path, extra: list[str], says: str
-) -> None:
-    from tests.conftest import run_cli
-
-    data = json.dumps({"id": "a", "task": "Write a note."}) + "\n"
-    (tmp_path / "in.jsonl").write_text(data)
-    (tmp_path / "link.jsonl").symlink_to(tmp_path / "in.jsonl")
-    done = run_cli("batch", "in.jsonl", *extra, "--model", "offline", cwd=tmp_path)
-    assert done.returncode == 2, done.stderr
-    assert says in done.stderr
-    assert (tmp_path / "in.jsonl").read_text() == data, "the dataset is untouched"
-    assert not (tmp_path / "out.jsonl").exists() or not (tmp_path / "out.jsonl").read_text()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -432,3 +434,64 @@ def test_resume_takes_the_base_url_from_the_flag_or_the_environment(
     code, out, err = cli(capsys, "resume", "m", "--base-url", server.base_url)
     assert code == 0, err
     assert "Stopped: critic_done" in out
+
+
+@pytest.mark.usefixtures("workdir")
+def test_run_and_show_print_no_terminal_control_sequences_from_the_task(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    hostile = "\x1b]0;owned\x07\x1b[2J\x9b31m" + TASK + "\x1b]8;;http://x\x1b\\link\x7f\r"
+    code, run_out, err = cli(capsys, "run", hostile, "--thread-id", "esc")
+    assert code == 0, err
+    code, show_out, _ = cli(capsys, "show", "esc")
+    assert code == 0
+    for out in (run_out, show_out):
+        assert not any(char in out for char in "\x1b\x07\x9b\x7f\r"), out
+    assert "task: \\x1b]0;owned\\x07\\x1b[2J\\x9b31m" in show_out
+    assert shown(capsys, "esc")["task"] == hostile  # JSON keeps the text exact
+
+
+@pytest.mark.usefixtures("workdir")
+@pytest.mark.parametrize("flag", ["--model", "--critic-model", "--refiner-model"])
+def test_an_empty_model_name_is_refused_before_a_thread_exists(
+    capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    code, _, err = cli(capsys, "run", TASK, flag, "")
+    assert code == 2
+    assert f"{flag} is empty" in err
+    assert not Path(".self-refine/checkpoints.sqlite").exists()
+
+
+def test_show_into_a_closed_pipe_exits_quietly(workdir: Path) -> None:
+    assert run_cli("run", TASK, "--thread-id", "pipe", cwd=workdir).returncode == 0
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "self_refine.cli", "show", "pipe", "--json"],
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.close()  # the reader stops at once, as `| head -0` does
+    err = reader.stderr.read()
+    assert reader.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err and "error" not in err
+
+
+def test_run_into_a_pipe_closed_after_one_line_finishes_the_thread(workdir: Path) -> None:
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "self_refine.cli", "run", TASK, "--thread-id", "head"],
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert runner.stdout is not None and runner.stderr is not None
+    assert runner.stdout.readline().startswith("thread: head")
+    runner.stdout.close()  # as `| head -1` does
+    err = runner.stderr.read()
+    assert runner.wait(timeout=120) == 0, err
+    assert "failed" not in err and "Traceback" not in err
+    assert err.count("stdout was closed") <= 1
+    shown = run_cli("show", "head", "--json", cwd=workdir)
+    assert json.loads(shown.stdout)["stop_reason"] == "critic_done"

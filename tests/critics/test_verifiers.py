@@ -84,6 +84,30 @@ def test_answers_match_rejects_different_answers(given: str, expected: object) -
     assert not answers_match(given, expected)
 
 
+@pytest.mark.parametrize(
+    ("given", "expected", "same"),
+    [
+        ("100000000000000000001", "100000000000000000000", False),
+        ("100000000000000000001", "100000000000000000001", True),
+        ("42.0000001", 42, False),
+        ("0.1", "1/10", True),
+        ("1e400", "1e400", True),
+        ("1e400", "1e401", False),
+        ("5", "1e400", False),
+        ("1e999999999", "1", False),
+        ("1e999999999/3", "2", False),
+        ("inf", float("inf"), True),
+        ("\u221e", "inf", True),
+        ("-inf", "inf", False),
+        ("0.333333", "1/3", True),
+    ],
+)
+def test_answers_match_compares_numbers_exactly_and_never_crashes(
+    given: str, expected: object, same: bool
+) -> None:
+    assert answers_match(given, expected) is same
+
+
 def test_answer_verifier_passes_a_right_answer() -> None:
     critique = answer("What is 6 * 7?", "6 * 7 = 42. The answer is 42.", {"answer": "42"})
     assert critique.done and critique.score == 1.0 and critique.feedback == []

@@ -22,8 +22,7 @@ _NUMBER = re.compile(
     r"|[-\u2212]?\.\d+"
 )
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|[;!?]|,\s|\s(?:because|since|as|which|so)\b")
-_TOLERANCE = Fraction(1, 10**6)
-"""Relative tolerance, only when a side is a ratio (3/4, \\frac): 1/3 and 0.333333 match."""
+_TOLERANCE = 1e-6
 
 
 def _boxed(draft: str) -> str | None:
@@ -62,7 +61,7 @@ def extract_answer(draft: str) -> tuple[str, str] | None:
             value = inner.group("value")  # "the answer is: The answer is 38."
         value = _SENTENCE_END.split(value, maxsplit=1)[0].strip().strip("*").strip()
         numbers = _NUMBER.findall(value)
-        if numbers and not _number(value):
+        if numbers and _number(value) is None:
             value = numbers[-1].strip()  # the last number of the statement: "x = 3 + 4 = 7"
         if value:
             return value, '"the answer is"'
@@ -80,10 +79,21 @@ def _strip_latex(text: str) -> str:
     return text.replace("\\left", "").replace("\\right", "")
 
 
-def _number(text: str) -> Fraction | None:
-    """The number a short answer states, tolerant of $, commas, %, units and fractions."""
+_INFINITY = re.compile(r"([-+]?)(?:inf|infinity|\u221e)", re.I)
+_EXACT_EXPONENT_LIMIT = 4000  # beyond this a value is compared as a Decimal, never as a ratio
+
+
+def _number(text: str) -> Decimal | Fraction | None:
+    """The number a short answer states, tolerant of $, commas, %, units and fractions.
+
+    A plain number stays an exact Decimal (so 1e400 and 21-digit integers keep
+    every digit); "a/b" becomes a Fraction; "inf" and "\u221e" are infinities.
+    """
     text = _strip_latex(text).replace("\u2212", "-").strip().strip("$").strip()
     text = re.sub(r"^\((.*)\)$", r"\1", text)
+    infinity = _INFINITY.fullmatch(text)
+    if infinity:
+        return Decimal(f"{infinity.group(1)}Infinity")
     match = re.fullmatch(
         r"(?P<num>[-+]?\$?\s*[\d.,]+(?:[eE][-+]?\d+)?)"
         r"(?:\s*/\s*\(?(?P<den>[-+]?[\d.]+)\)?)?\s*%?\s*(?P<unit>[A-Za-z][A-Za-z .]*)?",
@@ -97,16 +107,46 @@ def _number(text: str) -> Fraction | None:
             return None
         raw = raw.replace(",", "")
     try:
-        value = Fraction(Decimal(raw))
-        if match.group("den"):
-            value /= Fraction(Decimal(match.group("den")))
+        value = Decimal(raw)
+        if not match.group("den"):
+            return value
+        numerator, denominator = _ratio(value), _ratio(Decimal(match.group("den")))
+        if numerator is None or denominator is None:
+            return None
+        return numerator / denominator
     except (InvalidOperation, ZeroDivisionError, ValueError):
         return None
-    return value
 
 
-def _is_ratio(text: str) -> bool:
-    return "/" in text or "frac" in text
+def _ratio(value: Decimal) -> Fraction | None:
+    """The value as an exact Fraction; None when infinite or too large to expand."""
+    if not value.is_finite() or abs(value.adjusted()) > _EXACT_EXPONENT_LIMIT:
+        return None
+    return Fraction(value)
+
+
+def _terminates(value: Fraction) -> bool:
+    """Whether the fraction has a finite decimal expansion (denominator 2^a * 5^b)."""
+    denominator = value.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    return denominator == 1
+
+
+def _numbers_match(a: Decimal | Fraction, b: Decimal | Fraction) -> bool:
+    """Exact equality; a rounded decimal matches a repeating fraction within 1e-6."""
+    if isinstance(a, Decimal) and isinstance(b, Decimal):
+        return a == b
+    x = _ratio(a) if isinstance(a, Decimal) else a
+    y = _ratio(b) if isinstance(b, Decimal) else b
+    if x is None or y is None:
+        return False
+    if x == y:
+        return True
+    if _terminates(x) and _terminates(y):
+        return False
+    return abs(x - y) <= _TOLERANCE * max(Fraction(1), abs(y))
 
 
 def _words(text: str) -> str:
@@ -119,12 +159,11 @@ def _words(text: str) -> str:
 def answers_match(given: str, expected: Any) -> bool:
     """True when `given` states the same answer as `expected` (number or text).
 
-    Numbers match whatever their notation: 42, 42.0, $42, 1,000, 1e3, 50%;
-    integers and decimals exactly (100000000000000000001 is not
-    100000000000000000000), ratios (3/4, \\frac{3}{4}) within a relative 1e-6 of
-    a decimal (0.75, 0.333333 for 1/3). Huge values are compared as values,
-    never as floats. Text matches case- and spacing-insensitively; "(B)"
-    matches "B". A list of expected answers matches any of them.
+    Numbers match exactly, whatever their notation: 42, 42.0, $42, 1,000,
+    3/4 and 0.75, 50%, \\frac{3}{4}, 1e400, inf; only a decimal compared with a
+    repeating fraction (0.333333 and 1/3) matches within a relative 1e-6. Text matches case- and
+    spacing-insensitively; "(B)" matches "B". A list of expected answers
+    matches any of them.
     """
     if isinstance(expected, list | tuple):
         return any(answers_match(given, option) for option in expected)
@@ -132,9 +171,7 @@ def answers_match(given: str, expected: Any) -> bool:
         expected = "yes" if expected else "no"
     a, b = _number(given), _number(str(expected))
     if a is not None and b is not None:
-        if not (_is_ratio(given) or _is_ratio(str(expected))):
-            return a == b
-        return abs(a - b) <= _TOLERANCE * max(Fraction(1), abs(b))
+        return _numbers_match(a, b)
     return _words(given) == _words(str(expected)) and bool(_words(given))
 
 
