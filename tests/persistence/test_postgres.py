@@ -131,8 +131,9 @@ def test_ctrl_c_and_waiting_messages_mask_the_password(
     assert f"continue with: self-refine resume cut --db {masked}" in err
     assert "s3cret-pw" not in out + err
 
-    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # no answer: the run waits
-    assert main(["run", TASK, "--critics", "human", "--thread-id", "ask", "--db", url]) == 0
+    # Standard input ends while the human critic waits: not success (exit 1), thread kept.
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert main(["run", TASK, "--critics", "human", "--thread-id", "ask", "--db", url]) == 1
     out, err = capsys.readouterr()
     assert f"answer it with: self-refine resume ask --db {masked}" in out
     assert "s3cret-pw" not in out + err
