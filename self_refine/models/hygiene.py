@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from self_refine.state import RejectedReply
@@ -76,6 +77,12 @@ def _flat(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+@lru_cache(maxsize=4096)
+def _flat_known(text: str) -> str:
+    """`_flat` of a text that comes back at every step (the task, earlier feedback)."""
+    return _flat(text)
+
+
 @dataclass(frozen=True)
 class DraftGuard:
     """What a reply is held against: the task, earlier feedback, the length limit."""
@@ -98,11 +105,11 @@ class DraftGuard:
         said = next((i for i in _INSTRUCTIONS if i in flat), None)
         if said:
             return "echo", f"the reply repeats the prompt's instructions ({said!r})"
-        task = _flat(self.task)
+        task = _flat_known(self.task)
         if len(task) >= 30 and task[:300] in flat:
             return "echo", "the reply repeats the task text"
         for item in self.feedback:
-            item_flat = _flat(item)
+            item_flat = _flat_known(item)
             if len(item_flat) >= 30 and item_flat in flat:
                 return "echo", f"the reply repeats earlier feedback ({_short(item)!r})"
         if len(text) > self.limit:
