@@ -10,60 +10,43 @@ model none.
 from __future__ import annotations
 
 import itertools
-import json
-import re
 from typing import Any
 
 import dspy
 from dspy.lm15 import Message, Response, TextPart, Usage
 
-from benchmarks.texts import critique_json, draft_text
+from benchmarks.texts import dspy_fields, dspy_reply
+
+_POOL = 256
 
 __all__ = ["ScriptedEngine", "scripted_lm"]
 
-_OUTPUTS = re.compile(r"Your output fields are:\n(.*?)\nAll interactions", re.S)
-_FIELD = re.compile(r"^\d+\. `(\w+)`", re.M)
-_POOL = 256
-
-
-def _drafts() -> list[str]:
-    return [draft_text(n) for n in range(_POOL)]
-
-
-def _critiques() -> list[str]:
-    return [" ".join(json.loads(critique_json(n))["feedback"]) for n in range(_POOL)]
-
 
 class ScriptedEngine:
-    """Fills the asked output fields: drafts for `draft`, critique text for the others."""
+    """Fills the output fields a prompt asks for: drafts for `draft`, critique text for others."""
 
     def __init__(self) -> None:
         self.calls = 0
-        self._drafts = _drafts()
-        self._critiques = _critiques()
         self._count = itertools.count()
+        self._replies: dict[tuple[tuple[str, ...], int], str] = {}
 
-    def _value(self, name: str, n: int) -> str:
-        if name == "draft":
-            return self._drafts[n % _POOL]
-        if name == "advice":
-            return json.dumps({"self": self._critiques[n % _POOL]})
-        return self._critiques[n % _POOL]
+    def _reply(self, fields: list[str], n: int) -> str:
+        key = (tuple(fields), n % _POOL)
+        if key not in self._replies:
+            self._replies[key] = dspy_reply(fields, key[1])
+        return self._replies[key]
 
     def complete(self, request: Any) -> Response:
         """Answer one request at once."""
         self.calls += 1
-        n = next(self._count)
         system = request.system if isinstance(request.system, str) else ""
         if not isinstance(request.system, str) and request.system is not None:
             system = "".join(part.text for part in request.system)
-        found = _OUTPUTS.search(system)
-        names = _FIELD.findall(found.group(1)) if found else ["draft"]
-        text = "".join(f"[[ ## {name} ## ]]\n{self._value(name, n)}\n\n" for name in names)
+        fields = dspy_fields(system) or ["draft"]
         return Response(
             id=None,
             model="scripted",
-            message=Message.assistant([TextPart(text + "[[ ## completed ## ]]")]),
+            message=Message.assistant([TextPart(self._reply(fields, next(self._count)))]),
             finish_reason="stop",
             usage=Usage(input_tokens=0, output_tokens=0, total_tokens=0),
         )
