@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from self_refine.errors import ConfigError
+from self_refine.errors import ConfigError, install_hint
 from self_refine.redact import redact_url
 
 __all__ = ["INSTALL_HINT", "PostgresSettings", "is_postgres_url", "postgres_checkpointer"]
 
-INSTALL_HINT = 'pip install "langgraph-self-refine[postgres]"'
+INSTALL_HINT = install_hint("postgres")
 _SCHEMES = ("postgresql://", "postgres://")
 _SETTINGS_TABLE = (
     "CREATE TABLE IF NOT EXISTS self_refine_threads "
@@ -36,7 +36,7 @@ def _psycopg() -> Any:
         from langgraph.checkpoint.postgres import PostgresSaver  # noqa: F401
     except ImportError:
         raise ConfigError(
-            f"--db postgresql://... needs the PostgreSQL extra: {INSTALL_HINT}"
+            f"a postgresql:// database needs the PostgreSQL extra: {INSTALL_HINT}"
         ) from None
     return psycopg
 
@@ -54,7 +54,7 @@ def _connect(db: str) -> Any:
         reason = " ".join(str(error).split()) or type(error).__name__
         raise ConfigError(
             f"cannot open the database {redact_url(db)} ({redact_url(reason)}): "
-            "start PostgreSQL or fix the URL given with --db"
+            "start PostgreSQL or fix the database URL"
         ) from None
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,9 @@ def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
     That saves a disk flush per commit, two per step.
     """
     if is_postgres_url(db):
-        with postgres_checkpointer(db) as saver:
+        with ExitStack() as stack:
+            with _named_flag():
+                saver = stack.enter_context(postgres_checkpointer(db))
             yield saver
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -68,11 +70,24 @@ def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
         conn.close()
 
 
+@contextmanager
+def _named_flag() -> Iterator[None]:
+    """Name the command line's --db flag in the PostgreSQL module's errors."""
+    try:
+        yield
+    except ConfigError as error:
+        raise ConfigError(f"--db: {error}") from None
+
+
 class ThreadSettings:
     """The settings each command-line thread was started with, in the same database."""
 
     def __init__(self, db: str) -> None:
-        self._table = PostgresSettings(db) if is_postgres_url(db) else _SqliteSettings(db)
+        if is_postgres_url(db):
+            with _named_flag():
+                self._table: PostgresSettings | _SqliteSettings = PostgresSettings(db)
+        else:
+            self._table = _SqliteSettings(db)
 
     def save(self, thread_id: str, settings: dict[str, Any]) -> None:
         """Record a thread's settings (overwriting what was there)."""
