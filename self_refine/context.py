@@ -103,7 +103,8 @@ class RefineContext:
     select: Literal["best", "last"] | None = field(
         default=None,
         metadata=_describe(
-            'Which draft is the answer: "best" (highest score, ties to the latest) or "last". '
+            'Which draft is the answer: "best" (highest score; ties go to the earlier, then '
+            'the shorter draft) or "last". '
             'Empty: "best".'
         ),
     )

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +20,18 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from self_refine.errors import ConfigError
 from self_refine.persistence.postgres import (
     PostgresSettings,
+    async_postgres_checkpointer,
     is_postgres_url,
     postgres_checkpointer,
 )
 
-__all__ = ["DEFAULT_DB", "ThreadSettings", "open_checkpointer", "sqlite_path"]
+__all__ = [
+    "DEFAULT_DB",
+    "ThreadSettings",
+    "open_async_checkpointer",
+    "open_checkpointer",
+    "sqlite_path",
+]
 
 DEFAULT_DB = ".self-refine/checkpoints.sqlite"
 
@@ -77,6 +84,31 @@ def _named_flag() -> Iterator[None]:
         yield
     except ConfigError as error:
         raise ConfigError(f"--db: {error}") from None
+
+
+@asynccontextmanager
+async def open_async_checkpointer(
+    db: str, *, pool_size: int = 8
+) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """Open one async checkpointer for a whole batch: SQLite by path, or a postgresql:// URL.
+
+    SQLite runs as `open_checkpointer` sets it up; PostgreSQL over a pool of
+    `pool_size` connections.
+    """
+    if is_postgres_url(db):
+        async with AsyncExitStack() as stack:
+            with _named_flag():
+                opened = async_postgres_checkpointer(db, pool_size=pool_size)
+                saver = await stack.enter_async_context(opened)
+            yield saver
+        return
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async with aiosqlite.connect(str(sqlite_path(db))) as conn:
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        yield AsyncSqliteSaver(conn)
 
 
 class ThreadSettings:
