@@ -15,7 +15,7 @@ from self_refine.batch.io import BatchItem
 from self_refine.batch.judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
 from self_refine.batch.runner import BatchRunner, Engine
 from self_refine.context import RefineContext
-from self_refine.critics import Verifier
+from self_refine.critics import Verifier, resolve_critics
 from self_refine.errors import ConfigError
 from self_refine.prompts import PromptSet, get_profile
 
@@ -69,6 +69,7 @@ class BatchJob:
             raise ConfigError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.critics is None:
             self.critics = run_critics(self.context)
+        resolve_critics(self.critics)  # a list the graph could not run says so first
         if "human" in self.critics:
             raise ConfigError(
                 "the human critic asks a person about every draft, which a batch cannot do: "
