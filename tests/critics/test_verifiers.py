@@ -132,7 +132,7 @@ def test_answer_verifier_needs_a_reference_answer() -> None:
     for reference in (None, {}, {"answer": ""}, {"concepts": ["x"]}):
         with pytest.raises(NotApplicable, match=r'needs reference\["answer"\]'):
             answer("t", "The answer is 1.", reference)
-    with pytest.raises(ConfigError, match="must be a number, a string or a list"):
+    with pytest.raises(ConfigError, match="must be a number, a string, true/false or a list"):
         answer("t", "The answer is 1.", {"answer": {"value": 1}})
 
 
