@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableConfig
 
 from self_refine.batch.runner import Engine, ThreadView
 from self_refine.context import MAX_ITERATIONS_LIMIT, RefineContext
-from self_refine.errors import ConfigError
+from self_refine.errors import ConfigError, install_hint
 from self_refine.graphs import recursion_limit
 
 __all__ = [
@@ -115,7 +115,7 @@ class ServerEngine:
             from langgraph_sdk import get_client
         except ImportError:
             raise ConfigError(
-                "--server needs the studio extra: pip install 'langgraph-self-refine[studio]'"
+                f"--server needs the studio extra: {install_hint('studio')}"
             ) from None
         self.client = get_client(url=url, api_key=None)
         self.assistant_id = assistant_id

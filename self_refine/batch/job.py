@@ -69,14 +69,14 @@ class BatchJob:
             raise ConfigError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.critics is None:
             self.critics = run_critics(self.context)
-        if "human" in self.critics:
+        self._references = ReferenceCheck(self.verifiers, self.critics)  # bad lists fail here
+        if self._references.critics.explainer == "human":
             raise ConfigError(
                 "the human critic asks a person about every draft, which a batch cannot do: "
                 "refine those tasks one at a time, or choose another critic for the batch"
             )
         self.select = self.select or (self.context.select if self.context else None) or "best"
         self.judge = VerifierJudge(self.verifiers) if self.verifiers else None
-        self._references = ReferenceCheck(self.verifiers, self.critics)
 
     def check(self, items: Sequence[BatchItem]) -> tuple[list[BatchItem], list[tuple[int, str]]]:
         """The items whose reference the verifiers and critics can use, and why the others not.

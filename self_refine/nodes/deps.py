@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ from self_refine.errors import ConfigError
 from self_refine.models.hygiene import DraftGuard, draft_limit
 from self_refine.models.resolve import resolve_model
 from self_refine.prompts import PromptSet, get_profile
+from self_refine.state import RUN_CONTEXT
 from self_refine.stopping import StopPolicy, policies_for
 
 __all__ = ["Deps", "Role", "RunPlan"]
@@ -92,15 +93,21 @@ class Deps:
     critics: Sequence[Any] = ()
     _cache: _RunCache = field(default_factory=_RunCache, compare=False, repr=False)
 
-    def settings(self) -> RefineContext:
-        """The current run's settings: its context laid over the factory's defaults."""
+    def settings(self, state: Mapping[str, Any]) -> RefineContext:
+        """The current run's settings, field by field: this call's context, else the
+        context the run was started with (kept in `state`), else the factory's defaults.
+        """
         given = get_runtime().context
-        fingerprint = _fingerprint(given)
+        kept = state.get(RUN_CONTEXT)
+        fingerprint = (_fingerprint(given), _frozen(kept) if kept else None)
         try:
             return self._cache.settings[fingerprint]
         except (KeyError, TypeError):  # new settings, or a value that cannot be a key
             pass
-        merged = RefineContext.coerce(given).over(self.defaults)
+        ctx = RefineContext.coerce(given)
+        if kept:
+            ctx = ctx.over_kept(kept)
+        merged = ctx.over(self.defaults)
         with self._cache.lock:
             if len(self._cache.settings) >= _PLANS_MAX:
                 self._cache.settings.pop(next(iter(self._cache.settings)))

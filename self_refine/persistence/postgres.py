@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from self_refine.errors import ConfigError
+from self_refine.errors import ConfigError, install_hint
 from self_refine.redact import redact_url
 
 __all__ = [
@@ -22,7 +22,7 @@ __all__ = [
     "postgres_checkpointer",
 ]
 
-INSTALL_HINT = 'pip install "langgraph-self-refine[postgres]"'
+INSTALL_HINT = install_hint("postgres")
 _SCHEMES = ("postgresql://", "postgres://")
 _SETTINGS_TABLE = (
     "CREATE TABLE IF NOT EXISTS self_refine_threads "
@@ -42,7 +42,7 @@ def _psycopg() -> Any:
         from langgraph.checkpoint.postgres import PostgresSaver  # noqa: F401
     except ImportError:
         raise ConfigError(
-            f"--db postgresql://... needs the PostgreSQL extra: {INSTALL_HINT}"
+            f"a postgresql:// database needs the PostgreSQL extra: {INSTALL_HINT}"
         ) from None
     return psycopg
 
@@ -54,7 +54,7 @@ def _cannot_open(db: str, error: BaseException) -> ConfigError:
     reason = " ".join(str(error).split()) or type(error).__name__
     return ConfigError(
         f"cannot open the database {redact_url(db)} ({redact_url(reason)}): "
-        "start PostgreSQL or fix the URL given with --db"
+        "start PostgreSQL or fix the database URL"
     )
 
 

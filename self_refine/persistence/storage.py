@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,9 @@ def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
     That saves a disk flush per commit, two per step.
     """
     if is_postgres_url(db):
-        with postgres_checkpointer(db) as saver:
+        with ExitStack() as stack:
+            with _named_flag():
+                saver = stack.enter_context(postgres_checkpointer(db))
             yield saver
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -75,6 +77,15 @@ def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
         conn.close()
 
 
+@contextmanager
+def _named_flag() -> Iterator[None]:
+    """Name the command line's --db flag in the PostgreSQL module's errors."""
+    try:
+        yield
+    except ConfigError as error:
+        raise ConfigError(f"--db: {error}") from None
+
+
 @asynccontextmanager
 async def open_async_checkpointer(
     db: str, *, pool_size: int = 8
@@ -85,7 +96,10 @@ async def open_async_checkpointer(
     thread (`ThreadedSqliteSaver`); PostgreSQL over a pool of `pool_size` connections.
     """
     if is_postgres_url(db):
-        async with async_postgres_checkpointer(db, pool_size=pool_size) as saver:
+        async with AsyncExitStack() as stack:
+            with _named_flag():
+                opened = async_postgres_checkpointer(db, pool_size=pool_size)
+                saver = await stack.enter_async_context(opened)
             yield saver
         return
     from self_refine.persistence.sqlite import ThreadedSqliteSaver
@@ -107,7 +121,11 @@ class ThreadSettings:
     """The settings each command-line thread was started with, in the same database."""
 
     def __init__(self, db: str) -> None:
-        self._table = PostgresSettings(db) if is_postgres_url(db) else _SqliteSettings(db)
+        if is_postgres_url(db):
+            with _named_flag():
+                self._table: PostgresSettings | _SqliteSettings = PostgresSettings(db)
+        else:
+            self._table = _SqliteSettings(db)
 
     def save(self, thread_id: str, settings: dict[str, Any]) -> None:
         """Record a thread's settings (overwriting what was there)."""

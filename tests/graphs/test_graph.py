@@ -271,9 +271,8 @@ def test_graph_shape_matches_the_snapshot() -> None:
 
 def test_the_loop_guide_shows_the_snapshot() -> None:
     block = f"```mermaid\n{SNAPSHOT.read_text()}```"
-    assert block in LOOP_GUIDE.read_text(), (
-        "paste tests/graphs/snapshots/graph.mmd into the loop guide"
-    )
+    hint = "paste tests/graphs/snapshots/graph.mmd into the loop guide"
+    assert block in LOOP_GUIDE.read_text(), hint
 
 
 def test_flat_factory_keywords_still_work_and_warn() -> None:

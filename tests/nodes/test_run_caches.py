@@ -129,3 +129,13 @@ def test_a_changed_base_url_in_the_environment_reaches_the_next_run(monkeypatch:
         graph.invoke({"task": TASK}, _config("b"), context={"max_iterations": 1})
         assert first.chat_requests("critic") and second.chat_requests("critic")
         assert len(second.chat_requests()) == len(first.chat_requests())
+
+
+def test_resumed_threads_each_keep_the_settings_they_started_with() -> None:
+    graph = create_self_refine_graph(_model()).compile(checkpointer=InMemorySaver())
+    for thread, n in (("short", 1), ("long", 3)):
+        context = RefineContext(max_iterations=n)
+        graph.invoke({"task": TASK}, _config(thread), context=context, interrupt_before=["refine"])
+    long_run = graph.invoke(None, _config("long"))
+    short_run = graph.invoke(None, _config("short"))
+    assert (short_run["iterations"], long_run["iterations"]) == (1, 3)
