@@ -109,7 +109,7 @@ def reflection_run(iterations: int, db: Path | None) -> Timed:
     model = ScriptedModel()
     with open_checkpointer(str(db)) if db else nullcontext(None) as saver:
         graph = reflection_graph(model, iterations, saver)
-        config: Any = {"recursion_limit": 2 * iterations + 10}
+        config: Any = {"recursion_limit": 4 * iterations + 20}
         config["configurable"] = {"thread_id": "bench"}
         clock = Clock()
         for _ in graph.stream({"messages": [HumanMessage(TASK)]}, config, stream_mode="updates"):
