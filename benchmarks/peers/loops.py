@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -110,7 +111,7 @@ def reflection_run(iterations: int, db: Path | None) -> Timed:
     with open_checkpointer(str(db)) if db else nullcontext(None) as saver:
         graph = reflection_graph(model, iterations, saver)
         config: Any = {"recursion_limit": 4 * iterations + 20}
-        config["configurable"] = {"thread_id": "bench"}
+        config["configurable"] = {"thread_id": str(uuid.uuid4())}
         clock = Clock()
         for _ in graph.stream({"messages": [HumanMessage(TASK)]}, config, stream_mode="updates"):
             pass
@@ -182,7 +183,7 @@ def main() -> None:
             "loop": lambda: plain_loop(iterations),
             "reflection": lambda: reflection_run(iterations, None),
             "reflection_sqlite": lambda: reflection_run(
-                iterations, folder / f"reflection-{next(counter)}.sqlite"
+                iterations, folder / f"reflection-{iterations}-{next(counter)}.sqlite"
             ),
             "dspy_refine": lambda: dspy_refine_run(iterations),
             "dspy_loop": lambda: dspy_loop_run(iterations),
