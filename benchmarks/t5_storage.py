@@ -55,11 +55,11 @@ def _builder(layout: str, iterations: int) -> StateGraph[Any, Any, Any, Any]:
     assert isinstance(attempts, DeltaChannel)
     if layout == DEFAULT_CADENCE:
         builder.channels["attempts"] = DeltaChannel(attempts.reducer, list)
-    elif layout == NAIVE:
+    elif layout == NAIVE:  # no delta channel at all: a read is one plain checkpoint read
         builder.channels["attempts"] = BinaryOperatorAggregate(list, operator.add)
-        builder.channels["task"] = LastValue(str)
-        builder.channels["draft"] = LastValue(str)
-        builder.channels["critique"] = LastValue(dict)
+        for name, channel in list(builder.channels.items()):
+            if isinstance(channel, DeltaChannel):
+                builder.channels[name] = LastValue(channel.typ)
     return builder
 
 
