@@ -24,11 +24,13 @@ from self_refine.cli.settings import (
     read_reference,
     run_settings,
 )
+from self_refine.errors import ThreadBusyError
 
 __all__ = ["main"]
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_BUSY = 75  # sysexits.h EX_TEMPFAIL: another process runs the thread; try again later
 
 
 def _stream(
@@ -39,6 +41,7 @@ def _stream(
     With --json, stdout holds only the JSON result; the notes go to stderr.
     """
     from self_refine.graphs import GRAPH_NAME, recursion_limit
+    from self_refine.persistence.locks import thread_lock
     from self_refine.persistence.storage import ThreadSettings, open_checkpointer
     from self_refine.redact import redact_url
 
@@ -50,7 +53,9 @@ def _stream(
         "tags": ["self-refine", "cli"],
         "metadata": trace_metadata(settings),
     }
-    with open_checkpointer(args.db) as saver:
+    # The thread's writer lock is held from the first read to the last write: a second
+    # `run` or `resume` of it is refused (ThreadBusyError) before it reads or writes.
+    with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):
         graph = build_graph(settings, args.api_key).compile(checkpointer=saver, name=GRAPH_NAME)
         current = graph.get_state(config)
         started = bool(current.values)
@@ -349,6 +354,17 @@ COMMANDS = {
 }
 
 
+def _busy_message(error: ThreadBusyError, args: argparse.Namespace) -> str:
+    from self_refine.redact import redact_url
+
+    thread = error.thread_id
+    return (
+        f"thread {thread!r} is being run by another self-refine process ({error.holder}): "
+        f"wait for it to finish, then try again; see how far it got with: "
+        f"self-refine show {thread} --db {redact_url(args.db)}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the program; return its exit code."""
     args = build_parser().parse_args(argv)
@@ -357,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print_error(error, args)
         return EXIT_USAGE
+    except ThreadBusyError as error:
+        print_error(RuntimeError(_busy_message(error, args)), args)
+        return EXIT_BUSY
     except BrokenPipeError:
         from self_refine.cli.closed_stdout import drop_closed_stdout
 
