@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         ConfigError,
         ModelCallError,
         SelfRefineError,
+        ThreadBusyError,
     )
     from self_refine.graphs import (
         GRAPH_NAME,
@@ -92,6 +93,7 @@ _MODULE_OF = {
     "ConfigError": "errors",
     "ModelCallError": "errors",
     "SelfRefineError": "errors",
+    "ThreadBusyError": "errors",
     "GRAPH_NAME": "graphs",
     "Roles": "graphs",
     "create_refined_chat_graph": "graphs",
@@ -156,6 +158,7 @@ __all__ = [
     "SelfRefineError",
     "StopPolicy",
     "StopView",
+    "ThreadBusyError",
     "TokenBudget",
     "Unchanged",
     "Usage",
