@@ -13,7 +13,12 @@ import sys
 import uuid
 from typing import Any
 
-from self_refine.cli.options import check_connection, print_error, trace_metadata
+from self_refine.cli.options import (
+    check_connection,
+    print_error,
+    trace_metadata,
+    warn_key_on_command_line,
+)
 from self_refine.cli.parser import build_parser
 from self_refine.cli.safe_text import terminal_safe
 from self_refine.cli.settings import (
@@ -223,6 +228,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         payload["draft"] = args.draft
     if reference is not None:
         payload["reference"] = reference
+    warn_key_on_command_line(args)
     return _stream(args, settings, args.thread_id or str(uuid.uuid4()), payload)
 
 
@@ -246,6 +252,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         args.base_url or os.environ.get("OPENAI_BASE_URL") or settings.get("base_url")
     )
     check_reachable(settings)
+    warn_key_on_command_line(args)
     return _stream(args, settings, args.thread_id, None)
 
 
@@ -333,6 +340,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     args.critics = settings["critics"]
     if not args.server:
         check_reachable(settings)
+    warn_key_on_command_line(args)
     return batch_command(args, settings)
 
 
