@@ -13,6 +13,7 @@ import stat
 import sys
 from typing import Any
 
+from self_refine.cli.safe_text import terminal_safe
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.redact import redact
@@ -142,6 +143,11 @@ def trace_metadata(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def print_error(error: BaseException, args: argparse.Namespace) -> None:
-    """Print the error on one line, with any secret in it masked."""
+    """Print the error on one line, secrets masked and control characters shown as escapes.
+
+    An error can quote a server's reply or the input; an escape sequence in
+    either must not act on the terminal.
+    """
     text = redact(" ".join(str(error).split()), [getattr(args, "api_key", None)])
+    text = terminal_safe(text)
     print(f"self-refine: error: {text}", file=sys.stderr)
