@@ -174,13 +174,18 @@ def _answer_human_critic(state: Any, args: argparse.Namespace) -> Any:
     """Ask at the terminal for the critique the run waits for; the Command to resume, or _STOP."""
     from langgraph.types import Command
 
+    from self_refine.cli.closed_stdout import PromptOutput, stdout_closed
     from self_refine.cli.terminal import ask_critique
     from self_refine.critics.human import HUMAN_CRITIQUE_KIND
 
     pending = [i for i in state.interrupts if isinstance(i.value, dict)]
     if not pending or pending[0].value.get("kind") != HUMAN_CRITIQUE_KIND:
         return _STOP
-    answer = ask_critique(pending[0].value, sys.stdin, sys.stderr if args.json else sys.stdout)
+    out: Any = sys.stderr
+    if not args.json and not stdout_closed():
+        note = "note: stdout was closed; the human critic asks here, on stderr, from now on"
+        out = PromptOutput(sys.stdout, sys.stderr, note)
+    answer = ask_critique(pending[0].value, sys.stdin, out)
     return _STOP if answer is None else Command(resume=answer)
 
 
