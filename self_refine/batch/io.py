@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from self_refine.errors import ConfigError
-from self_refine.state import MAX_TASK_CHARS
+from self_refine.state import MAX_TASK_CHARS, lone_surrogate
 
 __all__ = [
     "result_record",
@@ -95,6 +95,9 @@ def _item(obj: Any, line: int) -> BatchItem:
     draft = obj.get("draft")
     if draft is not None and not isinstance(draft, str):
         raise ValueError(f'"draft" must be a string, got {_kind(draft)}')
+    for key, value in obj.items():
+        if why := lone_surrogate(key, "a key") or lone_surrogate(value, f'"{key}"'):
+            raise ValueError(why)
     return BatchItem(item_id(obj), task, obj.get("reference"), draft, line)
 
 

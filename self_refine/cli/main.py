@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 import uuid
 from typing import Any
@@ -197,6 +198,8 @@ def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, d
     if isinstance(error, ConfigError):
         raise error
     resume = f"self-refine resume {thread_id} --db {redact_url(db)}"
+    if isinstance(error, sqlite3.Error):
+        raise _database_failure(error, db, resume) from None
     if isinstance(error, ModelCallError):
         raise RuntimeError(
             f"{str(error).rstrip('.')}. Progress is saved; once the endpoint is back, "
@@ -210,6 +213,21 @@ def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, d
         f"model {settings.get('model')!r} at {endpoint} failed: {type(error).__name__}: {detail}. "
         f"Progress is saved; continue with: {resume}"
     ) from error
+
+
+def _database_failure(error: BaseException, db: str, resume: str | None = None) -> Exception:
+    """One line for an SQLite error: a damaged file, a full disk, or another failure."""
+    from self_refine.errors import ConfigError
+    from self_refine.persistence.storage import damaged_message, is_damaged
+
+    if is_damaged(error):
+        return ConfigError(damaged_message(db, error))
+    reason = " ".join(str(error).split()) or type(error).__name__
+    fix = "free some disk space" if "full" in reason else "check the disk and the file"
+    then = f", then continue with: {resume}" if resume else ", then try again"
+    return RuntimeError(
+        f"the database {db!r} failed ({reason}); steps before this one are saved: {fix}{then}"
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -226,13 +244,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
     build_graph(settings, args.api_key)  # bad models, profiles, missing keys fail here
     reference = read_reference(args.reference)
-    check_critics(settings, reference)
-    check_reachable(settings)
     payload: dict[str, Any] = {"task": args.task}
     if args.draft is not None:
         payload["draft"] = args.draft
     if reference is not None:
         payload["reference"] = reference
+    validate_input(payload)  # e.g. a lone surrogate in the draft or the reference
+    check_critics(settings, reference)
+    check_reachable(settings)
     warn_key_on_command_line(args)
     return _stream(args, settings, args.thread_id or str(uuid.uuid4()), payload)
 
@@ -389,6 +408,10 @@ def main(argv: list[str] | None = None) -> int:
     except ThreadBusyError as error:
         print_error(RuntimeError(_busy_message(error, args)), args)
         return EXIT_BUSY
+    except sqlite3.Error as error:
+        failure = _database_failure(error, getattr(args, "db", ""))
+        print_error(failure, args)
+        return EXIT_FAILURE if isinstance(failure, RuntimeError) else EXIT_USAGE
     except BrokenPipeError:
         from self_refine.cli.closed_stdout import drop_closed_stdout
 

@@ -24,23 +24,79 @@ from self_refine.persistence.postgres import (
     postgres_checkpointer,
 )
 
-__all__ = ["DEFAULT_DB", "ThreadSettings", "open_checkpointer", "sqlite_path"]
+__all__ = [
+    "DEFAULT_DB",
+    "ThreadSettings",
+    "damaged_message",
+    "is_damaged",
+    "open_checkpointer",
+    "sqlite_path",
+]
 
 DEFAULT_DB = ".self-refine/checkpoints.sqlite"
 
 
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
 def sqlite_path(db: str) -> Path:
-    """Check that an SQLite database can be created or opened at `db`, and return its path."""
+    """Check that an SQLite database can be created or opened at `db`, and return its path.
+
+    `db` must be a regular file holding an SQLite database, or a path where a
+    new one can be made: not ":memory:" (gone when the command ends) and not a
+    device or a folder (SQLite would put its journal beside it).
+    """
+    if db.strip() in ("", ":memory:"):
+        raise ConfigError(
+            f"--db {db!r} is not a file: the threads must outlive the command to be shown or "
+            "resumed; give the path of an SQLite file"
+        )
     path = Path(db).expanduser()
+    if path.exists() and not path.is_file():
+        raise ConfigError(
+            f"--db {str(path)!r} is not a regular file: give the path of an SQLite file, or of "
+            "a new one to create"
+        )
+    if path.is_file() and _not_sqlite(path):
+        raise ConfigError(
+            f"--db {str(path)!r} is not an SQLite database: give the path of the database "
+            "the threads are in, or of a new one to create"
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with sqlite3.connect(path) as conn:
             conn.execute("PRAGMA user_version")
+    except sqlite3.DatabaseError as error:
+        raise ConfigError(damaged_message(str(path), error)) from None
     except (OSError, sqlite3.Error) as error:
         raise ConfigError(
             f"cannot open the database {str(path)!r} ({error}): choose a writable path with --db"
         ) from None
     return path
+
+
+def _not_sqlite(path: Path) -> bool:
+    """True for a non-empty file that does not start with SQLite's header."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(_SQLITE_HEADER))
+    except OSError:
+        return False  # opening it will say what is wrong
+    return bool(head) and head != _SQLITE_HEADER
+
+
+def damaged_message(db: str, error: BaseException) -> str:
+    """What to say when SQLite finds a database damaged ("database disk image is malformed")."""
+    return (
+        f"the database {db!r} is damaged ({error}): its threads cannot be read. Keep a copy, "
+        f"try `sqlite3 {db} .recover | sqlite3 recovered.sqlite` to save what is left, or "
+        "start afresh with another --db"
+    )
+
+
+def is_damaged(error: BaseException) -> bool:
+    """Whether an error is SQLite finding a damaged file (not a lock, a full disk or I/O)."""
+    return type(error) is sqlite3.DatabaseError
 
 
 @contextmanager
