@@ -103,7 +103,8 @@ class RefineContext:
     select: Literal["best", "last"] | None = field(
         default=None,
         metadata=_describe(
-            'Which draft is the answer: "best" (highest score, ties to the latest) or "last". '
+            'Which draft is the answer: "best" (highest score; ties go to the earlier, then '
+            'the shorter draft) or "last". '
             'Empty: "best".'
         ),
     )
@@ -213,6 +214,35 @@ class RefineContext:
             if getattr(self, f.name) is not None
         }
         return dataclasses.replace(base, **given)
+
+    def kept(self) -> dict[str, Any]:
+        """The settings this context gives, as a run's thread keeps them: never a secret.
+
+        The API key is left out, and a password in `base_url` is masked.
+        """
+        from self_refine.redact import redact_url
+
+        kept = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name != "api_key" and getattr(self, f.name) is not None
+        }
+        if "base_url" in kept:
+            kept["base_url"] = redact_url(kept["base_url"])
+        if "critics" in kept:
+            kept["critics"] = list(kept["critics"])
+        return kept
+
+    def over_kept(self, kept: dict[str, Any]) -> RefineContext:
+        """This call's context laid over the settings its run was started with (`kept`)."""
+        from self_refine.redact import url_has_password
+
+        if self.base_url is None and url_has_password(kept.get("base_url") or ""):
+            raise ConfigError(
+                "the run's base_url carries a password, which is never stored: "
+                "give base_url again in the context of this call"
+            )
+        return self.over(RefineContext(**kept))
 
     @classmethod
     def coerce(cls, value: Any) -> RefineContext:

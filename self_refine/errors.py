@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "ModelCallError", "SelfRefineError", "ThreadBusyError"]
+__all__ = [
+    "ConfigError",
+    "ModelCallError",
+    "SelfRefineError",
+    "ThreadBusyError",
+    "install_hint",
+]
+
+
+def install_hint(extra: str) -> str:
+    """How to install one of the package's extras, in the form that works today."""
+    return (
+        f'pip install -e ".[{extra}]" in a clone of the project '
+        f'(pip install "langgraph-self-refine[{extra}]" once it is published)'
+    )
 
 
 class SelfRefineError(Exception):

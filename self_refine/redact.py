@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MASK", "model_secrets", "redact", "redact_url"]
+__all__ = ["MASK", "model_secrets", "redact", "redact_url", "url_has_password"]
 
 MASK = "***"
 _MIN_SECRET_CHARS = 6
@@ -20,6 +20,11 @@ _ENV_SECRETS = ("OPENAI_API_KEY", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY")
 def redact_url(url: str) -> str:
     """The URL with any password in it masked."""
     return _URL_PASSWORD.sub(lambda m: f"{m.group('head')}{MASK}@", url)
+
+
+def url_has_password(url: str) -> bool:
+    """True when the URL carries a password (or its mask)."""
+    return _URL_PASSWORD.search(url) is not None
 
 
 def model_secrets(model: Any) -> list[str]:

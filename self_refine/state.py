@@ -24,6 +24,7 @@ __all__ = [
     "RejectedReply",
     "Usage",
     "MAX_TASK_CHARS",
+    "RUN_CONTEXT",
     "add_usage",
     "fresh_view",
     "lone_surrogate",
@@ -164,6 +165,12 @@ def _latest(current: Any, writes: Sequence[Any]) -> Any:
 AttemptLog = Annotated[list[Attempt], DeltaChannel(_append_attempts, snapshot_frequency=1000)]
 Text = Annotated[str, DeltaChannel(_latest, snapshot_frequency=10)]
 CritiqueValue = Annotated[dict[str, Any], DeltaChannel(_latest, snapshot_frequency=10)]
+# - run_context: written with the input, in the same step as task, so reading it
+#   walks no further back than task does.
+KeptSettings = Annotated[dict[str, Any], DeltaChannel(_latest, snapshot_frequency=10)]
+
+RUN_CONTEXT = "run_context"
+"""The state key that keeps a run's context (never a secret) for its resumes."""
 
 
 class RefineInput(TypedDict, total=False):
@@ -176,9 +183,16 @@ class RefineInput(TypedDict, total=False):
 
 
 class RefineState(TypedDict, total=False):
-    """The loop's working state, checkpointed after every step."""
+    """The loop's working state, checkpointed after every step.
+
+    `run_context` is the context the run was started with (`RefineContext.kept`:
+    the fields it gave, no API key, no URL password), written with the input
+    and read back by the nodes when a later call (a resume, a continuation with
+    None) brings no context of its own.
+    """
 
     task: Required[Text]
+    run_context: KeptSettings
     draft: Text
     reference: Any
     id: str

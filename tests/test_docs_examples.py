@@ -2,9 +2,10 @@
 endpoint run, and the ones followed by their output print exactly that output.
 
 Blocks that need an API key or a server (`gpt-4o-mini`, the SDK against `langgraph dev`,
-PostgreSQL) are only compiled here; the Studio example runs in the integration tests
-against a real server. A block that uses `model="local"` runs with the small SmolLM2
-model and short replies instead of the 491 MB default.
+PostgreSQL) are only compiled here: told by the code's names and strings, never by its
+comments. The Studio example runs in the integration tests against a real server. A block
+that uses `model="local"` runs with the small SmolLM2 model and short replies instead of
+the 491 MB default.
 """
 
 from __future__ import annotations
@@ -48,10 +49,31 @@ def test_the_readme_and_the_embedding_guide_show_runnable_examples() -> None:
     assert len([b for b in embedding if b[2] is not None]) == 2
 
 
+def _needs_endpoint(tree: ast.Module) -> bool:
+    """Whether the code names an endpoint in its identifiers or strings (comments don't count)."""
+    words = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            words.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            words.add(node.attr)
+        elif isinstance(node, ast.alias):
+            words.add(node.name)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            words.add(node.value)
+    return any(marker in word for word in words for marker in _NEEDS_ENDPOINT)
+
+
+def test_markers_are_read_from_code_not_comments() -> None:
+    assert not _needs_endpoint(ast.parse('refine("t", model="local")  # or "gpt-4o-mini"'))
+    assert _needs_endpoint(ast.parse('refine("t", model="gpt-4o-mini")'))
+    assert _needs_endpoint(ast.parse("from langgraph_sdk import get_sync_client"))
+
+
 @pytest.mark.parametrize(("where", "code", "output"), BLOCKS, ids=[b[0] for b in BLOCKS])
 def test_code_block(where: str, code: str, output: str | None, tmp_path: Path) -> None:
-    ast.parse(code.replace("await ", ""))  # every block is valid Python (async ones included)
-    if any(marker in code for marker in _NEEDS_ENDPOINT) or code.lstrip().startswith("Command("):
+    tree = ast.parse(code.replace("await ", ""))  # every block is valid Python (async too)
+    if _needs_endpoint(tree) or code.lstrip().startswith("Command("):
         return
     if 'model="local"' in code:
         pytest.importorskip("llama_cpp", reason='needs the local extra: pip install -e ".[local]"')

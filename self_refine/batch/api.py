@@ -15,14 +15,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from self_refine.batch.engines import LocalEngine
 from self_refine.batch.io import BatchItem, append_jsonl
-from self_refine.batch.judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
+from self_refine.batch.job import BatchJob, run_critics
+from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import summarize
-from self_refine.batch.runner import BatchRunner, run_key
+from self_refine.batch.runner import run_key
 from self_refine.context import RefineContext
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError
 from self_refine.graphs.self_refine import create_self_refine_graph, group_options
-from self_refine.prompts import get_profile
 
 __all__ = ["BatchResult", "arefine_batch", "refine_batch"]
 
@@ -84,21 +84,6 @@ def _items(
     return items
 
 
-def _critic_specs(context: RefineContext | None, options: dict[str, Any]) -> list[Any]:
-    """The critics the graph will use: the context's, else the factory's, else the profile's."""
-    if context is not None and context.critics:
-        return list(context.critics)
-    if options.get("critics"):
-        return list(options["critics"])
-    defaults = options.get("settings")
-    prompts = options.get("prompts") or get_profile(
-        (context.profile if context else None)
-        or (defaults.profile if defaults else None)
-        or "general"
-    )
-    return list(prompts.critics)
-
-
 async def arefine_batch(
     tasks: Sequence[str],
     *,
@@ -131,42 +116,41 @@ async def arefine_batch(
     model calls run at once: set it to what the model server serves at once.
     """
     items = _items(tasks, answers, references, correct, ids)
-    if concurrency < 1:
-        raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
-    judge_specs = list(DEFAULT_VERIFIERS if verifiers is None else verifiers)
-    judge = VerifierJudge(judge_specs) if judge_specs else None
     given = options
     options = group_options(options)
-    check = ReferenceCheck(judge_specs, _critic_specs(context, options))
-    for index, item in enumerate(items):
-        try:
-            check(item.reference)
-        except ConfigError as error:
-            raise ConfigError(f"references[{index}]: {error}") from None
-    if checkpointer is None:
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        checkpointer = InMemorySaver()
-    graph = create_self_refine_graph(model, **options).compile(checkpointer=checkpointer)
     defaults = options.get("settings")
-    select = (context.select if context else None) or (defaults.select if defaults else None)
-    select = select or "best"
-    key = run_key(
+    critics = run_critics(
+        context,
+        critics=options.get("critics") or (),
+        prompts=options.get("prompts"),
+        defaults=defaults,
+    )
+    job = BatchJob(
+        context,
+        critics,
+        list(DEFAULT_VERIFIERS if verifiers is None else verifiers),
+        refine_only_incorrect=refine_only_incorrect,
+        select=(context.select if context else None) or (defaults.select if defaults else None),
+        concurrency=concurrency,
+    )
+    refused = job.check(items)[1]
+    if refused:
+        index, reason = refused[0]
+        raise ConfigError(f"references[{index}]: {reason}")
+    job.key = run_key(
         {
             "model": model if isinstance(model, str) else repr(model),
             "options": given,
             "context": context,
             "refine_only_incorrect": refine_only_incorrect,
-            "verifiers": judge.name if judge else None,
+            "verifiers": job.judge.name if job.judge else None,
         }
     )
-    runner = BatchRunner(
-        LocalEngine(graph, context=context),
-        judge=judge,
-        refine_only_incorrect=refine_only_incorrect,
-        select=select,
-        key=key,
-    )
+    if checkpointer is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        checkpointer = InMemorySaver()
+    graph = create_self_refine_graph(model, **options).compile(checkpointer=checkpointer)
     records: dict[int, dict[str, Any]] = {}
     errors: dict[int, str] = {}
     position = {item.id: index for index, item in enumerate(items)}
@@ -177,7 +161,7 @@ async def arefine_batch(
     async def fail(item: BatchItem, error: Exception) -> None:
         errors[position[item.id]] = f"{type(error).__name__}: {error}"
 
-    await runner.run_all(items, concurrency=concurrency, on_record=keep, on_error=fail)
+    await job.run(LocalEngine(graph, context=context), items, on_record=keep, on_error=fail)
     ordered = [records.get(index) for index in range(len(items))]
     if log is not None:
         await asyncio.to_thread(append_jsonl, log, [r for r in ordered if r is not None])

@@ -3,80 +3,63 @@
 from __future__ import annotations
 
 import dataclasses
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from self_refine.batch.runner import ThreadView
+from self_refine.batch.runner import Engine, ThreadView
 from self_refine.context import MAX_ITERATIONS_LIMIT, RefineContext
-from self_refine.errors import ConfigError
+from self_refine.errors import ConfigError, install_hint
 from self_refine.graphs import recursion_limit
 
-__all__ = ["LocalEngine", "ServerEngine", "is_postgres_url", "open_async_checkpointer"]
+__all__ = [
+    "LocalEngine",
+    "ServerEngine",
+    "check_server",
+    "open_engine",
+]
 
 _STOP_BEFORE = ["critique"]
 
 
-def is_postgres_url(db: str) -> bool:
-    """Whether --db names a PostgreSQL database rather than an SQLite file."""
-    return db.startswith(("postgresql://", "postgres://"))
+def check_server(url: str) -> None:
+    """Fail fast, before any model call, when the LangGraph server at `url` does not answer."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/ok", timeout=10) as reply:
+            reply.read()
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        reason = getattr(error, "reason", error)
+        raise RuntimeError(
+            f"cannot reach the LangGraph server at {url} ({reason}): "
+            "start it (e.g. `langgraph dev --config studio.json`) or fix --server"
+        ) from None
 
 
 @asynccontextmanager
-async def open_async_checkpointer(
-    db: str, *, pool_size: int = 8
-) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-    """Open one async checkpointer for a whole batch: SQLite by path, or a postgresql:// URL."""
-    if is_postgres_url(db):
-        async with _postgres(db, pool_size) as saver:
-            yield saver
+async def open_engine(
+    *,
+    builder: Any = None,
+    db: str | None = None,
+    server: str | None = None,
+    context: RefineContext | None = None,
+    pool_size: int = 8,
+) -> AsyncIterator[Engine]:
+    """The LangGraph server at `server`, else `builder` compiled with the checkpointer of `db`."""
+    if server:
+        remote = ServerEngine(server, context=context)
+        await remote.check()
+        yield remote
         return
-    import aiosqlite
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    if builder is None or db is None:
+        raise ConfigError("a local batch needs a graph builder and a database")
+    from self_refine.persistence.storage import open_async_checkpointer
 
-    from self_refine.persistence.storage import sqlite_path
-
-    async with aiosqlite.connect(str(sqlite_path(db))) as conn:
-        # WAL with synchronous=NORMAL: a killed process loses nothing committed; only a
-        # power cut can drop the last steps, which a resumed batch then redoes.
-        await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA synchronous=NORMAL")
-        yield AsyncSqliteSaver(conn)
-
-
-@asynccontextmanager
-async def _postgres(url: str, pool_size: int) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-    try:
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-        from psycopg.rows import dict_row
-        from psycopg_pool import AsyncConnectionPool
-    except ImportError:
-        raise ConfigError(
-            "a postgresql:// --db needs the postgres extra: "
-            "pip install 'langgraph-self-refine[postgres]'"
-        ) from None
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        url,
-        min_size=1,
-        max_size=max(1, pool_size),
-        open=False,
-        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-    )
-    try:
-        await pool.open(wait=True, timeout=15)
-    except Exception as error:
-        raise ConfigError(
-            f"cannot connect to the PostgreSQL database ({error}): check the --db URL"
-        ) from None
-    try:
-        saver = AsyncPostgresSaver(pool)
-        await saver.setup()
-        yield saver
-    finally:
-        await pool.close()
+    async with open_async_checkpointer(db, pool_size=pool_size) as saver:
+        yield LocalEngine(builder.compile(checkpointer=saver))
 
 
 class LocalEngine:
@@ -132,7 +115,7 @@ class ServerEngine:
             from langgraph_sdk import get_client
         except ImportError:
             raise ConfigError(
-                "--server needs the studio extra: pip install 'langgraph-self-refine[studio]'"
+                f"--server needs the studio extra: {install_hint('studio')}"
             ) from None
         self.client = get_client(url=url, api_key=None)
         self.assistant_id = assistant_id

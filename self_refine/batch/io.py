@@ -83,8 +83,12 @@ def _item(obj: Any, line: int) -> BatchItem:
     if not isinstance(obj, dict):
         raise ValueError(f'expected a JSON object such as {{"task": "..."}}, got {_kind(obj)}')
     task = obj.get("task")
-    if not isinstance(task, str) or not task.strip():
+    if task is None:
         raise ValueError('needs a "task" with the text of the task')
+    if not isinstance(task, str):
+        raise ValueError(f'"task" must be a string, the text of the task; got {_kind(task)}')
+    if not task.strip():
+        raise ValueError('"task" is empty: give the text of the task')
     if len(task) > MAX_TASK_CHARS:
         raise ValueError(f'"task" is {len(task):,} characters, over {MAX_TASK_CHARS:,}')
     given_id = obj.get("id")
@@ -103,6 +107,10 @@ def _item(obj: Any, line: int) -> BatchItem:
 
 def _kind(value: Any) -> str:
     names: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+    if isinstance(value, bool):
+        return f"true or false ({json.dumps(value)})"
+    if isinstance(value, int | float):
+        return f"a number ({value!r})"
     return names.get(type(value), repr(value))
 
 

@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from self_refine.critics import (
     VERIFIERS,
     Verifier,
+    VerifierCritic,
     judge_draft,
     resolve_critics,
     resolve_verifier,
 )
+from self_refine.critics.verifiers.base import BuiltinVerifier
+from self_refine.errors import ConfigError
 from self_refine.models.hygiene import DraftGuard
 
-__all__ = ["DEFAULT_VERIFIERS", "Judge", "ReferenceCheck", "VerifierJudge", "is_echo"]
+__all__ = [
+    "DEFAULT_VERIFIERS",
+    "REFERENCE_KEYS",
+    "Judge",
+    "ReferenceCheck",
+    "VerifierJudge",
+    "is_echo",
+]
 
 
 def is_echo(task: str, draft: str) -> bool:
@@ -37,6 +48,9 @@ class Judge(Protocol):
 
 DEFAULT_VERIFIERS: tuple[str, ...] = tuple(VERIFIERS)
 """Every built-in verifier: each judges the items whose reference holds its data."""
+
+REFERENCE_KEYS = ("answer", "concepts", "tests", "schema")
+"""The reference keys the built-in verifiers read (answer, concepts, python_tests, json_schema)."""
 
 
 class VerifierJudge:
@@ -66,10 +80,14 @@ class VerifierJudge:
 
 
 class ReferenceCheck:
-    """Checks an item's reference against the judge's verifiers and the run's critics.
+    """Checks an item's reference against the run's critics (its profile's) and the judges.
 
     Calling it raises ConfigError when a verifier finds the reference malformed,
-    or when the run's critics are verifiers only and none of them applies.
+    when the run's critics are verifiers only and none of them applies, or when
+    a reference is given that none of the run's verifiers can use (those among
+    its critics, else, with an LLM critic alone, the judging ones): a math item
+    whose reference has no "answer" is refined and judged by nothing that
+    reads it. Custom (callable) verifiers take references of any shape.
     """
 
     def __init__(self, judge_verifiers: Sequence[str | Verifier], critics: Sequence[Any]) -> None:
@@ -80,3 +98,33 @@ class ReferenceCheck:
         for verifier in self.judges:
             verifier.applies(reference)
         self.critics.check(reference)
+        if reference is not None:
+            if self.critics.verifiers:
+                _check_fit(reference, self.critics.verifiers, "the run's verifiers")
+            else:
+                _check_fit(reference, self.judges, "the verifiers that judge the batch")
+
+
+def _check_fit(reference: Any, verifiers: Sequence[VerifierCritic], whose: str) -> None:
+    """Raise ConfigError when none of the built-in `verifiers` can use `reference`."""
+    if not verifiers or not all(isinstance(v.verify, BuiltinVerifier) for v in verifiers):
+        return
+    reasons = [reason for v in verifiers if (reason := v.applies(reference))]
+    if len(reasons) < len(verifiers):
+        return
+    names = ", ".join(v.name for v in verifiers)
+    raise ConfigError(
+        f"it holds nothing {whose} ({names}) read: {'; '.join(reasons)}{_did_you_mean(reference)}"
+    )
+
+
+def _did_you_mean(reference: Any) -> str:
+    if not isinstance(reference, dict):
+        return f" (the reference is {type(reference).__name__}, not a JSON object)"
+    hints = [
+        f'"{close[0]}" for "{key}"'
+        for key in reference
+        if key not in REFERENCE_KEYS
+        and (close := difflib.get_close_matches(str(key), REFERENCE_KEYS, n=1))
+    ]
+    return f" (did you mean {', '.join(hints)}?)" if hints else ""

@@ -128,4 +128,12 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"tokens: {usage['total_tokens']:,} (input {usage['input_tokens']:,}, "
         f"output {usage['output_tokens']:,})"
     )
+    skipped = summary.get("input_problems") or []
+    if skipped:
+        shown = ", ".join(str(line) for line in skipped[:_SKIPPED_SHOWN])
+        more = f" and {len(skipped) - _SKIPPED_SHOWN} more" if len(skipped) > _SKIPPED_SHOWN else ""
+        lines.append(f"skipped input lines: {shown}{more} (the warnings above say why)")
     return "\n".join(lines)
+
+
+_SKIPPED_SHOWN = 10

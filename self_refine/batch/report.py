@@ -8,7 +8,7 @@ from typing import Any
 
 from self_refine.batch.io import result_record
 from self_refine.batch.metrics import TRANSITIONS
-from self_refine.errors import ConfigError
+from self_refine.errors import ConfigError, install_hint
 
 __all__ = ["load_records", "plot_summary"]
 
@@ -130,9 +130,7 @@ def plot_summary(summary: dict[str, Any], path: str | Path, *, title: str = "") 
         matplotlib.use("Agg")
         from matplotlib import pyplot
     except ImportError:
-        raise ConfigError(
-            "--plot needs matplotlib: pip install 'langgraph-self-refine[plot]'"
-        ) from None
+        raise ConfigError(f"--plot needs matplotlib: {install_hint('plot')}") from None
     figure, (curve_axes, bars_axes) = pyplot.subplots(1, 2, figsize=(10, 4))
     try:
         _draw_curve(curve_axes, summary)

@@ -5,27 +5,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
-import urllib.error
-import urllib.request
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from self_refine.batch.io import (
-    BatchItem,
-    InputProblem,
-    OutputFile,
-    in_shard,
-    parse_shard,
-    read_items,
-)
-from self_refine.batch.judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
+from self_refine.batch.files import FileBatch
+from self_refine.batch.io import BatchItem
+from self_refine.batch.job import BatchJob
+from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import format_summary, summarize
-from self_refine.batch.runner import BatchRunner, Engine, run_key
-from self_refine.cli.paths import refuse_same_files
+from self_refine.batch.runner import run_key
+from self_refine.cli.paths import check_writable, refuse_same_files
 from self_refine.cli.progress import Progress
 from self_refine.cli.settings import SETTING_KEYS, build_graph
 from self_refine.context import RefineContext
@@ -47,12 +38,6 @@ def _context(args: argparse.Namespace) -> RefineContext:
     )
 
 
-def _result_settings(args: argparse.Namespace, verifiers: list[str]) -> dict[str, Any]:
-    settings = {name: getattr(args, name) for name in RESULT_SETTINGS}
-    settings.update(refine_only_incorrect=args.refine_only_incorrect, verifiers=verifiers)
-    return settings
-
-
 def _verifier_names(text: str | None) -> list[str]:
     """The names given to --verifiers (default: every built-in verifier); "" for none."""
     if text is None:
@@ -67,32 +52,30 @@ def _verifier_names(text: str | None) -> list[str]:
     return names
 
 
-def _critic_specs(context: RefineContext) -> list[str]:
-    from self_refine.prompts import get_profile
-
-    return list(context.critics or get_profile(context.profile or "general").critics)
-
-
-def _refuse_human_critic(specs: list[str]) -> None:
-    """Refuse the human critic, which would pause every item of an unattended batch."""
-    if "human" in specs:
+def _job(args: argparse.Namespace, context: RefineContext) -> BatchJob:
+    """What the flags say about judging and refining the items, checked before any model call."""
+    if args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
+    if "human" in (context.critics or ()):
         raise ConfigError(
             "--critics human asks a person at the terminal, which a batch cannot do: "
             "use `self-refine run --critics human` per task, or another critic for the batch"
         )
-
-
-def _check_server(url: str) -> None:
-    """Fail fast when the LangGraph server does not answer."""
-    try:
-        with urllib.request.urlopen(url.rstrip("/") + "/ok", timeout=10) as reply:
-            reply.read()
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        reason = getattr(error, "reason", error)
-        raise RuntimeError(
-            f"cannot reach the LangGraph server at {url} ({reason}): "
-            "start it (e.g. `langgraph dev --config studio.json`) or fix --server"
-        ) from None
+    verifiers = _verifier_names(args.verifiers)
+    if args.refine_only_incorrect and not verifiers:
+        raise ConfigError(
+            "--refine-only-incorrect needs verifiers to tell correct drafts apart: "
+            "leave --verifiers out, or name some (e.g. --verifiers answer)"
+        )
+    settings = {name: getattr(args, name) for name in RESULT_SETTINGS}
+    settings.update(refine_only_incorrect=args.refine_only_incorrect, verifiers=verifiers)
+    return BatchJob(
+        context,
+        verifiers=verifiers,
+        refine_only_incorrect=args.refine_only_incorrect,
+        key=run_key(settings),
+        concurrency=args.concurrency,
+    )
 
 
 def _uses_local_model(args: argparse.Namespace) -> bool:
@@ -104,81 +87,32 @@ def _warn(message: str) -> None:
     print(f"self-refine: {message}", file=sys.stderr, flush=True)
 
 
-def _selected(args: argparse.Namespace, check: ReferenceCheck) -> tuple[list[BatchItem], list[int]]:
-    """The items this command runs (its shard of the input), and the unusable lines."""
-    shard = parse_shard(args.shard) if args.shard else None
-    if args.concurrency < 1:
-        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
-    if args.concurrency > 1 and _uses_local_model(args):
-        _warn(
-            f"--concurrency {args.concurrency} with a local model: its one instance answers one "
-            "call at a time, so items overlap but the batch is no faster"
-        )
-    items, problems = read_items(args.input)
-    usable = []
-    for item in items:
-        try:
-            check(item.reference)
-        except ConfigError as error:
-            problems.append(InputProblem(item.line or 0, f'"reference": {error}'))
-        else:
-            usable.append(item)
-    items = usable
-    for problem in sorted(problems, key=lambda p: p.line):
-        _warn(f"warning: {args.input} {problem}; skipped")
-    if not items:
-        raise ConfigError(
-            f'no usable items in {args.input}: give one JSON object with a "task" per line'
-        )
-    if shard:
-        items = [item for item in items if in_shard(item.id, shard)]
-    return items, sorted(problem.line for problem in problems)
+class _Shown:
+    """A file batch's events, shown on standard error: warnings, notes and a progress bar."""
 
+    def __init__(self) -> None:
+        self.progress: Progress | None = None
 
-async def _run(
-    args: argparse.Namespace,
-    context: RefineContext,
-    builder: Any,
-    options: dict[str, Any],
-    todo: list[BatchItem],
-    output: OutputFile,
-    progress: Progress,
-) -> int:
-    """Run the items; return how many failed."""
-    failed = 0
+    def warn(self, message: str) -> None:
+        _warn(message)
 
-    async def write(item: BatchItem, record: dict[str, Any]) -> None:
-        await asyncio.to_thread(output.write, record)
-        progress.add(record)
+    def start(self, total: int, done_before: Sequence[dict[str, Any]]) -> None:
+        self.progress = Progress(total, sys.stderr, done_before=done_before)
 
-    async def report(item: BatchItem, error: Exception) -> None:
-        nonlocal failed
-        failed += 1
+    def finished(self, record: dict[str, Any]) -> None:
+        assert self.progress is not None
+        self.progress.add(record)
+
+    def failed(self, item: BatchItem, error: Exception) -> None:
+        assert self.progress is not None
         where = f" (line {item.line})" if item.line else ""
         detail = " ".join(str(error).split())[:300]
-        progress.note(f"item {item.id}{where} failed: {type(error).__name__}: {detail}")
-        progress.fail()
+        self.progress.note(f"item {item.id}{where} failed: {type(error).__name__}: {detail}")
+        self.progress.fail()
 
-    async with _engine(args, context, builder) as engine:
-        runner = BatchRunner(engine, **options)
-        await runner.run_all(todo, concurrency=args.concurrency, on_record=write, on_error=report)
-    return failed
-
-
-@asynccontextmanager
-async def _engine(
-    args: argparse.Namespace, context: RefineContext, builder: Any
-) -> AsyncIterator[Engine]:
-    """The LangGraph server of --server, else the graph compiled with the --db checkpointer."""
-    from self_refine.batch.engines import LocalEngine, ServerEngine, open_async_checkpointer
-
-    if args.server:
-        server = ServerEngine(args.server, context=context)
-        await server.check()
-        yield server
-        return
-    async with open_async_checkpointer(args.db, pool_size=args.concurrency) as saver:
-        yield LocalEngine(builder.compile(checkpointer=saver))
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.close()
 
 
 def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
@@ -194,84 +128,40 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
             ("--html", args.html),
         ]
     )
-    _check_page(args.html)
-    if args.summary:
-        _check_writable(args.summary, "--summary")
+    check_writable(args.summary, "--summary")
+    check_writable(args.html, "the page --html")
     context = _context(args)
-    _refuse_human_critic(_critic_specs(context))
-    verifiers = _verifier_names(args.verifiers)
-    if args.refine_only_incorrect and not verifiers:
-        raise ConfigError(
-            "--refine-only-incorrect needs verifiers to tell correct drafts apart: "
-            "leave --verifiers out, or name some (e.g. --verifiers answer)"
+    shown = _Shown()
+    batch = FileBatch(
+        _job(args, context), args.input, args.output, args.shard, db=args.db, server=args.server
+    )
+    if args.concurrency > 1 and _uses_local_model(args):
+        _warn(
+            f"--concurrency {args.concurrency} with a local model: its one instance answers one "
+            "call at a time, so items overlap but the batch is no faster"
         )
-    judge = VerifierJudge(verifiers) if verifiers else None
-    items, bad_lines = _selected(args, ReferenceCheck(verifiers, _critic_specs(context)))
-    builder = None
-    if args.server:
-        _check_server(args.server)
-    else:
-        builder = build_graph(settings, args.api_key)  # bad models, missing keys fail here
-    key = run_key(_result_settings(args, verifiers))
-    output = OutputFile.open(args.output, key)
+    items = batch.read(shown)
+    # Bad models and missing keys fail here, after the input is known to be usable.
+    builder = None if args.server else build_graph(settings, args.api_key)
     try:
-        if output.repaired:
-            _warn(f"note: {args.output} ended in a torn line (an interrupted write); removed it")
-        done = output.done_ids()
-        todo = [item for item in items if item.id not in done]
-        wanted = {item.id for item in items}
-        progress = Progress(
-            len(items),
-            sys.stderr,
-            done_before=[r for r in output.records if str(r["id"]) in wanted],
-        )
-        options = {
-            "judge": judge,
-            "refine_only_incorrect": args.refine_only_incorrect,
-            "select": context.select or "best",
-            "key": key,
-        }
-        try:
-            failed = asyncio.run(_run(args, context, builder, options, todo, output, progress))
-        except KeyboardInterrupt:
-            progress.close()
-            _warn("interrupted; finished items are saved: run the same command to continue")
-            return 130
-        progress.close()
-        records = list(output.records)
-    finally:
-        output.close()
-    summary = summarize(records)
-    summary.update(failed=failed, input_problems=bad_lines)
+        result = asyncio.run(batch.run(items, shown, builder=builder))
+    except KeyboardInterrupt:
+        shown.close()
+        _warn("interrupted; finished items are saved: run the same command to continue")
+        return 130
+    shown.close()
+    summary = summarize(result.records)
+    summary.update(failed=result.failed, input_problems=[p.line for p in batch.problems])
     print(format_summary(summary))
     if args.summary:
         _write_json(args.summary, summary)
         _warn(f"summary written to {args.summary}")
     _warn(f"results in {args.output}; summary and plot: self-refine report {args.output}")
-    _write_page(args.html, records, args.output)
-    if failed:
-        _warn(f"{failed} item(s) failed; run the same command again to retry them")
+    _write_page(args.html, result.records, args.output)
+    if result.failed:
+        _warn(f"{result.failed} item(s) failed; run the same command again to retry them")
         return 1
     return 0
-
-
-def _check_writable(path: str, flag: str) -> None:
-    """Raise ConfigError, naming `flag`, when a file could not be written at `path` later."""
-    target = Path(path)
-    if target.is_dir():
-        raise ConfigError(
-            f"{flag} {path!r} is a folder: give a file name, e.g. {path}/summary.json"
-        )
-    folder = target.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise ConfigError(
-            f"{flag} {path!r} cannot be written ({folder} is not a writable folder): "
-            "choose another path"
-        )
-    if target.exists() and not os.access(target, os.W_OK):
-        raise ConfigError(f"{flag} {path!r} is not writable: choose another path")
 
 
 def _write_json(path: str, value: Any) -> None:
@@ -291,7 +181,7 @@ def report_command(args: argparse.Namespace) -> int:
         [(f"output file {path!r}", path) for path in args.outputs]
         + [("--plot", args.plot), ("--html", args.html)]
     )
-    _check_page(args.html)
+    check_writable(args.html, "the page --html")
     records = load_records(args.outputs)
     if not records:
         raise ConfigError(f"no results in {', '.join(args.outputs)}: run `self-refine batch` first")
@@ -306,13 +196,6 @@ def report_command(args: argparse.Namespace) -> int:
         print(f"plot written to {plot}", file=sys.stderr)
     _write_page(args.html, records, ", ".join(args.outputs))
     return 0
-
-
-def _check_page(path: str | None) -> None:
-    if path:
-        from self_refine.pages.render import check_page_path
-
-        check_page_path(path)
 
 
 def _write_page(path: str | None, records: list[dict[str, Any]], source: str) -> None:

@@ -19,7 +19,9 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         "--model",
         default=os.environ.get("SELF_REFINE_MODEL", "offline"),
         help="model for every role: 'offline' (deterministic stand-in, the default), "
-        "'gpt-4o-mini', 'openai:gpt-4o-mini', ... (env SELF_REFINE_MODEL)",
+        "'local' or 'local:PATH.gguf' (a model run in-process), 'gpt-4o-mini', "
+        "'openai:gpt-4o-mini', ..., or a served model's name with --base-url "
+        "(env SELF_REFINE_MODEL)",
     )
     parser.add_argument("--critic-model", help="model for the critic (default: --model)")
     parser.add_argument("--refiner-model", help="model for the refiner (default: --model)")

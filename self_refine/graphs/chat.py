@@ -26,7 +26,7 @@ def _make_draft_reply(model: ModelLike, system_prompt: str) -> RunnableLambda[An
     deps = Deps(models={"generator": model}, defaults=RefineContext())
 
     def prepare(state: MessagesState) -> tuple[BaseChatModel, list[BaseMessage]]:
-        return deps.model("generator", deps.settings()), [
+        return deps.model("generator", deps.settings(state)), [
             SystemMessage(system_prompt),
             *state["messages"],
         ]

@@ -9,6 +9,11 @@ checks the input against the thread's current state first, in `stream` and
 goes through. The same two methods hold the thread's writer lock
 (`persistence/locks.py`) for the whole run, taken before the check, so a
 second writer is refused before anything is read or written.
+
+The same door writes the run's context (`RefineContext.kept`: no secrets) into
+the state with the input, under `run_context`, which the START node accepts but
+the input schema that clients see does not show; the nodes read it back when a
+resume or a continuation brings no context of its own.
 """
 
 from __future__ import annotations
@@ -26,7 +31,13 @@ from langgraph.types import Command, StateSnapshot
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.persistence.locks import atry_lock, try_lock
-from self_refine.state import RefineInput, RefineOutput, RefineState, validate_input
+from self_refine.state import (
+    RUN_CONTEXT,
+    RefineInput,
+    RefineOutput,
+    RefineState,
+    validate_input,
+)
 
 __all__ = ["CheckedStateGraph", "check_context_names", "check_new_input"]
 
@@ -59,6 +70,16 @@ def check_context_names(context: Any) -> None:
             raise ConfigError(
                 f"unknown context field {key!r}{hint}; valid fields: {', '.join(sorted(names))}"
             )
+
+
+def with_run_context(payload: Any, context: Any, config: RunnableConfig | None) -> Any:
+    """The new input with the run's context to keep (a parent graph's, when nested)."""
+    if not isinstance(payload, Mapping):
+        return payload
+    if context is None:
+        parent = ((config or {}).get("configurable") or {}).get("__pregel_runtime")
+        context = getattr(parent, "context", None)
+    return {**payload, RUN_CONTEXT: RefineContext.coerce(context).kept()}
 
 
 def _is_new_input(payload: Any) -> bool:
@@ -113,6 +134,7 @@ class CheckedCompiledGraph(
         try:
             if _is_new_input(input):
                 check_new_input(input, self._thread(config))
+                input = with_run_context(input, kwargs.get("context"), config)
             yield from super().stream(input, config, **kwargs)
         finally:
             if release is not None:
@@ -128,6 +150,7 @@ class CheckedCompiledGraph(
         try:
             if _is_new_input(input):
                 check_new_input(input, await self._athread(config))
+                input = with_run_context(input, kwargs.get("context"), config)
             async for chunk in super().astream(input, config, **kwargs):
                 yield chunk
         finally:
@@ -157,6 +180,13 @@ class CheckedCompiledGraph(
 
 class CheckedStateGraph(StateGraph[RefineState, RefineContext, RefineInput, RefineOutput]):
     """A StateGraph whose `compile()` returns a `CheckedCompiledGraph`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # START writes the keys of the input schema's channels: add the kept context
+        # there, leaving the schema's type (and so its JSON schema) as it is.
+        given = self.schemas[self.input_schema]
+        self.schemas[self.input_schema] = {**given, RUN_CONTEXT: self.channels[RUN_CONTEXT]}
 
     def compile(self, *args: Any, **kwargs: Any) -> CheckedCompiledGraph:
         """Compile as StateGraph does, with the input check in front of every run."""

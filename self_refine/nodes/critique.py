@@ -38,7 +38,7 @@ def make_critique(deps: Deps) -> NodeRunnable:
 
     def critique(state: RefineState) -> dict[str, Any]:
         """Critique the latest draft against the task."""
-        ctx = deps.settings()
+        ctx = deps.settings(state)
         view = fresh_view(state)
         result = _repeat(view)
         if result is None:
@@ -49,7 +49,7 @@ def make_critique(deps: Deps) -> NodeRunnable:
 
     async def acritique(state: RefineState) -> dict[str, Any]:
         """Critique the latest draft against the task."""
-        ctx = deps.settings()
+        ctx = deps.settings(state)
         view = fresh_view(state)
         result = _repeat(view)
         if result is None:

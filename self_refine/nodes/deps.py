@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -14,6 +14,7 @@ from self_refine.errors import ConfigError
 from self_refine.models.hygiene import DraftGuard, draft_limit
 from self_refine.models.resolve import resolve_model
 from self_refine.prompts import PromptSet, get_profile
+from self_refine.state import RUN_CONTEXT
 from self_refine.stopping import StopPolicy
 
 __all__ = ["Deps", "Role"]
@@ -35,9 +36,14 @@ class Deps:
     prompts: PromptSet | None = None
     critics: Sequence[Any] = ()
 
-    def settings(self) -> RefineContext:
-        """The current run's settings: its context laid over the factory's defaults."""
+    def settings(self, state: Mapping[str, Any]) -> RefineContext:
+        """The current run's settings, field by field: this call's context, else the
+        context the run was started with (kept in `state`), else the factory's defaults.
+        """
         given = RefineContext.coerce(get_runtime().context)
+        kept = state.get(RUN_CONTEXT)
+        if kept:
+            given = given.over_kept(kept)
         return given.over(self.defaults)
 
     def model(self, role: Role, ctx: RefineContext) -> BaseChatModel:

@@ -33,7 +33,7 @@ def make_finalize(deps: Deps) -> NodeRunnable:
         attempts = state.get("attempts") or []
         last = attempts[-1] if attempts else None
         best = pick_best(attempts)
-        chosen = last if deps.settings().select == "last" else best
+        chosen = last if deps.settings(state).select == "last" else best
         return {
             "answer": chosen["draft"] if chosen else state.get("draft", ""),
             "best": best,

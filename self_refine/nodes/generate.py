@@ -25,7 +25,7 @@ def make_generate(deps: Deps) -> NodeRunnable:
     def prepare(
         state: RefineState,
     ) -> tuple[BaseChatModel, list[BaseMessage], RunnableConfig, DraftGuard]:
-        ctx = deps.settings()
+        ctx = deps.settings(state)
         check_critics(deps, ctx, state.get("reference"))  # fail before any model call
         deps.model("refiner", ctx)  # and so does a refiner model that cannot be had
         model = deps.model("generator", ctx)

@@ -24,7 +24,7 @@ def make_refine(deps: Deps) -> NodeRunnable:
     def prepare(
         state: RefineState,
     ) -> tuple[BaseChatModel, list[BaseMessage], RunnableConfig, DraftGuard]:
-        ctx = deps.settings()
+        ctx = deps.settings(state)
         messages = refine_messages(
             deps.prompt_set(ctx),
             state["task"],

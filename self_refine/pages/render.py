@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from self_refine.errors import ConfigError
 
-__all__ = ["check_page_path", "render_page", "write_batch_page", "write_thread_page"]
+__all__ = ["render_page", "write_batch_page", "write_thread_page"]
 
 _TEMPLATES = Path(__file__).with_name("templates")
 
@@ -33,16 +32,6 @@ def render_page(template: str, page: dict[str, Any]) -> str:
     )
     environment.filters["pretty"] = _pretty
     return environment.get_template(template).render(page=page)
-
-
-def check_page_path(path: str | Path) -> None:
-    """Raise ConfigError now if a page could not be written to `path` (before a long run)."""
-    target = Path(path)
-    if target.is_dir():
-        raise ConfigError(f"cannot write the page {str(path)!r}: it is a folder; give a file path")
-    folder = next((p for p in target.absolute().parents if p.exists()), None)
-    if folder is None or not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise ConfigError(f"cannot write the page {str(path)!r}: its folder is not writable")
 
 
 def _write(path: str | Path, text: str) -> Path:

@@ -67,7 +67,7 @@ def _why(attempts: Sequence[dict[str, Any]], picked: int | None) -> str:
     chosen = next(a for a in reversed(attempts) if a["iteration"] == picked)
     score = chosen["critique"].get("score")
     if known and score is not None and score >= max(known):
-        tie = " (ties go to the latest)" if scores.count(score) > 1 else ""
+        tie = " (ties go to the earlier, then the shorter draft)" if scores.count(score) > 1 else ""
         return f"highest score, {score:.2f}, at iteration {picked}{tie}"
     if picked == last:
         return "the last draft" + (" (no scores)" if not known else " (select=last)")

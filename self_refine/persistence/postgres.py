@@ -7,16 +7,22 @@ checkpointer's tables are created on first use.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from self_refine.errors import ConfigError
+from self_refine.errors import ConfigError, install_hint
 from self_refine.redact import redact_url
 
-__all__ = ["INSTALL_HINT", "PostgresSettings", "is_postgres_url", "postgres_checkpointer"]
+__all__ = [
+    "INSTALL_HINT",
+    "PostgresSettings",
+    "async_postgres_checkpointer",
+    "is_postgres_url",
+    "postgres_checkpointer",
+]
 
-INSTALL_HINT = 'pip install "langgraph-self-refine[postgres]"'
+INSTALL_HINT = install_hint("postgres")
 _SCHEMES = ("postgresql://", "postgres://")
 _SETTINGS_TABLE = (
     "CREATE TABLE IF NOT EXISTS self_refine_threads "
@@ -36,9 +42,20 @@ def _psycopg() -> Any:
         from langgraph.checkpoint.postgres import PostgresSaver  # noqa: F401
     except ImportError:
         raise ConfigError(
-            f"--db postgresql://... needs the PostgreSQL extra: {INSTALL_HINT}"
+            f"a postgresql:// database needs the PostgreSQL extra: {INSTALL_HINT}"
         ) from None
     return psycopg
+
+
+_CONNECTION = {"autocommit": True, "prepare_threshold": 0}
+
+
+def _cannot_open(db: str, error: BaseException) -> ConfigError:
+    reason = " ".join(str(error).split()) or type(error).__name__
+    return ConfigError(
+        f"cannot open the database {redact_url(db)} ({redact_url(reason)}): "
+        "start PostgreSQL or fix the database URL"
+    )
 
 
 def _connect(db: str) -> Any:
@@ -48,14 +65,10 @@ def _connect(db: str) -> Any:
 
     try:
         return psycopg.Connection.connect(
-            db, autocommit=True, prepare_threshold=0, row_factory=dict_row, connect_timeout=10
+            db, **_CONNECTION, row_factory=dict_row, connect_timeout=10
         )
     except psycopg.Error as error:
-        reason = " ".join(str(error).split()) or type(error).__name__
-        raise ConfigError(
-            f"cannot open the database {redact_url(db)} ({redact_url(reason)}): "
-            "start PostgreSQL or fix the URL given with --db"
-        ) from None
+        raise _cannot_open(db, error) from None
 
 
 def _once(conn: Any, statement: str) -> None:
@@ -84,6 +97,43 @@ def _setup(saver: Any, conn: Any) -> None:
         saver.setup()
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+
+
+@asynccontextmanager
+async def async_postgres_checkpointer(db: str, *, pool_size: int = 8) -> AsyncIterator[Any]:
+    """Open `AsyncPostgresSaver` over a pool of `pool_size` connections, tables made first."""
+    psycopg = _psycopg()
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    try:
+        setup = await psycopg.AsyncConnection.connect(
+            db, **_CONNECTION, row_factory=dict_row, connect_timeout=10
+        )
+    except psycopg.Error as error:
+        raise _cannot_open(db, error) from None
+    async with setup:
+        await setup.execute("SELECT pg_advisory_lock(%s)", (_SETUP_LOCK,))
+        try:
+            await AsyncPostgresSaver(setup).setup()
+        finally:
+            await setup.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+    pool: Any = AsyncConnectionPool(
+        db,
+        min_size=1,
+        max_size=max(1, pool_size),
+        open=False,
+        kwargs={**_CONNECTION, "row_factory": dict_row},
+    )
+    try:
+        await pool.open(wait=True, timeout=15)
+    except Exception as error:
+        raise _cannot_open(db, error) from None
+    try:
+        yield AsyncPostgresSaver(pool)
+    finally:
+        await pool.close()
 
 
 class PostgresSettings:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from self_refine.errors import ConfigError
 from self_refine.persistence.postgres import (
     PostgresSettings,
+    async_postgres_checkpointer,
     is_postgres_url,
     postgres_checkpointer,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "ThreadSettings",
     "damaged_message",
     "is_damaged",
+    "open_async_checkpointer",
     "open_checkpointer",
     "sqlite_path",
 ]
@@ -109,7 +111,9 @@ def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
     That saves a disk flush per commit, two per step.
     """
     if is_postgres_url(db):
-        with postgres_checkpointer(db) as saver:
+        with ExitStack() as stack:
+            with _named_flag():
+                saver = stack.enter_context(postgres_checkpointer(db))
             yield saver
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -124,11 +128,49 @@ def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
         conn.close()
 
 
+@contextmanager
+def _named_flag() -> Iterator[None]:
+    """Name the command line's --db flag in the PostgreSQL module's errors."""
+    try:
+        yield
+    except ConfigError as error:
+        raise ConfigError(f"--db: {error}") from None
+
+
+@asynccontextmanager
+async def open_async_checkpointer(
+    db: str, *, pool_size: int = 8
+) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """Open one async checkpointer for a whole batch: SQLite by path, or a postgresql:// URL.
+
+    SQLite runs as `open_checkpointer` sets it up; PostgreSQL over a pool of
+    `pool_size` connections.
+    """
+    if is_postgres_url(db):
+        async with AsyncExitStack() as stack:
+            with _named_flag():
+                opened = async_postgres_checkpointer(db, pool_size=pool_size)
+                saver = await stack.enter_async_context(opened)
+            yield saver
+        return
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async with aiosqlite.connect(str(sqlite_path(db))) as conn:
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        yield AsyncSqliteSaver(conn)
+
+
 class ThreadSettings:
     """The settings each command-line thread was started with, in the same database."""
 
     def __init__(self, db: str) -> None:
-        self._table = PostgresSettings(db) if is_postgres_url(db) else _SqliteSettings(db)
+        if is_postgres_url(db):
+            with _named_flag():
+                self._table: PostgresSettings | _SqliteSettings = PostgresSettings(db)
+        else:
+            self._table = _SqliteSettings(db)
 
     def save(self, thread_id: str, settings: dict[str, Any]) -> None:
         """Record a thread's settings (overwriting what was there)."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from self_refine import OfflineModel, arefine_batch, refine_batch
+from self_refine import OfflineModel, RefineContext, arefine_batch, refine_batch
 from self_refine.errors import ConfigError
 from self_refine.models.resolve import resolve_model
 from tests.batch_support import MathDataset, MathResponder, expected, math_dataset
@@ -165,6 +165,10 @@ def test_bad_arguments_fail_before_any_model_call(server: OpenAIServer) -> None:
         refine_batch(["a"], model=model, correct=[True])
     with pytest.raises(ConfigError, match="concurrency"):
         refine_batch(["a"], model=model, concurrency=0)
+    with pytest.raises(ConfigError, match="human critic asks a person about every draft"):
+        refine_batch(["a"], model=model, critics=["human"])  # every item would pause
+    with pytest.raises(ConfigError, match="human critic"):
+        refine_batch(["a"], model=model, context=RefineContext(critics=["human"]))
     assert server.chat_requests() == []
 
 

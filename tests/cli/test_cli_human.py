@@ -145,6 +145,35 @@ def test_critic_combinations_the_graph_cannot_run_leave_no_thread(
     assert code == 2 and "no thread 'h1'" in err
 
 
+def test_new_input_on_a_thread_waiting_for_a_person_leaves_it_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from self_refine import create_self_refine_graph
+
+    db = str(tmp_path / "c.sqlite")
+    start = ["run", TASK, "--critic", "human", "--db", db, "--thread-id", "t"]
+    assert _run(start, "", monkeypatch, capsys)[0] == 1  # waits for the first critique
+
+    def snapshot() -> tuple[object, ...]:
+        with SqliteSaver.from_conn_string(db) as saver:
+            graph = create_self_refine_graph("offline").compile(checkpointer=saver)
+            state = graph.get_state({"configurable": {"thread_id": "t"}})
+        return state.values, state.next, [i.value for i in state.interrupts], state.config
+
+    before = snapshot()
+    again = ["run", "Write a haiku about rain.", "--db", db, "--thread-id", "t"]
+    code, _, err = _run(again, "", monkeypatch, capsys)
+    assert code == 2
+    assert "thread 't' already exists" in err and "self-refine resume t" in err
+    assert snapshot() == before
+
+    code, out, _ = _run(["resume", "t", "--db", db], "\n\ny\n", monkeypatch, capsys)
+    assert code == 0
+    assert "Answer:\n    this is a very rough draft about dog" in out
+
+
 def _run_with_reader_leaving(tmp_path: Path, leave_after: str) -> tuple[int, str]:
     """Run with the human critic, stdout piped to a reader that leaves once it sees a line.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,38 @@ def test_a_finished_batch_says_where_its_summary_and_plot_are_and_report_draws_i
     plot.unlink()
     code, _, err = cli(capsys, "report", str(output), "--no-plot")
     assert code == 0 and not plot.exists() and "plot written" not in err
+
+
+def test_output_in_a_missing_folder_is_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "new" / "folder" / "out.jsonl"
+    argv = ["batch", str(_items(tmp_path)), "-o", str(output), "--model", "offline"]
+    code, _, err = cli(capsys, *argv, "--db", str(tmp_path / "c.db"))
+    assert code == 0, err
+    assert [json.loads(line)["id"] for line in output.read_text().splitlines()] == ["a"]
+
+
+def test_output_that_cannot_be_written_is_refused_before_any_item_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "plain").write_text("", encoding="utf-8")
+    output = tmp_path / "plain" / "out.jsonl"  # a folder that is a file: unwritable even as root
+    db = tmp_path / "c.db"
+    argv = ["batch", str(_items(tmp_path)), "-o", str(output), "--model", "offline"]
+    code, out, err = cli(capsys, *argv, "--db", str(db))
+    assert code == 2
+    assert err.startswith("self-refine: error: ") and "-o path" in err and out == ""
+    assert not db.exists(), "no item may run before the output path is known to work"
+
+
+def test_plot_without_matplotlib_says_how_to_install_it_from_a_clone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output = tmp_path / "out.jsonl"
+    argv = ["batch", str(_items(tmp_path)), "-o", str(output), "--model", "offline"]
+    assert cli(capsys, *argv, "--db", str(tmp_path / "c.db"))[0] == 0
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    code, _, err = cli(capsys, "report", str(output), "--plot", str(tmp_path / "p.png"))
+    assert code == 2
+    assert '--plot needs matplotlib: pip install -e ".[plot]" in a clone of the project' in err

@@ -132,7 +132,7 @@ def test_answer_verifier_needs_a_reference_answer() -> None:
     for reference in (None, {}, {"answer": ""}, {"concepts": ["x"]}):
         with pytest.raises(NotApplicable, match=r'needs reference\["answer"\]'):
             answer("t", "The answer is 1.", reference)
-    with pytest.raises(ConfigError, match="must be a number, a string or a list"):
+    with pytest.raises(ConfigError, match="must be a number, a string, true/false or a list"):
         answer("t", "The answer is 1.", {"answer": {"value": 1}})
 
 
@@ -275,7 +275,7 @@ def test_json_schema_reference_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="not a valid JSON Schema"):
         json_schema("t", "{}", {"schema": {"type": "no-such-type"}})
     monkeypatch.setitem(sys.modules, "jsonschema", None)
-    with pytest.raises(ConfigError, match=r"pip install 'langgraph-self-refine\[verifiers\]'"):
+    with pytest.raises(ConfigError, match=r'pip install -e "\.\[verifiers\]" in a clone'):
         json_schema("t", "{}", {"schema": SCHEMA})
 
 

@@ -209,6 +209,28 @@ async def test_human_critic_is_answered_through_the_sdk(client: LangGraphClient)
     assert [a["critique"]["source"] for a in result["attempts"]] == ["human", "human"]
 
 
+async def test_human_critic_resumes_without_repeating_the_run_s_context(
+    client: LangGraphClient,
+) -> None:
+    # As Studio and most SDK users do: the context goes with the first run only.
+    thread_id = (await client.threads.create())["thread_id"]
+    human = {"critics": ["human"], "max_iterations": 1}
+    await client.runs.wait(thread_id, "self_refine", input={"task": TASK}, context=human)
+    state = await client.threads.get_state(thread_id)
+    assert state["values"]["run_context"] == human
+
+    await client.runs.wait(thread_id, "self_refine", command={"resume": 'Mention "zebra"'})
+    state = await client.threads.get_state(thread_id)
+    (question,) = state["interrupts"]
+    assert question["value"]["draft"] == f"{FIRST_DRAFT}. It also covers zebra."
+    assert question["value"]["attempts"][0]["critique"]["source"] == "human"
+
+    result = await client.runs.wait(thread_id, "self_refine", command={"resume": "Add a yak"})
+    assert isinstance(result, dict)
+    assert result["stop_reason"] == "max_iterations"  # the run's limit, not the default 3
+    assert [a["critique"]["source"] for a in result["attempts"]] == ["human", "human"]
+
+
 async def test_chat_agent_streams_its_refine_subgraph(client: LangGraphClient) -> None:
     thread_id = (await client.threads.create())["thread_id"]
     events: list[tuple[str, list[str]]] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,21 @@ def test_page_escapes_drafts_and_keeps_rejected_section_optional(records: list[d
     batch_html = render_page("batch.html.j2", batch_view(records, title="t"))
     assert batch_html.count('class="rejected"') == 2
     assert "http://" not in batch_html and "https://" not in batch_html
+
+
+def test_thread_score_chart_plots_each_attempts_score() -> None:
+    (record,) = load_records([REJECTED])
+    chart = thread_view(record, title="r1")["score_chart"]
+    assert chart is not None and chart.values == [0.0, 0.4]
+    assert chart.labels == ["0.00", "0.40"]
+    (x0, y0), (x1, y1) = chart.points
+    assert x0 < x1 and y0 > y1  # to the right, and higher (SVG y grows downwards)
+
+
+def test_a_page_of_a_thousand_items_stays_a_few_times_its_jsonl(records: list[dict]) -> None:
+    many = [{**records[n % len(records)], "id": f"item-{n}"} for n in range(1000)]
+    html = render_page("batch.html.j2", batch_view(many, title="t"))
+    raw = sum(len(json.dumps(record, ensure_ascii=False)) + 1 for record in many)
+    assert html.count('<details class="item"') == 1000
+    # 2.6x when measured: markup, a chart and a diff per item around small drafts.
+    assert len(html.encode()) < 3 * raw, "the page grew out of proportion to its data"

@@ -13,7 +13,9 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from self_refine.cli.main import main
+from self_refine.errors import ConfigError
 from self_refine.models.offline import OfflineModel
+from self_refine.persistence.postgres import postgres_checkpointer
 from self_refine.persistence.storage import ThreadSettings
 from tests.fakes import role_of
 from tests.openai_server import OpenAIServer
@@ -92,8 +94,8 @@ def test_an_unreachable_server_is_a_clear_error_without_the_password(
 
     err = capsys.readouterr().err
     assert code == 2
-    assert "cannot open the database postgresql://app:***@127.0.0.1:9/refine" in err
-    assert "start PostgreSQL or fix the URL given with --db" in err
+    assert "--db: cannot open the database postgresql://app:***@127.0.0.1:9/refine" in err
+    assert "start PostgreSQL or fix the database URL" in err
     assert "s3cret-pw" not in err
 
 
@@ -105,7 +107,20 @@ def test_a_missing_postgres_extra_says_what_to_install(
     code = main(["run", TASK, "--db", "postgresql://app@127.0.0.1:9/refine"])
 
     assert code == 2
-    assert 'pip install "langgraph-self-refine[postgres]"' in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--db: a postgresql:// database needs the PostgreSQL extra" in err
+    assert 'pip install -e ".[postgres]" in a clone of the project' in err
+
+
+def test_python_callers_are_not_told_about_a_command_line_flag(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ConfigError) as raised:
+        with postgres_checkpointer("postgresql://app@127.0.0.1:9/refine"):
+            pass
+    assert "--" not in str(raised.value)
+    assert 'pip install -e ".[postgres]"' in str(raised.value)
 
 
 def _with_password(url: str) -> str:

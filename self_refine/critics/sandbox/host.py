@@ -1,6 +1,6 @@
 """Run untrusted Python code and its tests in a contained child process.
 
-What holds, and how (see README "Threat model"):
+What holds, and how (see the threat model in docs/guides/sandbox.md):
 
 - a separate process tree whose code runs in a private PID namespace with its
   own /proc (no other process's cmdline or environ is visible); when the

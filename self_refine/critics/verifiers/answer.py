@@ -175,12 +175,18 @@ def answers_match(given: str, expected: Any) -> bool:
     return _words(given) == _words(str(expected)) and bool(_words(given))
 
 
+_ONE_ANSWER = str | int | float  # bool is an int: true/false read as yes/no
+
+
 def _prepare(reference: Any) -> Any:
     expected = reference_field(reference, "answer", '"42"')
-    if not isinstance(expected, str | int | float | list | tuple):
+    options = expected if isinstance(expected, list | tuple) else [expected]
+    wrong = next((o for o in options if not isinstance(o, _ONE_ANSWER)), None)
+    if wrong is not None:
+        inside = " inside the list" if options is expected else ""
         raise ConfigError(
-            f'reference["answer"] must be a number, a string or a list of them, '
-            f"got {type(expected).__name__}"
+            'reference["answer"] must be a number, a string, true/false or a list of them, '
+            f"got {type(wrong).__name__}{inside}"
         )
     return expected
 

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from self_refine.critics.verifiers.base import BuiltinVerifier, reference_field
-from self_refine.errors import ConfigError
+from self_refine.errors import ConfigError, install_hint
 from self_refine.state import Critique
 
 __all__ = ["JSON_SCHEMA", "json_path", "parse_json_draft"]
@@ -26,8 +26,7 @@ def _validator_class(schema: Any) -> Any:
         from jsonschema.exceptions import SchemaError
     except ImportError:
         raise ConfigError(
-            "the json_schema verifier needs the jsonschema package: "
-            "pip install 'langgraph-self-refine[verifiers]'"
+            f"the json_schema verifier needs the jsonschema package: {install_hint('verifiers')}"
         ) from None
     cls = validators.validator_for(schema)
     try:

@@ -23,7 +23,7 @@ from self_refine import (
 from tests.fakes import FakeChatModel, critique
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
-LOOP_GUIDE = Path(__file__).parents[1] / "docs" / "guides" / "loop.md"
+LOOP_GUIDE = Path(__file__).parents[2] / "docs" / "guides" / "loop.md"
 DOG_TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
 
 
@@ -271,7 +271,8 @@ def test_graph_shape_matches_the_snapshot() -> None:
 
 def test_the_loop_guide_shows_the_snapshot() -> None:
     block = f"```mermaid\n{SNAPSHOT.read_text()}```"
-    assert block in LOOP_GUIDE.read_text(), "paste tests/snapshots/graph.mmd into the loop guide"
+    hint = "paste tests/graphs/snapshots/graph.mmd into the loop guide"
+    assert block in LOOP_GUIDE.read_text(), hint
 
 
 def test_flat_factory_keywords_still_work_and_warn() -> None:

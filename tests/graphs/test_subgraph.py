@@ -203,6 +203,24 @@ def test_refine_node_pauses_inside_and_resumes_from_the_parent(
     assert reply.response_metadata["self_refine"]["score"] == 0.9
 
 
+@pytest.mark.parametrize("pattern", ["graph as node", "refine_node"])
+def test_the_parent_s_first_context_holds_for_resumes_that_bring_none(
+    saver: BaseCheckpointSaver[Any], pattern: str
+) -> None:
+    refiner = create_self_refine_graph("offline").compile()
+    if pattern == "refine_node":
+        parent, start = _chat(refiner, saver), {"messages": [HumanMessage(TASK)]}
+    else:
+        parent, start = _report_graph(refiner, saver), {"words": WORDS}
+    config = {"configurable": {"thread_id": "kept"}}
+    result = parent.invoke(start, config, context=RefineContext(critics=["human"]))
+    assert result["__interrupt__"][0].value["draft"] == "this is a very rough draft about dog"
+
+    result = parent.invoke(Command(resume='Mention "zebra"'), config)
+    (pending,) = result["__interrupt__"]
+    assert pending.value["draft"] == "this is a very rough draft about dog. It also covers zebra."
+
+
 async def test_refine_node_async_under_async_sqlite(tmp_path: Path) -> None:
     async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "a.sqlite")) as saver:
         chat = _chat(create_self_refine_graph("offline", critics=["human"]).compile(), saver)

@@ -1,0 +1,140 @@
+"""A batch from a JSONL file into another, resumable: what `self-refine batch` runs.
+
+The input is read and every reference checked before any model call; the
+output file is locked, a torn last line cut, and the items it already holds are
+skipped, so running the same batch again continues it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from self_refine.batch.engines import check_server, open_engine
+from self_refine.batch.io import (
+    BatchItem,
+    InputProblem,
+    OutputFile,
+    in_shard,
+    parse_shard,
+    read_items,
+)
+from self_refine.batch.job import BatchJob
+from self_refine.errors import ConfigError
+
+__all__ = ["BatchEvents", "FileBatch", "FileBatchResult"]
+
+
+class BatchEvents(Protocol):
+    """What a file batch tells its caller as it goes (the command line shows it)."""
+
+    def warn(self, message: str) -> None:
+        """Something the user should know that does not stop the batch."""
+        ...
+
+    def start(self, total: int, done_before: Sequence[dict[str, Any]]) -> None:
+        """The batch starts: `total` items, of which `done_before` an earlier run finished."""
+        ...
+
+    def finished(self, record: dict[str, Any]) -> None:
+        """One item finished and its line is written."""
+        ...
+
+    def failed(self, item: BatchItem, error: Exception) -> None:
+        """One item failed; the others go on."""
+        ...
+
+
+@dataclass
+class FileBatchResult:
+    """Every record in the output file (earlier runs' too) and how many items failed now."""
+
+    records: list[dict[str, Any]]
+    failed: int = 0
+
+
+@dataclass
+class FileBatch:
+    """Items of the JSONL file `input` refined into `output`.
+
+    `shard` ("I/N") keeps the I-th of N parts of the input, split by a hash of
+    each id so that machines agree. The items run on the LangGraph server at
+    `server`, else as threads of `builder` compiled with the checkpointer of `db`.
+    """
+
+    job: BatchJob
+    input: str
+    output: str
+    shard: str | None = None
+    db: str | None = None
+    server: str | None = None
+    problems: list[InputProblem] = field(default_factory=list)
+    _shard: tuple[int, int] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._shard = parse_shard(self.shard) if self.shard else None
+
+    def read(self, events: BatchEvents) -> list[BatchItem]:
+        """The items to run; unusable lines are skipped with a warning and kept in `problems`.
+
+        ConfigError when no line is usable.
+        """
+        items, self.problems = read_items(self.input)
+        usable, refused = self.job.check(items)
+        for position, reason in refused:
+            self.problems.append(InputProblem(items[position].line or 0, f'"reference": {reason}'))
+        self.problems.sort(key=lambda problem: problem.line)
+        for problem in self.problems:
+            events.warn(f"warning: {self.input} {problem}; skipped")
+        if not usable:
+            raise ConfigError(
+                f'no usable items in {self.input}: give one JSON object with a "task" per line'
+            )
+        if self._shard:
+            usable = [item for item in usable if in_shard(item.id, self._shard)]
+        return usable
+
+    async def run(
+        self, items: Sequence[BatchItem], events: BatchEvents, *, builder: Any = None
+    ) -> FileBatchResult:
+        """Run the items the output file does not hold yet, appending a line as each finishes.
+
+        `builder` is the uncompiled graph for a local batch (None with a server).
+        """
+        if self.server:
+            await asyncio.to_thread(check_server, self.server)
+        output = await asyncio.to_thread(OutputFile.open, self.output, self.job.key)
+        try:
+            if output.repaired:
+                events.warn(
+                    f"note: {self.output} ended in a torn line (an interrupted write); removed it"
+                )
+            done = output.done_ids()
+            wanted = {item.id for item in items}
+            events.start(len(items), [r for r in output.records if str(r["id"]) in wanted])
+            result = FileBatchResult([])
+
+            async def write(item: BatchItem, record: dict[str, Any]) -> None:
+                await asyncio.to_thread(output.write, record)
+                events.finished(record)
+
+            async def report(item: BatchItem, error: Exception) -> None:
+                result.failed += 1
+                events.failed(item, error)
+
+            todo = [item for item in items if item.id not in done]
+            engine = open_engine(
+                builder=builder,
+                db=self.db,
+                server=self.server,
+                context=self.job.context,
+                pool_size=self.job.concurrency,
+            )
+            async with engine as running:
+                await self.job.run(running, todo, on_record=write, on_error=report)
+            result.records = list(output.records)
+            return result
+        finally:
+            output.close()
