@@ -176,12 +176,17 @@ def _advisory_key(thread_id: str) -> int:
 
 
 class _PostgresLocks:
-    """A connection of this process that holds the advisory locks of its busy threads."""
+    """A connection of this process that holds the advisory locks of its busy threads.
+
+    It is opened for the first lock and closed with the last, so an idle
+    process keeps no connection (and a database can be dropped).
+    """
 
     def __init__(self, dsn: str, password: str) -> None:
         self._dsn = dsn
         self._password = password
         self._conn: Any = None
+        self._held = 0
         self._mutex = threading.Lock()
 
     def _connection(self) -> Any:
@@ -189,44 +194,61 @@ class _PostgresLocks:
 
         if self._conn is None or self._conn.closed:
             extra: dict[str, Any] = {"password": self._password} if self._password else {}
-            self._conn = psycopg.Connection.connect(
-                self._dsn,
-                autocommit=True,
-                application_name=f"self-refine pid {os.getpid()} on {socket.gethostname()}",
-                **extra,
-            )
-        return self._conn
-
-    def try_lock(self, thread_id: str) -> bool:
-        key = _advisory_key(thread_id)
-        with self._mutex:
             try:
-                conn = self._connection()
-            except Exception as error:
+                self._conn = psycopg.Connection.connect(
+                    self._dsn,
+                    autocommit=True,
+                    application_name=f"self-refine pid {os.getpid()} on {socket.gethostname()}",
+                    **extra,
+                )
+            except psycopg.Error as error:
                 reason = " ".join(str(error).split()) or type(error).__name__
                 raise ConfigError(
                     "cannot open a PostgreSQL connection for the thread lock "
                     f"({redact_url(reason)})"
                 ) from None
-            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-        return bool(row[0])
+        return self._conn
 
-    def unlock(self, thread_id: str) -> None:
+    def _close_if_idle(self) -> None:
+        if self._held == 0 and self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def try_lock(self, thread_id: str) -> str | None:
+        """Take the thread's lock: None when taken, else who holds it."""
         key = _advisory_key(thread_id)
         with self._mutex:
-            if self._conn is not None and not self._conn.closed:
-                self._conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            try:
+                conn = self._connection()
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+                if row[0]:
+                    self._held += 1
+                    return None
+                return self._holder(conn, key)
+            finally:
+                self._close_if_idle()
 
-    def holder(self, thread_id: str) -> str:
-        key = _advisory_key(thread_id) & 0xFFFF_FFFF_FFFF_FFFF
+    def unlock(self, thread_id: str) -> None:
+        """Release the thread's lock (a closed connection already released it)."""
+        key = _advisory_key(thread_id)
+        with self._mutex:
+            self._held -= 1
+            try:
+                if self._conn is not None and not self._conn.closed:
+                    self._conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            finally:
+                self._close_if_idle()
+
+    @staticmethod
+    def _holder(conn: Any, key: int) -> str:
+        unsigned = key & 0xFFFF_FFFF_FFFF_FFFF
         query = (
             "SELECT a.application_name, a.pid FROM pg_locks l "
             "LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
             "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
             "AND l.classid::text::bigint = %s AND l.objid::text::bigint = %s"
         )
-        with self._mutex:
-            row = self._connection().execute(query, (key >> 32, key & 0xFFFF_FFFF)).fetchone()
+        row = conn.execute(query, (unsigned >> 32, unsigned & 0xFFFF_FFFF)).fetchone()
         if not row:
             return "another process"
         name = row[0] or ""
@@ -252,12 +274,11 @@ def _pg_acquire(locks: _PostgresLocks, key: _Key, thread_id: str) -> Release:
     if not _local_acquire(key):
         raise ThreadBusyError(thread_id, "another run in this process")
     try:
-        taken = locks.try_lock(thread_id)
-        holder = "" if taken else locks.holder(thread_id)
+        holder = locks.try_lock(thread_id)
     except BaseException:
         _local_release(key)
         raise
-    if not taken:
+    if holder is not None:
         _local_release(key)
         raise ThreadBusyError(thread_id, holder)
 
