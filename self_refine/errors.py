@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "BatchStoppedError",
     "ConfigError",
     "ModelCallError",
     "SelfRefineError",
@@ -44,3 +45,12 @@ class ThreadBusyError(SelfRefineError, RuntimeError):
             f"thread {self.thread_id!r} is being run by another writer ({self.holder}): wait "
             "for that run to finish, then try again; reading the thread (get_state) is not blocked"
         )
+
+
+class BatchStoppedError(SelfRefineError, RuntimeError):
+    """A whole batch stopped: its storage is full or failing. Finished items are kept.
+
+    Every further item would fail the same way, so the batch stops at the
+    first one with this single error instead; free the space (or fix the
+    storage), then run the batch again to continue it.
+    """

@@ -23,6 +23,7 @@ one run per thread (its multitask strategies decide what a second one does).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import datetime
 import fcntl
@@ -151,6 +152,10 @@ def _flock_acquire(folder: Path, thread_id: str) -> Release:
         except OSError:
             pass  # gone already, or a read-only folder: the next holder reuses it
         os.close(fd)
+        try:
+            folder.rmdir()  # only once no thread is busy; a taker in between makes it again
+        except OSError:
+            pass
 
     return release
 
@@ -424,10 +429,25 @@ def thread_lock(checkpointer: Any, thread_id: str) -> Iterator[None]:
 
 
 @asynccontextmanager
-async def athread_lock(checkpointer: Any, thread_id: str) -> AsyncIterator[None]:
-    """Async twin of thread_lock."""
+async def athread_lock(
+    checkpointer: Any, thread_id: str, *, wait: bool = False
+) -> AsyncIterator[None]:
+    """Async twin of thread_lock; with `wait`, wait while another writer holds the thread.
+
+    Waiting polls, a little longer each time (up to 2 s): a lock held by another
+    process cannot be waited on otherwise across every kind of checkpointer.
+    """
     kind = await _akind(checkpointer)
-    release = _acquire(kind, thread_id)
+    delay = 0.05
+    while True:
+        try:
+            release = _acquire(kind, thread_id)
+            break
+        except ThreadBusyError:
+            if not wait:
+                raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
     token = _held.set(_held.get() | {(*kind, thread_id)})
     try:
         yield

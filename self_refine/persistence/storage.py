@@ -8,6 +8,7 @@ was started. `db` is an SQLite file path, or a `postgresql://` URL (see
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
@@ -30,6 +31,7 @@ __all__ = [
     "ThreadSettings",
     "damaged_message",
     "is_damaged",
+    "storage_failure",
     "open_async_checkpointer",
     "open_checkpointer",
     "sqlite_path",
@@ -99,6 +101,26 @@ def damaged_message(db: str, error: BaseException) -> str:
 def is_damaged(error: BaseException) -> bool:
     """Whether an error is SQLite finding a damaged file (not a lock, a full disk or I/O)."""
     return type(error) is sqlite3.DatabaseError
+
+
+_DISK_FULL_SQLSTATE = "53100"  # PostgreSQL's disk_full
+
+
+def storage_failure(error: BaseException) -> str | None:
+    """What failed when an error is the storage's own (full, damaged, I/O), else None.
+
+    Such a failure is not one item's: every later write would fail alike.
+    """
+    reason = " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, sqlite3.OperationalError) and ("full" in reason or "I/O" in reason):
+        return f"the checkpoint database failed ({reason})"
+    if is_damaged(error):
+        return f"the checkpoint database is damaged ({reason})"
+    if getattr(error, "sqlstate", None) == _DISK_FULL_SQLSTATE:
+        return f"the PostgreSQL server's disk is full ({reason.split(' CONTEXT:')[0]})"
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        return f"the disk failed ({error.strerror})"
+    return None
 
 
 @contextmanager
