@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from self_refine.critics.sandbox.host import SandboxLimits
     from self_refine.critics.verifiers import python_tests_verifier
     from self_refine.errors import (
+        BatchStoppedError,
         ConfigError,
         ModelCallError,
         SelfRefineError,
@@ -90,6 +91,7 @@ _MODULE_OF = {
     "judge_draft": "critics",
     "SandboxLimits": "critics.sandbox.host",
     "python_tests_verifier": "critics.verifiers",
+    "BatchStoppedError": "errors",
     "ConfigError": "errors",
     "ModelCallError": "errors",
     "SelfRefineError": "errors",
@@ -133,6 +135,7 @@ __all__ = [
     "VERIFIERS",
     "Attempt",
     "BatchResult",
+    "BatchStoppedError",
     "CombinedCritic",
     "ConfigError",
     "Critic",
