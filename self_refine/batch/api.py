@@ -115,6 +115,8 @@ async def arefine_batch(
     Each record is appended to the JSONL file `log` when given. Threads live
     in an in-memory checkpointer unless you pass one. At most `concurrency`
     model calls run at once: set it to what the model server serves at once.
+    A failing item is kept in `errors` (keys masked); a failing storage (a
+    full disk) stops the batch with `BatchStoppedError`.
     """
     items = _items(tasks, answers, references, correct, ids)
     given = options
