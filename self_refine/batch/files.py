@@ -22,7 +22,7 @@ from self_refine.batch.io import (
     read_items,
 )
 from self_refine.batch.job import BatchJob
-from self_refine.errors import ConfigError
+from self_refine.errors import BatchStoppedError, ConfigError
 
 __all__ = ["BatchEvents", "FileBatch", "FileBatchResult"]
 
@@ -117,7 +117,14 @@ class FileBatch:
             result = FileBatchResult([])
 
             async def write(item: BatchItem, record: dict[str, Any]) -> None:
-                await asyncio.to_thread(output.write, record)
+                try:
+                    await asyncio.to_thread(output.write, record)
+                except OSError as error:
+                    raise BatchStoppedError(
+                        f"cannot write {self.output} ({error.strerror}); the batch stopped, and "
+                        "the items finished so far are saved: free some disk space, then run "
+                        "the batch again to continue it"
+                    ) from None
                 events.finished(record)
 
             async def report(item: BatchItem, error: Exception) -> None:
