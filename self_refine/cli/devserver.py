@@ -215,19 +215,24 @@ def _raise_stopped(signum: int, frame: Any) -> None:
 
 
 @contextmanager
-def _stop_signals() -> Iterator[None]:
-    """Turn SIGTERM and SIGHUP into _Stopped for the block (in the main thread only)."""
+def _signals_handled(handler: Any, signums: tuple[int, ...]) -> Iterator[None]:
+    """Handle `signums` with `handler` for the block (in the main thread only)."""
     previous: dict[int, Any] = {}
     try:
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            previous[signum] = signal.signal(signum, _raise_stopped)
+        for signum in signums:
+            previous[signum] = signal.signal(signum, handler)
     except ValueError:  # not the main thread: signals stay as they were
         pass
     try:
         yield
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        for number, handler_before in previous.items():
+            signal.signal(number, handler_before)
+
+
+def _stop_signals() -> Any:
+    """Turn SIGTERM and SIGHUP into _Stopped for the block."""
+    return _signals_handled(_raise_stopped, (signal.SIGTERM, signal.SIGHUP))
 
 
 def _group_alive(group: int) -> bool:
@@ -256,20 +261,9 @@ def stop_group(process: subprocess.Popen[bytes], grace: float = 15.0) -> None:
         process.wait()
 
 
-@contextmanager
-def _stop_signals_ignored() -> Iterator[None]:
+def _stop_signals_ignored() -> Any:
     """While stopping the server, a second SIGTERM or Ctrl-C must not cut the stop short."""
-    previous: dict[int, Any] = {}
-    try:
-        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-            previous[signum] = signal.signal(signum, signal.SIG_IGN)
-    except ValueError:
-        pass
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+    return _signals_handled(signal.SIG_IGN, (signal.SIGTERM, signal.SIGHUP, signal.SIGINT))
 
 
 def run_studio(

@@ -8,7 +8,6 @@ with the error naming the command-line flag. Light imports only: the
 from __future__ import annotations
 
 import argparse
-import os
 import stat
 import sys
 from typing import Any
@@ -100,22 +99,16 @@ def warn_key_on_command_line(args: argparse.Namespace) -> None:
 
 def read_key_file(path: str) -> str:
     """The API key held in a file (or a pipe, e.g. `--api-key-file <(pass show openai)`)."""
+    from self_refine.cli.paths import read_capped
+
     flag = f"--api-key-file {path}"
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as error:
-        raise ConfigError(f"{flag}: {error.strerror}: give the path of the key's file") from None
-    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-        raise ConfigError(
-            f"{flag} is not a regular file: give the path of the file holding the key"
-        )
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(_KEY_FILE_LIMIT + 1)
-    except OSError as error:
-        raise ConfigError(f"{flag}: {error.strerror}: make the file readable to you") from None
-    if len(data) > _KEY_FILE_LIMIT:
-        raise ConfigError(f"{flag} is over 4 KB, too long for a key: check the path")
+    data, mode = read_capped(
+        path,
+        flag,
+        _KEY_FILE_LIMIT,
+        kind="the file holding the key",
+        too_big="too long for a key: check the path",
+    )
     try:
         lines = [line.strip() for line in data.decode("utf-8").splitlines() if line.strip()]
     except UnicodeDecodeError:

@@ -93,24 +93,15 @@ MAX_REFERENCE_BYTES = 1_000_000
 
 def _read_reference_file(path: str, source: str) -> str:
     """The text of a --reference file: a regular file (or a pipe) of UTF-8 text, 1 MB at most."""
-    import stat
+    from self_refine.cli.paths import read_capped
 
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as error:
-        raise UsageError(f"{source}: {error.strerror or error}") from None
-    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-        raise UsageError(f"{source} is not a regular file: give the path of a JSON file")
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_REFERENCE_BYTES + 1)
-    except OSError as error:
-        raise UsageError(f"{source}: {error.strerror or error}") from None
-    if len(data) > MAX_REFERENCE_BYTES:
-        raise UsageError(
-            f"{source} is over {MAX_REFERENCE_BYTES // 1_000_000} MB: a reference is stored "
-            "with the thread; keep it to what the verifiers need"
-        )
+    data, _ = read_capped(
+        path,
+        source,
+        MAX_REFERENCE_BYTES,
+        kind="a JSON file",
+        too_big="a reference is stored with the thread: keep it to what the verifiers need",
+    )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:

@@ -418,14 +418,8 @@ async def atry_lock(checkpointer: Any, thread_id: str) -> Release | None:
 def thread_lock(checkpointer: Any, thread_id: str) -> Iterator[None]:
     """Hold the thread's lock for a block; runs of the thread inside it are this writer's."""
     kind = _kind(checkpointer)
-    release = _acquire(kind, thread_id)
-    token = _held.set(_held.get() | {(*kind, thread_id)})
-    try:
+    with _holding(kind, thread_id, _acquire(kind, thread_id)):
         yield
-    finally:
-        _held.reset(token)
-        if release is not None:
-            release()
 
 
 @asynccontextmanager
@@ -448,6 +442,13 @@ async def athread_lock(
                 raise
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
+    with _holding(kind, thread_id, release):
+        yield
+
+
+@contextmanager
+def _holding(kind: _Key, thread_id: str, release: Release | None) -> Iterator[None]:
+    """Mark the thread held by this context for the block, then release its lock."""
     token = _held.set(_held.get() | {(*kind, thread_id)})
     try:
         yield
