@@ -27,9 +27,11 @@ if TYPE_CHECKING:
     from self_refine.critics.sandbox.host import SandboxLimits
     from self_refine.critics.verifiers import python_tests_verifier
     from self_refine.errors import (
+        BatchStoppedError,
         ConfigError,
         ModelCallError,
         SelfRefineError,
+        ThreadBusyError,
     )
     from self_refine.graphs import (
         GRAPH_NAME,
@@ -89,9 +91,11 @@ _MODULE_OF = {
     "judge_draft": "critics",
     "SandboxLimits": "critics.sandbox.host",
     "python_tests_verifier": "critics.verifiers",
+    "BatchStoppedError": "errors",
     "ConfigError": "errors",
     "ModelCallError": "errors",
     "SelfRefineError": "errors",
+    "ThreadBusyError": "errors",
     "GRAPH_NAME": "graphs",
     "Roles": "graphs",
     "create_refined_chat_graph": "graphs",
@@ -131,6 +135,7 @@ __all__ = [
     "VERIFIERS",
     "Attempt",
     "BatchResult",
+    "BatchStoppedError",
     "CombinedCritic",
     "ConfigError",
     "Critic",
@@ -156,6 +161,7 @@ __all__ = [
     "SelfRefineError",
     "StopPolicy",
     "StopView",
+    "ThreadBusyError",
     "TokenBudget",
     "Unchanged",
     "Usage",

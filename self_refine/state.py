@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NotRequired, Required, cast
 
@@ -26,6 +27,7 @@ __all__ = [
     "RUN_CONTEXT",
     "add_usage",
     "fresh_view",
+    "lone_surrogate",
     "start_over_update",
     "starts_over",
     "validate_input",
@@ -264,6 +266,34 @@ MAX_TASK_CHARS = 100_000
 """Longest task accepted, in characters; longer ones are refused before any model call."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(value: Any, name: str) -> str | None:
+    """Why text in `value` (a string, or JSON-like data) is not Unicode, or None when it is.
+
+    A lone surrogate (text decoded from bytes that were not UTF-8, or a JSON
+    escape such as "\\ud800" without its pair) cannot be stored, sent to a
+    model or printed as UTF-8: every run of such input would fail.
+    """
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        if found is None:
+            return None
+        return (
+            f"{name} holds {found.group()!r} at character {found.start()}, a lone surrogate "
+            "that is not Unicode text (bytes that were not UTF-8, or half of a JSON "
+            "\\uXXXX pair): fix the text's encoding or remove that character"
+        )
+    if isinstance(value, dict):
+        items = [*value.keys(), *value.values()]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        return None
+    return next((why for item in items if (why := lone_surrogate(item, name))), None)
+
+
 def validate_input(state: Any) -> None:
     """Raise ConfigError when the input has no usable task or a draft of the wrong type."""
     from self_refine.errors import ConfigError
@@ -283,3 +313,6 @@ def validate_input(state: Any) -> None:
     draft = state.get("draft")
     if draft is not None and not isinstance(draft, str):
         raise ConfigError(f"draft must be a string, got {type(draft).__name__}")
+    for name in ("task", "draft", "reference"):
+        if why := lone_surrogate(state.get(name), name):
+            raise ConfigError(why)

@@ -8,7 +8,8 @@ HTTP 429 and 500, stalls, dropped connections, malformed JSON, empty replies,
 and refusals (OpenAI's `refusal` field, with no content). The pseudo-fault
 "ok" answers normally, so that a fault queued after it hits a later request;
 "401" refuses the key and, as careless servers do, echoes it in the message;
-"401_partial" echoes only pieces of it ("sk-canary****xLx4", a middle slice).
+"401_partial" echoes only pieces of it ("sk-canary****xLx4", a middle slice);
+"500_escapes" answers an error message holding terminal escape sequences.
 
 It is a plain asyncio server in a background thread, so it serves many
 requests at once; `latency` and `max_concurrency` make it behave like a
@@ -51,7 +52,9 @@ FAULTS = (
     "ok",
     "401",
     "401_partial",
+    "500_escapes",
 )
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\x9b31m"
 REFUSAL = "I'm sorry, but I can't help with that."
 
 
@@ -255,6 +258,9 @@ class OpenAIServer:
             return True
         if fault == "500":
             await _send_json(writer, 500, {"error": {"message": "internal error"}})
+            return True
+        if fault == "500_escapes":
+            await _send_json(writer, 500, {"error": {"message": f"{ESCAPES}overloaded"}})
             return True
         if fault == "stall":
             await asyncio.sleep(self.stall_seconds)

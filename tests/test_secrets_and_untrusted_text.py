@@ -37,8 +37,8 @@ def _stored(directory: Path) -> bytes:
     return b"".join(path.read_bytes() for path in directory.rglob("*") if path.is_file())
 
 
-@pytest.mark.parametrize("given_by", ["flag", "env"])
-def test_a_key_from_flag_or_environment_is_used_but_never_stored_or_printed(
+@pytest.mark.parametrize("given_by", ["flag", "env", "file"])
+def test_a_key_from_flag_environment_or_file_is_used_but_never_stored_or_printed(
     server: OpenAIServer,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -50,6 +50,11 @@ def test_a_key_from_flag_or_environment_is_used_but_never_stored_or_printed(
     key_args = ["--api-key", CANARY] if given_by == "flag" else []
     if given_by == "env":
         monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    if given_by == "file":
+        key_file = tmp_path / "openai.key"
+        key_file.write_text(f"{CANARY}\n")
+        key_file.chmod(0o600)
+        key_args = ["--api-key-file", str(key_file)]
     server.fail_next("500", times=1, role="refiner")
 
     failed = main(["run", TASK, "--thread-id", "t", "--max-retries", "0", *common, *key_args])
@@ -65,6 +70,9 @@ def test_a_key_from_flag_or_environment_is_used_but_never_stored_or_printed(
     assert CANARY.encode() not in _stored(tmp_path / "db")
     printed = failed_output.out + failed_output.err + output.out + output.err
     assert TASK in printed and CANARY not in printed
+    # Only a key on the command line, which other local users can read, draws a warning.
+    warned = printed.count("a key given with --api-key is visible to other users")
+    assert warned == (2 if given_by == "flag" else 0)  # once per command: run, resume
 
 
 def test_resume_reads_the_key_again_rather_than_from_storage(

@@ -23,6 +23,7 @@ from self_refine.context import RefineContext
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError
 from self_refine.graphs.self_refine import create_self_refine_graph, group_options
+from self_refine.redact import model_secrets, redact
 
 __all__ = ["BatchResult", "arefine_batch", "refine_batch"]
 
@@ -114,6 +115,8 @@ async def arefine_batch(
     Each record is appended to the JSONL file `log` when given. Threads live
     in an in-memory checkpointer unless you pass one. At most `concurrency`
     model calls run at once: set it to what the model server serves at once.
+    A failing item is kept in `errors` (keys masked); a failing storage (a
+    full disk) stops the batch with `BatchStoppedError`.
     """
     items = _items(tasks, answers, references, correct, ids)
     given = options
@@ -158,8 +161,10 @@ async def arefine_batch(
     async def keep(item: BatchItem, record: dict[str, Any]) -> None:
         records[position[item.id]] = record
 
+    secrets = _secrets(model, context, options)
+
     async def fail(item: BatchItem, error: Exception) -> None:
-        errors[position[item.id]] = f"{type(error).__name__}: {error}"
+        errors[position[item.id]] = redact(f"{type(error).__name__}: {error}", secrets)
 
     await job.run(LocalEngine(graph, context=context), items, on_record=keep, on_error=fail)
     ordered = [records.get(index) for index in range(len(items))]
@@ -172,6 +177,21 @@ async def arefine_batch(
     summary = summarize(r for r in ordered if r is not None)
     summary["failed"] = len(errors)
     return BatchResult(refined, ordered, summary, errors)
+
+
+def _secrets(model: Any, context: RefineContext | None, options: dict[str, Any]) -> list[str]:
+    """Every key the batch's models and contexts hold, to mask in the errors it keeps."""
+    found = [
+        getattr(settings, "api_key", None) or ""
+        for settings in (context, options.get("settings"))
+        if settings is not None
+    ]
+    roles = options.get("roles")
+    models = [model, *(getattr(roles, name, None) for name in ("generator", "critic", "refiner"))]
+    for each in models:
+        if isinstance(each, BaseChatModel):
+            found += model_secrets(each)
+    return [secret for secret in found if secret]
 
 
 _LOOP_LOCK = threading.Lock()

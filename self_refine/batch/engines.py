@@ -6,7 +6,7 @@ import dataclasses
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -15,6 +15,7 @@ from self_refine.batch.runner import Engine, ThreadView
 from self_refine.context import MAX_ITERATIONS_LIMIT, RefineContext
 from self_refine.errors import ConfigError, install_hint
 from self_refine.graphs import recursion_limit
+from self_refine.persistence.locks import athread_lock
 
 __all__ = [
     "LocalEngine",
@@ -77,6 +78,14 @@ class LocalEngine:
     def _config(self, thread_id: str) -> RunnableConfig:
         return {"configurable": {"thread_id": thread_id}, "recursion_limit": self.limit}
 
+    def writer(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """Hold the thread's writer lock for one item, waiting while another process has it.
+
+        Another batch on the same database and settings runs the same threads:
+        this one waits for each it is running, then finds it finished.
+        """
+        return athread_lock(self.graph.checkpointer, thread_id, wait=True)
+
     async def state(self, thread_id: str) -> ThreadView:
         """The thread's values and next nodes."""
         snapshot = await self.graph.aget_state(self._config(thread_id))
@@ -107,6 +116,10 @@ class ServerEngine:
     """
 
     calls_models_here = False
+
+    def writer(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """Nothing to hold: the server runs one run per thread (a second one is rejected)."""
+        return nullcontext()
 
     def __init__(
         self, url: str, *, assistant_id: str = "self_refine", context: RefineContext | None = None

@@ -23,7 +23,7 @@ from self_refine.batch.io import (
 )
 from self_refine.batch.job import BatchJob
 from self_refine.batch.metrics import Summary
-from self_refine.errors import ConfigError
+from self_refine.errors import BatchStoppedError, ConfigError
 
 __all__ = ["BatchEvents", "FileBatch", "FileBatchResult"]
 
@@ -137,7 +137,14 @@ class FileBatch:
             failed = 0
 
             async def write(item: BatchItem, record: dict[str, Any]) -> None:
-                await asyncio.to_thread(output.write, record)
+                try:
+                    await asyncio.to_thread(output.write, record)
+                except OSError as error:
+                    raise BatchStoppedError(
+                        f"cannot write {self.output} ({error.strerror}); the batch stopped, and "
+                        "the items finished so far are saved: free some disk space, then run "
+                        "the batch again to continue it"
+                    ) from None
                 summary.add(record)
                 events.finished(record)
 

@@ -8,6 +8,7 @@ and refuses a file written with other settings.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from self_refine.errors import ConfigError
-from self_refine.state import MAX_TASK_CHARS
+from self_refine.state import MAX_TASK_CHARS, lone_surrogate
 
 __all__ = [
     "result_record",
@@ -99,6 +100,9 @@ def _item(obj: Any, line: int) -> BatchItem:
     draft = obj.get("draft")
     if draft is not None and not isinstance(draft, str):
         raise ValueError(f'"draft" must be a string, got {_kind(draft)}')
+    for key, value in obj.items():
+        if why := lone_surrogate(key, "a key") or lone_surrogate(value, f'"{key}"'):
+            raise ValueError(why)
     return BatchItem(item_id(obj), task, obj.get("reference"), draft, line)
 
 
@@ -226,6 +230,7 @@ class OutputFile:
     _ids: set[str] = field(default_factory=set)
     _fd: int = -1
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _failed: OSError | None = None
 
     @classmethod
     def open(
@@ -308,13 +313,26 @@ class OutputFile:
         return set(self._ids)
 
     def write(self, record: dict[str, Any]) -> None:
-        """Append one record as one line, and make it durable before returning."""
+        """Append one record as one line, and make it durable before returning.
+
+        A write that fails (a full disk) is cut off again, so the file stays
+        whole lines; every later write then fails with the same error.
+        """
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
         with self._lock:
-            view = memoryview(line)
-            while view:
-                view = view[os.write(self._fd, view) :]
-            os.fsync(self._fd)
+            if self._failed is not None:
+                raise self._failed
+            start = os.lseek(self._fd, 0, os.SEEK_END)
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(self._fd, view) :]
+                os.fsync(self._fd)
+            except OSError as error:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, start)
+                self._failed = error
+                raise
             self._ids.add(str(record["id"]))
 
     def write_all(self, records: Iterable[dict[str, Any]]) -> None:

@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from self_refine.cli.safe_text import terminal_safe
+
 __all__ = ["TRANSITIONS", "Summary", "format_summary", "summarize"]
 
 TRANSITIONS = (
@@ -171,7 +173,8 @@ def format_summary(summary: dict[str, Any]) -> str:
         )
     if summary["mean_iterations"] is not None:
         lines.append(f"mean refine steps: {summary['mean_iterations']:.2f}")
-    reasons = ", ".join(f"{k} {v}" for k, v in summary["stop_reasons"].items())
+    # A stop reason is any text a person or a Studio edit set: shown, never acted on.
+    reasons = ", ".join(f"{terminal_safe(k)} {v}" for k, v in summary["stop_reasons"].items())
     lines.append(f"stop reasons: {reasons or '-'}")
     usage = summary["usage"]
     lines.append(

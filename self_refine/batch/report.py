@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,27 +17,106 @@ def load_records(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
     """Result records of one or more output files (shards), one per id.
 
     A torn last line (a run killed mid-write) is ignored; any other line
-    that is not a result is an error naming the file and line.
+    that is not a result (not UTF-8 text, not JSON, a field of the wrong
+    type) is an error naming the file and line.
     """
     records: dict[str, dict[str, Any]] = {}
+    fix = "give the -o file of `self-refine batch`"
     for path in paths:
         try:
-            lines = Path(path).read_text(encoding="utf-8").split("\n")
+            lines = Path(path).read_bytes().split(b"\n")
         except OSError as error:
             raise ConfigError(
                 f"cannot read {str(path)!r} ({error.strerror}): give a batch output file"
             ) from None
-        fix = "give the -o file of `self-refine batch`"
-        for number, line in enumerate(lines, 1):
-            record = result_record(line, number, number == len(lines), path, fix)
-            if record is not None and not {"answer", "stop_reason"} <= record.keys():
+        for number, raw in enumerate(lines, 1):
+            last = number == len(lines)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                if last:
+                    continue  # a line torn inside a character
+                raise ConfigError(
+                    f"line {number} of {str(path)!r} is not UTF-8 text: this is not a batch "
+                    f"output file; {fix}"
+                ) from None
+            record = result_record(line, number, last, path, fix)
+            if record is None:
+                continue
+            if not {"answer", "stop_reason"} <= record.keys():
                 raise ConfigError(
                     f"line {number} of {str(path)!r} has no answer or stop_reason: this looks "
                     f"like batch input, not its results; {fix}"
                 )
-            if record is not None:
-                records.setdefault(str(record["id"]), record)
+            _check_fields(record, f"line {number} of {str(path)!r}", fix)
+            records.setdefault(str(record["id"]), record)
     return list(records.values())
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_flag(value: Any) -> bool:
+    return value is None or isinstance(value, bool)
+
+
+def _is_score(value: Any) -> bool:
+    return value is None or _is_number(value)
+
+
+def _is_text(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _list_of(fits: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or (isinstance(value, list) and all(map(fits, value)))
+
+
+def _is_usage(value: Any) -> bool:
+    return value is None or (isinstance(value, dict) and all(map(_is_number, value.values())))
+
+
+def _is_attempt(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    critique = value.get("critique")
+    return (
+        _is_number(value.get("iteration"))
+        and isinstance(value.get("draft"), str)
+        and isinstance(critique, dict)
+        and _is_score(critique.get("score"))
+        and _list_of(lambda item: isinstance(item, str))(critique.get("feedback"))
+        and _is_usage(value.get("usage"))
+    )
+
+
+# What summarize() and the report page read, and what each must be (null: not judged).
+_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "id": ("a string or a number", lambda value: isinstance(value, str) or _is_number(value)),
+    "answer": ("text", _is_text),
+    "stop_reason": ("text", _is_text),
+    "correct_first": ("true, false or null", _is_flag),
+    "correct_final": ("true, false or null", _is_flag),
+    "score": ("a number or null", _is_score),
+    "iterations": ("a number or null", _is_score),
+    "correct_at": ("a list of true, false or null", _list_of(_is_flag)),
+    "score_at": ("a list of numbers or null", _list_of(_is_score)),
+    "usage": ("an object of token counts", _is_usage),
+    "task": ("text", _is_text),
+    "attempts": (
+        "a list of attempts (iteration, draft, critique with a score and feedback)",
+        _list_of(_is_attempt),
+    ),
+}
+
+
+def _check_fields(record: dict[str, Any], where: str, fix: str) -> None:
+    """Raise ConfigError when a field the summary reads has the wrong type."""
+    for name, (wanted, fits) in _FIELDS.items():
+        if name in record and not fits(record[name]):
+            got = type(record[name]).__name__
+            raise ConfigError(f"{where}: {name} should be {wanted}, not {got}; {fix}")
 
 
 def plot_summary(summary: dict[str, Any], path: str | Path, *, title: str = "") -> None:

@@ -15,14 +15,16 @@ import hashlib
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from self_refine.batch.io import BatchItem
 from self_refine.batch.judge import Judge
 from self_refine.batch.schedule import run_scheduled
-from self_refine.errors import ConfigError
+from self_refine.errors import BatchStoppedError, ConfigError
 from self_refine.nodes.finalize import pick_best
+from self_refine.persistence.storage import storage_failure
 from self_refine.state import Attempt, Critique, add_usage
 
 __all__ = [
@@ -36,6 +38,10 @@ __all__ = [
 VERIFIED = "verified"
 _NAMESPACE = uuid.UUID("6f1d2a8e-5b1c-4f57-9d5e-2f0c3b7a9e41")
 _MAX_LEGS = 4
+_AFTER_STOP = (
+    "; the batch stopped, and the items finished so far are saved: free some disk space "
+    "(or fix the storage), then run the batch again to continue it"
+)
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,10 @@ class Engine(Protocol):
 
     calls_models_here: bool
     """Whether the items' model calls run in this process (so the batch can bound them)."""
+
+    def writer(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """Hold the thread for one item's whole run (another writer is waited for)."""
+        ...
 
     async def state(self, thread_id: str) -> ThreadView:
         """The thread's current state (empty values for a thread never run)."""
@@ -138,7 +148,8 @@ class BatchRunner:
                 }
                 return await self._record(item, values, None, verdicts)
             gate = False
-        values = await self._drive(thread_id, item, gate, verdicts)
+        async with self.engine.writer(thread_id):
+            values = await self._drive(thread_id, item, gate, verdicts)
         return await self._record(item, values, thread_id, verdicts)
 
     async def _drive(
@@ -237,7 +248,9 @@ class BatchRunner:
         this process (see `self_refine.batch.schedule`); on a LangGraph server,
         `concurrency` items run at a time. An item that fails goes to
         `on_error` and the others go on; an error in the settings
-        (ConfigError) stops the whole batch.
+        (ConfigError) stops the whole batch, and so does a failure of the
+        storage (a full disk, a damaged database) or of `on_record`
+        (BatchStoppedError): every later item would fail the same way.
         """
 
         async def one(item: BatchItem) -> None:
@@ -246,15 +259,25 @@ class BatchRunner:
             except ConfigError:
                 raise
             except Exception as error:  # noqa: BLE001 - one item's failure is reported
+                if (failure := storage_failure(error)) is not None:
+                    raise BatchStoppedError(f"{failure}{_AFTER_STOP}") from error
                 await on_error(item, error)
                 return
-            await on_record(item, record)
+            try:
+                await on_record(item, record)
+            except BatchStoppedError:
+                raise
+            except Exception as error:
+                reason = storage_failure(error) or f"{type(error).__name__}: {error}"
+                raise BatchStoppedError(
+                    f"the result of item {item.id!r} could not be recorded ({reason}){_AFTER_STOP}"
+                ) from error
 
         try:
             await run_scheduled(
                 items, one, concurrency=concurrency, calls_here=self.engine.calls_models_here
             )
-        except* ConfigError as errors:
+        except* (ConfigError, BatchStoppedError) as errors:
             raise errors.exceptions[0] from None
 
 

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +18,11 @@ from self_refine.batch.metrics import format_summary, summarize
 from self_refine.batch.runner import run_key
 from self_refine.cli.paths import check_writable, refuse_same_files
 from self_refine.cli.progress import Progress
+from self_refine.cli.safe_text import terminal_safe
 from self_refine.cli.settings import SETTING_KEYS, build_graph
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
+from self_refine.redact import redact
 
 __all__ = ["batch_command", "report_command"]
 
@@ -88,13 +90,21 @@ def _warn(message: str) -> None:
 
 
 class _Shown:
-    """A file batch's events, shown on standard error: warnings, notes and a progress bar."""
+    """A file batch's events, shown on standard error: warnings, notes and a progress bar.
 
-    def __init__(self) -> None:
+    Text from the input or an error is shown with control characters as escapes, and
+    with the API key (and any other known secret) masked.
+    """
+
+    def __init__(self, secrets: Sequence[str | None] = ()) -> None:
         self.progress: Progress | None = None
+        self.secrets = list(secrets)
+
+    def _safe(self, text: str) -> str:
+        return terminal_safe(redact(" ".join(text.split()), self.secrets))
 
     def warn(self, message: str) -> None:
-        _warn(message)
+        _warn(self._safe(message))
 
     def start(self, total: int, done_before: Iterable[dict[str, Any]]) -> None:
         self.progress = Progress(total, sys.stderr, done_before=done_before)
@@ -106,8 +116,10 @@ class _Shown:
     def failed(self, item: BatchItem, error: Exception) -> None:
         assert self.progress is not None
         where = f" (line {item.line})" if item.line else ""
-        detail = " ".join(str(error).split())[:300]
-        self.progress.note(f"item {item.id}{where} failed: {type(error).__name__}: {detail}")
+        detail = self._safe(str(error))[:300]
+        self.progress.note(
+            f"item {self._safe(item.id)}{where} failed: {type(error).__name__}: {detail}"
+        )
         self.progress.fail()
 
     def close(self) -> None:
@@ -131,7 +143,7 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     check_writable(args.summary, "--summary")
     check_writable(args.html, "the page --html")
     context = _context(args)
-    shown = _Shown()
+    shown = _Shown([args.api_key])
     batch = FileBatch(
         _job(args, context), args.input, args.output, args.shard, db=args.db, server=args.server
     )
@@ -149,6 +161,9 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         shown.close()
         _warn("interrupted; finished items are saved: run the same command to continue")
         return 130
+    except BaseException:
+        shown.close()  # the error's line starts on a line of its own
+        raise
     shown.close()
     summary = result.summary
     summary.update(failed=result.failed, input_problems=[p.line for p in batch.problems])

@@ -1,10 +1,18 @@
-"""Serve the graphs to LangGraph Studio with `langgraph dev`, on a free loopback port."""
+"""Serve the graphs to LangGraph Studio with `langgraph dev`, on a free loopback port.
+
+The server runs in its own session (a process group of its own, which Ctrl-C at
+the terminal does not reach), started through `devserver_child` so that its
+reload watcher sees only the graphs' code and it stops if this process dies.
+This process stops the whole group on every way out: the server exiting,
+Ctrl-C, SIGTERM, SIGHUP, or an error.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -12,8 +20,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from self_refine.errors import ConfigError
 
@@ -26,8 +36,10 @@ __all__ = [
     "free_port",
     "packaged_config",
     "run_studio",
+    "stop_group",
     "studio_url",
     "wait_ready",
+    "watch_dirs",
 ]
 
 HOST = "127.0.0.1"
@@ -93,9 +105,65 @@ def _config_path(config: str | None, scratch: Path) -> tuple[Path, Path | None]:
     return packaged_config(scratch), None
 
 
-def dev_command(config: Path, port: int, *, reload: bool = True) -> list[str]:
-    """The `langgraph dev` command line, run by this Python so it sees the same packages."""
-    command = [sys.executable, "-m", "langgraph_cli", "dev", "--config", str(config)]
+def _package_root(path: Path) -> Path:
+    """The outermost package folder holding a module file (its own folder if in none)."""
+    folder = path.parent
+    while (folder.parent / "__init__.py").is_file() and (folder / "__init__.py").is_file():
+        folder = folder.parent
+    return folder
+
+
+def _module_folder(module: str) -> Path | None:
+    """The outermost package folder of an importable module, or None if it cannot be found."""
+    try:
+        spec = importlib.util.find_spec(module.split(".")[0])
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    return Path(spec.origin).parent if spec.origin else None
+
+
+def watch_dirs(config: Path) -> list[Path]:
+    """The folders holding the code of the config's graphs: what a reload should watch.
+
+    A graph given as a file ("./pkg/graphs.py:graph") is watched through the
+    outermost package around it; one given as a module ("pkg.graphs:graph")
+    through that package. Nothing else (databases, caches, the server's own
+    store) is watched.
+    """
+    try:
+        graphs = json.loads(config.read_text()).get("graphs") or {}
+    except (OSError, ValueError):
+        return []
+    found: set[Path] = set()
+    for spec in graphs.values():
+        target = str(spec).rsplit(":", 1)[0]
+        if target.endswith(".py") or "/" in target:
+            path = (config.parent / target).resolve()
+            if path.is_file():
+                found.add(_package_root(path))
+        elif (folder := _module_folder(target)) is not None:
+            found.add(folder.resolve())
+    return sorted(found)
+
+
+def dev_command(
+    config: Path, port: int, *, reload: bool = True, watch: list[Path] | None = None
+) -> list[str]:
+    """The `langgraph dev` command line, run by this Python so it sees the same packages.
+
+    It runs through `devserver_child`: the reload watcher sees only `watch`,
+    and the server stops when this process dies.
+    """
+    command = [sys.executable, "-m", "self_refine.cli.devserver_child"]
+    command += ["--parent", str(os.getpid())]
+    if reload:
+        for folder in watch or []:
+            command += ["--watch", str(folder)]
+    command += ["--", "dev", "--config", str(config)]
     command += ["--no-browser", "--host", HOST, "--port", str(port)]
     return command if reload else [*command, "--no-reload"]
 
@@ -123,10 +191,8 @@ def wait_ready(process: subprocess.Popen[bytes], port: int, timeout: float) -> b
 
 
 def _not_ready(process: subprocess.Popen[bytes], timeout: float) -> None:
-    """Stop a server that never answered, and raise an error that says why."""
+    """Raise an error that says why a server never answered (the caller stops it)."""
     if process.poll() is None:
-        process.terminate()
-        process.wait()
         raise RuntimeError(
             f"langgraph dev did not answer within {timeout:.0f} s; its output above says why"
         )
@@ -134,6 +200,70 @@ def _not_ready(process: subprocess.Popen[bytes], timeout: float) -> None:
         f"langgraph dev stopped before it was ready (exit code {process.returncode}); "
         "its output above says why"
     )
+
+
+class _Stopped(Exception):
+    """This process got SIGTERM or SIGHUP: stop the server and exit."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, frame: Any) -> None:
+    raise _Stopped(signum)
+
+
+@contextmanager
+def _signals_handled(handler: Any, signums: tuple[int, ...]) -> Iterator[None]:
+    """Handle `signums` with `handler` for the block (in the main thread only)."""
+    previous: dict[int, Any] = {}
+    try:
+        for signum in signums:
+            previous[signum] = signal.signal(signum, handler)
+    except ValueError:  # not the main thread: signals stay as they were
+        pass
+    try:
+        yield
+    finally:
+        for number, handler_before in previous.items():
+            signal.signal(number, handler_before)
+
+
+def _stop_signals() -> Any:
+    """Turn SIGTERM and SIGHUP into _Stopped for the block."""
+    return _signals_handled(_raise_stopped, (signal.SIGTERM, signal.SIGHUP))
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_group(process: subprocess.Popen[bytes], grace: float = 15.0) -> None:
+    """Stop the server's whole process group: SIGTERM, up to `grace` seconds, then SIGKILL."""
+    group = process.pid  # the leader of its own session
+    with _stop_signals_ignored():
+        if _group_alive(group):
+            os.killpg(group, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if process.poll() is not None and not _group_alive(group):
+                return
+            time.sleep(0.1)
+        if _group_alive(group):
+            os.killpg(group, signal.SIGKILL)
+        process.wait()
+
+
+def _stop_signals_ignored() -> Any:
+    """While stopping the server, a second SIGTERM or Ctrl-C must not cut the stop short."""
+    return _signals_handled(signal.SIG_IGN, (signal.SIGTERM, signal.SIGHUP, signal.SIGINT))
 
 
 def run_studio(
@@ -145,32 +275,34 @@ def run_studio(
     out: TextIO,
     timeout: float = 120.0,
 ) -> int:
-    """Start `langgraph dev`, print the Studio URL once it answers, and wait until it stops."""
+    """Start `langgraph dev`, print the Studio URL once it answers, and wait until it stops.
+
+    Exit code: the server's, or 130 after Ctrl-C, 128 + the signal after SIGTERM or SIGHUP.
+    """
     _check_installed()
     if port is not None and not 1 <= port <= 65535:
         raise ConfigError(f"--port must be between 1 and 65535, got {port}")
     if port is not None and not _port_free(port):
         raise ConfigError(f"port {port} is in use: choose another with --port, or leave it out")
     chosen = port if port is not None else free_port()
-    with tempfile.TemporaryDirectory(prefix="self-refine-studio-") as scratch:
-        path, cwd = _config_path(config, Path(scratch))
-        process = subprocess.Popen(
-            dev_command(path, chosen, reload=reload), cwd=cwd, env=dev_env(model)
-        )
-        try:
-            if not wait_ready(process, chosen, timeout):
-                _not_ready(process, timeout)
-            print(
-                f"\nLangGraph Studio: {studio_url(chosen)}\n"
-                f"API: http://{HOST}:{chosen}   (Ctrl-C stops the server)",
-                file=out,
-                flush=True,
-            )
-            return process.wait()
-        except KeyboardInterrupt:
-            process.terminate()
+    try:
+        with tempfile.TemporaryDirectory(prefix="self-refine-studio-") as scratch, _stop_signals():
+            path, cwd = _config_path(config, Path(scratch))
+            command = dev_command(path, chosen, reload=reload, watch=watch_dirs(path))
+            process = subprocess.Popen(command, cwd=cwd, env=dev_env(model), start_new_session=True)
             try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-            return 130
+                if not wait_ready(process, chosen, timeout):
+                    _not_ready(process, timeout)
+                print(
+                    f"\nLangGraph Studio: {studio_url(chosen)}\n"
+                    f"API: http://{HOST}:{chosen}   (Ctrl-C stops the server)",
+                    file=out,
+                    flush=True,
+                )
+                return process.wait()
+            finally:
+                stop_group(process)
+    except KeyboardInterrupt:
+        return 130
+    except _Stopped as stopped:
+        return 128 + stopped.signum

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 import uuid
 from typing import Any
 
-from self_refine.cli.options import check_connection, print_error, trace_metadata
+from self_refine.cli.options import (
+    check_connection,
+    print_error,
+    trace_metadata,
+    warn_key_on_command_line,
+)
 from self_refine.cli.parser import build_parser
 from self_refine.cli.safe_text import terminal_safe
 from self_refine.cli.settings import (
@@ -24,11 +30,13 @@ from self_refine.cli.settings import (
     read_reference,
     run_settings,
 )
+from self_refine.errors import ThreadBusyError
 
 __all__ = ["main"]
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_BUSY = 75  # sysexits.h EX_TEMPFAIL: another process runs the thread; try again later
 
 
 def _stream(
@@ -39,6 +47,7 @@ def _stream(
     With --json, stdout holds only the JSON result; the notes go to stderr.
     """
     from self_refine.graphs import GRAPH_NAME, recursion_limit
+    from self_refine.persistence.locks import thread_lock
     from self_refine.persistence.storage import ThreadSettings, open_checkpointer
     from self_refine.redact import redact_url
 
@@ -50,7 +59,9 @@ def _stream(
         "tags": ["self-refine", "cli"],
         "metadata": trace_metadata(settings),
     }
-    with open_checkpointer(args.db) as saver:
+    # The thread's writer lock is held from the first read to the last write: a second
+    # `run` or `resume` of it is refused (ThreadBusyError) before it reads or writes.
+    with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):
         graph = build_graph(settings, args.api_key).compile(checkpointer=saver, name=GRAPH_NAME)
         current = graph.get_state(config)
         started = bool(current.values)
@@ -164,13 +175,18 @@ def _answer_human_critic(state: Any, args: argparse.Namespace) -> Any:
     """Ask at the terminal for the critique the run waits for; the Command to resume, or _STOP."""
     from langgraph.types import Command
 
+    from self_refine.cli.closed_stdout import PromptOutput, stdout_closed
     from self_refine.cli.terminal import ask_critique
     from self_refine.critics.human import HUMAN_CRITIQUE_KIND
 
     pending = [i for i in state.interrupts if isinstance(i.value, dict)]
     if not pending or pending[0].value.get("kind") != HUMAN_CRITIQUE_KIND:
         return _STOP
-    answer = ask_critique(pending[0].value, sys.stdin, sys.stderr if args.json else sys.stdout)
+    out: Any = sys.stderr
+    if not args.json and not stdout_closed():
+        note = "note: stdout was closed; the human critic asks here, on stderr, from now on"
+        out = PromptOutput(sys.stdout, sys.stderr, note)
+    answer = ask_critique(pending[0].value, sys.stdin, out)
     return _STOP if answer is None else Command(resume=answer)
 
 
@@ -182,6 +198,8 @@ def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, d
     if isinstance(error, ConfigError):
         raise error
     resume = f"self-refine resume {thread_id} --db {redact_url(db)}"
+    if isinstance(error, sqlite3.Error):
+        raise _database_failure(error, db, resume) from None
     if isinstance(error, ModelCallError):
         raise RuntimeError(
             f"{str(error).rstrip('.')}. Progress is saved; once the endpoint is back, "
@@ -195,6 +213,21 @@ def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, d
         f"model {settings.get('model')!r} at {endpoint} failed: {type(error).__name__}: {detail}. "
         f"Progress is saved; continue with: {resume}"
     ) from error
+
+
+def _database_failure(error: BaseException, db: str, resume: str | None = None) -> Exception:
+    """One line for an SQLite error: a damaged file, a full disk, or another failure."""
+    from self_refine.errors import ConfigError
+    from self_refine.persistence.storage import damaged_message, is_damaged
+
+    if is_damaged(error):
+        return ConfigError(damaged_message(db, error))
+    reason = " ".join(str(error).split()) or type(error).__name__
+    fix = "free some disk space" if "full" in reason else "check the disk and the file"
+    then = f", then continue with: {resume}" if resume else ", then try again"
+    return RuntimeError(
+        f"the database {db!r} failed ({reason}); steps before this one are saved: {fix}{then}"
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -211,13 +244,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
     build_graph(settings, args.api_key)  # bad models, profiles, missing keys fail here
     reference = read_reference(args.reference)
-    check_critics(settings, reference)
-    check_reachable(settings)
     payload: dict[str, Any] = {"task": args.task}
     if args.draft is not None:
         payload["draft"] = args.draft
     if reference is not None:
         payload["reference"] = reference
+    validate_input(payload)  # e.g. a lone surrogate in the draft or the reference
+    check_critics(settings, reference)
+    check_reachable(settings)
+    warn_key_on_command_line(args)
     return _stream(args, settings, args.thread_id or str(uuid.uuid4()), payload)
 
 
@@ -241,6 +276,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         args.base_url or os.environ.get("OPENAI_BASE_URL") or settings.get("base_url")
     )
     check_reachable(settings)
+    warn_key_on_command_line(args)
     return _stream(args, settings, args.thread_id, None)
 
 
@@ -328,6 +364,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     args.critics = settings["critics"]
     if not args.server:
         check_reachable(settings)
+    warn_key_on_command_line(args)
     return batch_command(args, settings)
 
 
@@ -349,6 +386,17 @@ COMMANDS = {
 }
 
 
+def _busy_message(error: ThreadBusyError, args: argparse.Namespace) -> str:
+    from self_refine.redact import redact_url
+
+    thread = error.thread_id
+    return (
+        f"thread {thread!r} is being run by another self-refine process ({error.holder}): "
+        f"wait for it to finish, then try again; see how far it got with: "
+        f"self-refine show {thread} --db {redact_url(args.db)}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the program; return its exit code."""
     args = build_parser().parse_args(argv)
@@ -357,6 +405,13 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print_error(error, args)
         return EXIT_USAGE
+    except ThreadBusyError as error:
+        print_error(RuntimeError(_busy_message(error, args)), args)
+        return EXIT_BUSY
+    except sqlite3.Error as error:
+        failure = _database_failure(error, getattr(args, "db", ""))
+        print_error(failure, args)
+        return EXIT_FAILURE if isinstance(failure, RuntimeError) else EXIT_USAGE
     except BrokenPipeError:
         from self_refine.cli.closed_stdout import drop_closed_stdout
 

@@ -8,9 +8,11 @@ with the error naming the command-line flag. Light imports only: the
 from __future__ import annotations
 
 import argparse
+import stat
 import sys
 from typing import Any
 
+from self_refine.cli.safe_text import terminal_safe
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.redact import redact
@@ -20,12 +22,14 @@ __all__ = [
     "check_connection",
     "check_settings",
     "print_error",
+    "read_key_file",
     "trace_metadata",
+    "warn_key_on_command_line",
 ]
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
-    """Add --max-retries, --timeout, --max-tokens and --api-key."""
+    """Add --max-retries, --timeout, --max-tokens, and --api-key or --api-key-file."""
     parser.add_argument(
         "--max-retries",
         type=int,
@@ -39,10 +43,18 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="most tokens one model reply may have (default: 1024)",
     )
-    parser.add_argument(
+    key = parser.add_mutually_exclusive_group()
+    key.add_argument(
         "--api-key",
         help="API key for the model endpoint (default: env OPENAI_API_KEY); used for the "
-        "calls only, never stored",
+        "calls only, never stored. Other users of this machine can read a command line "
+        "(ps, /proc): prefer OPENAI_API_KEY or --api-key-file",
+    )
+    key.add_argument(
+        "--api-key-file",
+        metavar="PATH",
+        help="read the API key from this file (one line; e.g. --api-key-file "
+        "~/.config/openai.key, chmod 600), keeping it off the command line",
     )
 
 
@@ -57,13 +69,59 @@ def check_settings(settings: dict[str, Any]) -> None:
         raise ConfigError(f"--{name.replace('_', '-')} {rest}") from None
 
 
+_KEY_FILE_LIMIT = 4096  # bytes: far more than any API key, far less than a wrong file
+
+
 def check_connection(args: argparse.Namespace) -> None:
-    """Raise ConfigError for out-of-range retry or timeout options, or an empty API key."""
+    """Raise ConfigError for out-of-range retry or timeout options, or an unusable API key.
+
+    A key from --api-key-file is read here into `args.api_key`.
+    """
     check_settings(
         {"max_retries": args.max_retries, "timeout": args.timeout, "max_tokens": args.max_tokens}
     )
     if args.api_key is not None and not args.api_key.strip():
         raise ConfigError("--api-key is empty: give the key, or leave --api-key out")
+    if args.api_key is None and getattr(args, "api_key_file", None) is not None:
+        args.api_key = read_key_file(args.api_key_file)
+
+
+def warn_key_on_command_line(args: argparse.Namespace) -> None:
+    """Warn, once the command is about to work, that --api-key is visible to other users."""
+    if getattr(args, "api_key", None) is not None and getattr(args, "api_key_file", None) is None:
+        print(
+            "self-refine: warning: a key given with --api-key is visible to other users of "
+            "this machine (ps, /proc/PID/cmdline) while the command runs; set OPENAI_API_KEY "
+            "or use --api-key-file PATH instead",
+            file=sys.stderr,
+        )
+
+
+def read_key_file(path: str) -> str:
+    """The API key held in a file (or a pipe, e.g. `--api-key-file <(pass show openai)`)."""
+    from self_refine.cli.paths import read_capped
+
+    flag = f"--api-key-file {path}"
+    data, mode = read_capped(
+        path,
+        flag,
+        _KEY_FILE_LIMIT,
+        kind="the file holding the key",
+        too_big="too long for a key: check the path",
+    )
+    try:
+        lines = [line.strip() for line in data.decode("utf-8").splitlines() if line.strip()]
+    except UnicodeDecodeError:
+        raise ConfigError(f"{flag} is not UTF-8 text: put the key alone in the file") from None
+    if len(lines) != 1:
+        held = "nothing" if not lines else f"{len(lines)} lines"
+        raise ConfigError(f"{flag} holds {held}: put the key alone on one line")
+    if stat.S_ISREG(mode) and mode & (stat.S_IRGRP | stat.S_IROTH):
+        print(
+            f"self-refine: warning: {path} can be read by other users; chmod 600 {path}",
+            file=sys.stderr,
+        )
+    return lines[0]
 
 
 def trace_metadata(settings: dict[str, Any]) -> dict[str, Any]:
@@ -78,6 +136,11 @@ def trace_metadata(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def print_error(error: BaseException, args: argparse.Namespace) -> None:
-    """Print the error on one line, with any secret in it masked."""
+    """Print the error on one line, secrets masked and control characters shown as escapes.
+
+    An error can quote a server's reply or the input; an escape sequence in
+    either must not act on the terminal.
+    """
     text = redact(" ".join(str(error).split()), [getattr(args, "api_key", None)])
+    text = terminal_safe(text)
     print(f"self-refine: error: {text}", file=sys.stderr)

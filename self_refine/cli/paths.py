@@ -1,13 +1,42 @@
-"""Output paths checked before any work: writable, and never one of the command's other files."""
+"""Paths of the command line: files it reads capped and checked, files it writes checked first.
+
+Output paths are checked before any work: writable, and never one of the
+command's other files.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from self_refine.errors import ConfigError
 
-__all__ = ["check_writable", "refuse_same_files"]
+__all__ = ["check_writable", "read_capped", "refuse_same_files"]
+
+
+def read_capped(path: str, label: str, limit: int, *, kind: str, too_big: str) -> tuple[bytes, int]:
+    """The bytes of the regular file or pipe at `path`, and its mode; at most `limit` bytes.
+
+    Anything else (a folder, a device such as /dev/urandom, a larger file) is a
+    ConfigError naming `label`; `kind` says what the file should hold, `too_big`
+    what to do about a larger one.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise ConfigError(f"{label}: {error.strerror or error}: give the path of {kind}") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        raise ConfigError(f"{label} is not a regular file: give the path of {kind}")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as error:
+        raise ConfigError(f"{label}: {error.strerror or error}: make it readable to you") from None
+    if len(data) > limit:
+        size = f"{limit // 1_000_000} MB" if limit >= 1_000_000 else f"{limit // 1024} KB"
+        raise ConfigError(f"{label} is over {size}, {too_big}")
+    return data, mode
 
 
 def check_writable(path: str | None, label: str) -> None:

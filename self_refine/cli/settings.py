@@ -87,6 +87,29 @@ def critic_list(text: str) -> list[str]:
     return names
 
 
+MAX_REFERENCE_BYTES = 1_000_000
+"""Largest --reference @file read: a reference is stored in the thread's checkpoints."""
+
+
+def _read_reference_file(path: str, source: str) -> str:
+    """The text of a --reference file: a regular file (or a pipe) of UTF-8 text, 1 MB at most."""
+    from self_refine.cli.paths import read_capped
+
+    data, _ = read_capped(
+        path,
+        source,
+        MAX_REFERENCE_BYTES,
+        kind="a JSON file",
+        too_big="a reference is stored with the thread: keep it to what the verifiers need",
+    )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise UsageError(
+            f"{source} is not UTF-8 text (byte {error.start}): save it as UTF-8 JSON"
+        ) from None
+
+
 def read_reference(text: str | None) -> dict[str, Any] | None:
     """Read --reference: a JSON object, or @path to a file holding one."""
     import json
@@ -96,16 +119,15 @@ def read_reference(text: str | None) -> dict[str, Any] | None:
     source = "--reference"
     if text.startswith("@"):
         source = f"--reference file {text[1:]!r}"
-        try:
-            text = open(text[1:], encoding="utf-8").read()
-        except OSError as error:
-            raise UsageError(f"{source}: {error.strerror or error}") from None
+        text = _read_reference_file(text[1:], source)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
         raise UsageError(
             f"{source} is not valid JSON: {error.msg} (column {error.colno})"
         ) from None
+    except RecursionError:
+        raise UsageError(f"{source} is JSON nested too deeply: flatten it") from None
     if not isinstance(value, dict):
         raise UsageError(f'{source} must be a JSON object such as \'{{"answer": "42"}}\'')
     return value

@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any, TextIO
 
+from self_refine.cli.safe_text import terminal_safe
+
 __all__ = ["ask_critique"]
 
 
@@ -21,13 +23,18 @@ def _read(prompt: str, stdin: TextIO, out: TextIO) -> str:
 
 
 def _show(question: dict[str, Any], out: TextIO) -> None:
+    """Print the draft and earlier feedback, control characters shown as escapes.
+
+    The draft and the feedback come from a model: printed raw, an escape
+    sequence in them could rewrite the screen the person is about to judge.
+    """
     print(f"\n[human critic] iteration {question.get('iteration', 0)}", file=out)
     for attempt in question.get("attempts") or []:
         critique = attempt.get("critique") or {}
-        items = "; ".join(critique.get("feedback") or []) or "(no feedback)"
+        items = "; ".join(str(item) for item in critique.get("feedback") or []) or "(no feedback)"
         print(
             textwrap.fill(
-                f"earlier draft {attempt.get('iteration')}: {items}",
+                terminal_safe(f"earlier draft {attempt.get('iteration')}: {items}"),
                 88,
                 initial_indent="    ",
                 subsequent_indent="      ",
@@ -35,10 +42,11 @@ def _show(question: dict[str, Any], out: TextIO) -> None:
             file=out,
         )
     print("draft:", file=out)
-    for line in (question.get("draft") or "(empty)").splitlines():
+    for line in terminal_safe(question.get("draft") or "(empty)").split("\n"):
         print(textwrap.fill(line, 88, initial_indent="    ", subsequent_indent="    "), file=out)
     if question.get("error"):
-        print(f"your last answer could not be used: {question['error']}", file=out)
+        error = terminal_safe(str(question["error"]))
+        print(f"your last answer could not be used: {error}", file=out)
 
 
 def _score(stdin: TextIO, out: TextIO) -> float | None:

@@ -6,7 +6,9 @@ check made inside the graph comes too late: a refused input would already
 have replaced the task of an unfinished run. The compiled graph built here
 checks the input against the thread's current state first, in `stream` and
 `astream`, which every `invoke`, `ainvoke`, `stream_events` and server run
-goes through.
+goes through. The same two methods hold the thread's writer lock
+(`persistence/locks.py`) for the whole run, taken before the check, so a
+second writer is refused before anything is read or written.
 
 The same door writes the run's context (`RefineContext.kept`: no secrets) into
 the state with the input, under `run_context`, which the START node accepts but
@@ -28,6 +30,7 @@ from langgraph.types import Command, StateSnapshot
 
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
+from self_refine.persistence.locks import atry_lock, try_lock
 from self_refine.state import (
     RUN_CONTEXT,
     RefineInput,
@@ -112,26 +115,67 @@ class CheckedCompiledGraph(
             and not _is_nested(config)
         )
 
+    def _thread_id(self, config: RunnableConfig | None) -> str | None:
+        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        return str(thread_id) if thread_id is not None and self._has_thread(config) else None
+
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
-        """Check the context and new input against the thread, then stream the run."""
+        """Check the context, lock the thread, check new input against it, then stream the run."""
         check_context_names(kwargs.get("context"))
-        if _is_new_input(input):
-            check_new_input(input, self._thread(config))
-            input = with_run_context(input, kwargs.get("context"), config)
-        return super().stream(input, config, **kwargs)
+        return self._stream_locked(input, config, kwargs)
+
+    def _stream_locked(
+        self, input: Any, config: RunnableConfig | None, kwargs: dict[str, Any]
+    ) -> Iterator[Any]:
+        thread_id = self._thread_id(config)
+        release = try_lock(self.checkpointer, thread_id) if thread_id is not None else None
+        try:
+            if _is_new_input(input):
+                check_new_input(input, self._thread(config))
+                input = with_run_context(input, kwargs.get("context"), config)
+            yield from super().stream(input, config, **kwargs)
+        finally:
+            if release is not None:
+                release()
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        """Check the context and new input against the thread, then stream the run."""
+        """Check the context, lock the thread, check new input against it, then stream the run."""
         check_context_names(kwargs.get("context"))
-        if _is_new_input(input):
-            check_new_input(input, await self._athread(config))
-            input = with_run_context(input, kwargs.get("context"), config)
-        async for chunk in super().astream(input, config, **kwargs):
-            yield chunk
+        thread_id = self._thread_id(config)
+        release = await atry_lock(self.checkpointer, thread_id) if thread_id is not None else None
+        try:
+            if _is_new_input(input):
+                check_new_input(input, await self._athread(config))
+                input = with_run_context(input, kwargs.get("context"), config)
+            async for chunk in super().astream(input, config, **kwargs):
+                yield chunk
+        finally:
+            if release is not None:
+                release()
+
+    def bulk_update_state(self, config: RunnableConfig, supersteps: Any) -> RunnableConfig:
+        """Write state updates while holding the thread's writer lock."""
+        thread_id = self._thread_id(config)
+        release = try_lock(self.checkpointer, thread_id) if thread_id is not None else None
+        try:
+            return super().bulk_update_state(config, supersteps)
+        finally:
+            if release is not None:
+                release()
+
+    async def abulk_update_state(self, config: RunnableConfig, supersteps: Any) -> RunnableConfig:
+        """Write state updates while holding the thread's writer lock."""
+        thread_id = self._thread_id(config)
+        release = await atry_lock(self.checkpointer, thread_id) if thread_id is not None else None
+        try:
+            return await super().abulk_update_state(config, supersteps)
+        finally:
+            if release is not None:
+                release()
 
 
 class CheckedStateGraph(StateGraph[RefineState, RefineContext, RefineInput, RefineOutput]):

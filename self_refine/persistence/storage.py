@@ -8,6 +8,7 @@ was started. `db` is an SQLite file path, or a `postgresql://` URL (see
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
@@ -28,6 +29,9 @@ from self_refine.persistence.postgres import (
 __all__ = [
     "DEFAULT_DB",
     "ThreadSettings",
+    "damaged_message",
+    "is_damaged",
+    "storage_failure",
     "open_async_checkpointer",
     "open_checkpointer",
     "sqlite_path",
@@ -36,18 +40,87 @@ __all__ = [
 DEFAULT_DB = ".self-refine/checkpoints.sqlite"
 
 
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
 def sqlite_path(db: str) -> Path:
-    """Check that an SQLite database can be created or opened at `db`, and return its path."""
+    """Check that an SQLite database can be created or opened at `db`, and return its path.
+
+    `db` must be a regular file holding an SQLite database, or a path where a
+    new one can be made: not ":memory:" (gone when the command ends) and not a
+    device or a folder (SQLite would put its journal beside it).
+    """
+    if db.strip() in ("", ":memory:"):
+        raise ConfigError(
+            f"--db {db!r} is not a file: the threads must outlive the command to be shown or "
+            "resumed; give the path of an SQLite file"
+        )
     path = Path(db).expanduser()
+    if path.exists() and not path.is_file():
+        raise ConfigError(
+            f"--db {str(path)!r} is not a regular file: give the path of an SQLite file, or of "
+            "a new one to create"
+        )
+    if path.is_file() and _not_sqlite(path):
+        raise ConfigError(
+            f"--db {str(path)!r} is not an SQLite database: give the path of the database "
+            "the threads are in, or of a new one to create"
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with sqlite3.connect(path) as conn:
             conn.execute("PRAGMA user_version")
+    except sqlite3.DatabaseError as error:
+        raise ConfigError(damaged_message(str(path), error)) from None
     except (OSError, sqlite3.Error) as error:
         raise ConfigError(
             f"cannot open the database {str(path)!r} ({error}): choose a writable path with --db"
         ) from None
     return path
+
+
+def _not_sqlite(path: Path) -> bool:
+    """True for a non-empty file that does not start with SQLite's header."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(_SQLITE_HEADER))
+    except OSError:
+        return False  # opening it will say what is wrong
+    return bool(head) and head != _SQLITE_HEADER
+
+
+def damaged_message(db: str, error: BaseException) -> str:
+    """What to say when SQLite finds a database damaged ("database disk image is malformed")."""
+    return (
+        f"the database {db!r} is damaged ({error}): its threads cannot be read. Keep a copy, "
+        f"try `sqlite3 {db} .recover | sqlite3 recovered.sqlite` to save what is left, or "
+        "start afresh with another --db"
+    )
+
+
+def is_damaged(error: BaseException) -> bool:
+    """Whether an error is SQLite finding a damaged file (not a lock, a full disk or I/O)."""
+    return type(error) is sqlite3.DatabaseError
+
+
+_DISK_FULL_SQLSTATE = "53100"  # PostgreSQL's disk_full
+
+
+def storage_failure(error: BaseException) -> str | None:
+    """What failed when an error is the storage's own (full, damaged, I/O), else None.
+
+    Such a failure is not one item's: every later write would fail alike.
+    """
+    reason = " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, sqlite3.OperationalError) and ("full" in reason or "I/O" in reason):
+        return f"the checkpoint database failed ({reason})"
+    if is_damaged(error):
+        return f"the checkpoint database is damaged ({reason})"
+    if getattr(error, "sqlstate", None) == _DISK_FULL_SQLSTATE:
+        return f"the PostgreSQL server's disk is full ({reason.split(' CONTEXT:')[0]})"
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        return f"the disk failed ({error.strerror})"
+    return None
 
 
 @contextmanager

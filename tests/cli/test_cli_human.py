@@ -172,3 +172,47 @@ def test_new_input_on_a_thread_waiting_for_a_person_leaves_it_as_it_was(
     code, out, _ = _run(["resume", "t", "--db", db], "\n\ny\n", monkeypatch, capsys)
     assert code == 0
     assert "Answer:\n    this is a very rough draft about dog" in out
+
+
+def _run_with_reader_leaving(tmp_path: Path, leave_after: str) -> tuple[int, str]:
+    """Run with the human critic, stdout piped to a reader that leaves once it sees a line.
+
+    The answers arrive on stdin only after the reader has left, as a person's would.
+    """
+    import subprocess
+    import sys
+    import time
+
+    command = [sys.executable, "-m", "self_refine.cli", "run", TASK, "--critics", "human"]
+    process = subprocess.Popen(
+        [*command, "--thread-id", "t", "--db", str(tmp_path / "c.sqlite")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    for line in process.stdout:
+        if leave_after in line:
+            break
+    process.stdout.close()  # the reader leaves, as `| head -1` does
+    time.sleep(0.5)
+    _, err = process.communicate("\n\ny\n", timeout=120)
+    return process.returncode, err
+
+
+@pytest.mark.parametrize("leave_after", ["thread: t", "[human critic]"])
+def test_a_closed_stdout_moves_the_questions_to_stderr_and_the_run_finishes(
+    tmp_path: Path,
+    leave_after: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, err = _run_with_reader_leaving(tmp_path, leave_after)
+    assert code == 0, err
+    assert "failed" not in err and "BrokenPipeError" not in err
+    # The person still sees what is asked: the questions went on on stderr.
+    assert "done, no further change needed?" in err
+    assert err.count("stdout was closed") == 1
+    code, out, _ = _run(["show", "t", "--db", str(tmp_path / "c.sqlite")], "", monkeypatch, capsys)
+    assert code == 0 and "stop reason: critic_done" in out

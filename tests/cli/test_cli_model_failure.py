@@ -27,16 +27,20 @@ def _final(out: str) -> dict[str, object]:
 
 
 def test_exhausted_retries_end_the_run_in_one_line_and_resume_finishes_it(
-    server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: OpenAIServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     db = str(tmp_path / "c.sqlite")
+    monkeypatch.setenv("OPENAI_API_KEY", "k")  # --api-key would add its warning line
     common = ["--model", "openai:test-model", "--base-url", server.base_url, "--db", db]
-    assert main(["run", TASK, "--thread-id", "ref", "--json", "--api-key", "k", *common]) == 0
+    assert main(["run", TASK, "--thread-id", "ref", "--json", *common]) == 0
     expected = _final(capsys.readouterr().out)["attempts"]
     server.requests.clear()
 
     server.fail_next("429", times=100, role="critic")
-    code = main(["run", TASK, "--thread-id", "t", "--max-retries", "2", "--api-key", "k", *common])
+    code = main(["run", TASK, "--thread-id", "t", "--max-retries", "2", *common])
 
     err = capsys.readouterr().err
     assert code == 1
@@ -48,7 +52,7 @@ def test_exhausted_retries_end_the_run_in_one_line_and_resume_finishes_it(
     assert [r.fault for r in server.chat_requests("critic")] == ["429"] * 3
 
     server.clear_faults()
-    assert main(["resume", "t", "--json", "--db", db, "--api-key", "k"]) == 0
+    assert main(["resume", "t", "--json", "--db", db]) == 0
     resumed = _final(capsys.readouterr().out)
     assert resumed["attempts"] == expected
     assert resumed["stop_reason"] == "critic_done"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from langgraph_cli.config import validate_config_file
 
+import self_refine
 from self_refine import RefineContext
 from self_refine.cli.devserver import (
     HOST,
@@ -20,6 +22,7 @@ from self_refine.cli.devserver import (
     free_port,
     packaged_config,
     studio_url,
+    watch_dirs,
 )
 from self_refine.cli.main import main
 
@@ -69,13 +72,34 @@ def test_packaged_config_serves_the_same_graphs_without_the_repository(tmp_path:
 
 
 def test_dev_command_serves_on_loopback_without_a_browser() -> None:
-    command = dev_command(Path("/x/studio.json"), 4321, reload=False)
-    assert command[1:4] == ["-m", "langgraph_cli", "dev"]
-    assert command[command.index("--config") + 1] == "/x/studio.json"
-    assert command[command.index("--host") + 1] == "127.0.0.1"
-    assert command[command.index("--port") + 1] == "4321"
-    assert "--no-browser" in command and "--no-reload" in command
-    assert "--no-reload" not in dev_command(Path("studio.json"), 4321, reload=True)
+    command = dev_command(Path("/x/studio.json"), 4321, reload=False, watch=[Path("/x/pkg")])
+    assert command[1:3] == ["-m", "self_refine.cli.devserver_child"]
+    assert command[command.index("--parent") + 1] == str(os.getpid())
+    dev = command[command.index("--") + 1 :]
+    assert dev[0] == "dev"
+    assert dev[dev.index("--config") + 1] == "/x/studio.json"
+    assert dev[dev.index("--host") + 1] == "127.0.0.1"
+    assert dev[dev.index("--port") + 1] == "4321"
+    assert "--no-browser" in dev and "--no-reload" in dev
+    assert "--watch" not in command, "nothing to watch without reloading"
+    reloading = dev_command(Path("studio.json"), 4321, reload=True, watch=[Path("/x/pkg")])
+    assert "--no-reload" not in reloading
+    assert reloading[reloading.index("--watch") + 1] == "/x/pkg"
+
+
+def test_the_reload_watcher_sees_the_graphs_code_only(tmp_path: Path) -> None:
+    # The repository's config: its graphs live in the self_refine package, not the whole clone
+    # (which holds .venv, .self-refine/ databases and the server's own .langgraph_api store).
+    assert watch_dirs(ROOT / "studio.json") == [ROOT / "self_refine"]
+    # The packaged config names modules: the installed package is watched.
+    packaged = watch_dirs(packaged_config(tmp_path))
+    assert packaged == [Path(self_refine.__file__).parent.resolve()]
+    # A graph file outside any package: only its own folder can be watched.
+    (tmp_path / "lone").mkdir()
+    (tmp_path / "lone" / "graph.py").write_text("graph = None\n")
+    config = tmp_path / "lone.json"
+    config.write_text(json.dumps({"graphs": {"g": "./lone/graph.py:graph"}}))
+    assert watch_dirs(config) == [tmp_path / "lone"]
 
 
 def test_dev_env_turns_analytics_off_and_defaults_to_offline(

@@ -75,8 +75,8 @@ def test_a_changed_profile_changes_the_prompts_of_the_next_run() -> None:
 async def test_concurrent_runs_with_other_settings_keep_their_own() -> None:
     graph = create_self_refine_graph(_model()).compile(checkpointer=InMemorySaver())
     runs = [
-        graph.ainvoke({"task": TASK}, _config(f"t{n}"), context=RefineContext(max_iterations=n))
-        for n in (1, 2, 3, 1, 2, 3)
+        graph.ainvoke({"task": TASK}, _config(f"t{i}"), context=RefineContext(max_iterations=n))
+        for i, n in enumerate((1, 2, 3, 1, 2, 3))
     ]
     results = await asyncio.gather(*runs)
     assert [r["iterations"] for r in results] == [1, 2, 3, 1, 2, 3]
