@@ -4,7 +4,9 @@
 
 WAY is `library` (`self-refine batch` as a user runs it, with its SQLite
 checkpoints and its output file, called in this process so that its CPU time
-can be read) or a plain asyncio loop over the same `ChatOpenAI` client, with
+can be read), `api` (`arefine_batch` over the same model string, with its
+default in-memory checkpointer, the records logged to FOLDER/out.jsonl) or a
+plain asyncio loop over the same `ChatOpenAI` client, with
 the same prompts and the same calls per item (generate, then critique and
 refine until the third refine step has been critiqued): `plain` starts every
 item and lets a semaphore hold the calls to the server's slots, `plain-items`
@@ -22,22 +24,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-import aiosqlite  # noqa: F401 - imported before the clock starts, as the CLI would have
-import langgraph.checkpoint.sqlite.aio  # noqa: F401
+import langgraph.checkpoint.memory  # noqa: F401 - imported before the clock starts
+import langgraph.checkpoint.sqlite  # noqa: F401
 import langgraph.graph  # noqa: F401
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
+import self_refine.batch.api  # noqa: F401
 import self_refine.batch.engines  # noqa: F401
 import self_refine.cli.batch  # noqa: F401
 import self_refine.graphs  # noqa: F401
+import self_refine.persistence.sqlite  # noqa: F401
 from self_refine import cli
 from self_refine.critics.llm import CritiqueReply
 from self_refine.prompts import feedback_messages, generate_messages, get_profile, refine_messages
 
 SLOTS = 32
 STEPS = 3
-WAYS = ("library", "plain", "plain-items")
+WAYS = ("library", "api", "plain", "plain-items")
 
 
 def task_text(n: int) -> str:
@@ -53,6 +57,21 @@ def _library(url: str, source: Path, folder: Path) -> None:
     )
     if code != 0:
         raise SystemExit(f"self-refine batch failed with exit code {code}")
+
+
+async def _api(url: str, items: int, folder: Path) -> None:
+    from self_refine import RefineContext, arefine_batch
+
+    result = await arefine_batch(
+        [task_text(n) for n in range(items)],
+        model="stub",
+        verifiers=(),
+        concurrency=SLOTS,
+        settings=RefineContext(max_iterations=STEPS, base_url=url, api_key="unused"),
+        log=folder / "out.jsonl",
+    )
+    if result.errors:
+        raise SystemExit(f"arefine_batch failed: {next(iter(result.errors.values()))}")
 
 
 async def _plain(url: str, items: int, folder: Path, workers: bool) -> None:
@@ -109,6 +128,8 @@ def main() -> None:
     wall, cpu = time.perf_counter(), time.process_time()
     if way == "library":
         _library(url, source, folder)
+    elif way == "api":
+        asyncio.run(_api(url, items, folder))
     else:
         asyncio.run(_plain(url, items, folder, workers=way == "plain-items"))
     result = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}

@@ -2,7 +2,8 @@
 
 It answers `POST /v1/chat/completions` for the real `ChatOpenAI` client, in
 the role the library's prompts name ("Role: critic" gets a JSON critique, the
-other roles a draft), after `--delay` seconds, serving at most
+other roles a draft; a DSPy module's prompt gets its output fields in DSPy's
+format, with the same texts), after `--delay` seconds, serving at most
 `--max-concurrency` requests at once (the others wait their turn). It is an
 asyncio server, so waiting requests cost it nothing, and it runs in its own
 process, so its CPU time is never the orchestrator's. With `--record`, it
@@ -28,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from benchmarks.texts import critique_json, draft_text
+from benchmarks.texts import critique_json, draft_text, dspy_fields, dspy_reply
 
 __all__ = ["serve"]
 
@@ -38,7 +39,11 @@ _ROLE = re.compile(r"^Role: (\w+)")
 def _reply_text(body: dict[str, Any], n: int) -> str:
     messages: list[dict[str, Any]] = body.get("messages", [])
     content = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
-    found = _ROLE.search(content if isinstance(content, str) else "")
+    system = content if isinstance(content, str) else ""
+    fields = dspy_fields(system)
+    if fields is not None:
+        return dspy_reply(fields, n)  # a DSPy module's prompt: its fields, in its format
+    found = _ROLE.search(system)
     return critique_json(n) if found and found.group(1) == "critic" else draft_text(n)
 
 

@@ -5,8 +5,10 @@ performance issue, with `run(quick: bool) -> list[Row]`. Each runs in its own
 process (imports, caches and garbage of one never weigh on another), so adding
 a suite file is all it takes to add its rows to the table.
 
-A full run writes `benchmarks/results/latest.json` and `latest.md` and puts
-the table into `benchmarks/README.md`; `--quick` and `--only` just print.
+A full run also profiles the scenarios (`profiles.py`, files in
+`results/profiles/`), writes `benchmarks/results/latest.json` and `latest.md`
+and puts the table into `benchmarks/README.md`; `--quick` and `--only` just
+print. The peers run in `benchmarks/.venv-peers`, made on first use.
 """
 
 from __future__ import annotations
@@ -80,7 +82,8 @@ def _git_commit() -> str:
 
 
 def _machine_line(info: dict[str, Any]) -> str:
-    packages = ", ".join(f"{name} {version}" for name, version in info["packages"].items())
+    versions = {**info["packages"], **info.get("peers", {})}
+    packages = ", ".join(f"{name} {version}" for name, version in versions.items())
     return (
         f"{info['cpu']}, {info['cores']} cores, {info['system']}, Python {info['python']}; "
         f"{packages}; load (1-minute average) {info['load_before']} before the run, "
@@ -88,11 +91,25 @@ def _machine_line(info: dict[str, Any]) -> str:
     )
 
 
+def _profiles_text(profiles: dict[str, list[str]]) -> str:
+    if not profiles:
+        return ""
+    lines = [
+        "",
+        "Where the time goes (self time, top frames; whole profiles in `results/profiles/`):",
+        "",
+    ]
+    for name, top in profiles.items():
+        lines.append(f"- `{name}`: " + "; ".join(f"`{frame}`" for frame in top[:4]))
+    return "\n".join(lines) + "\n"
+
+
 def _render(rows: list[Row], info: dict[str, Any]) -> str:
     return (
         f"{markdown_table(rows)}\n\n"
         f"Command: `{info['command']}` ({info['duration_s']:.0f} s), {info['date']}, "
         f"commit {info['commit']}.\n\nMachine: {_machine_line(info)}.\n"
+        f"{_profiles_text(info.get('profiles') or {})}"
     )
 
 
@@ -142,6 +159,13 @@ def main(argv: list[str] | None = None) -> int:
         suite_rows, elapsed = _run_suite(name, target, args.quick)
         print(f"{name}: {len(suite_rows)} rows in {elapsed:.0f} s", file=sys.stderr)
         rows += suite_rows
+    if full:
+        from benchmarks.peers import peer_versions
+        from benchmarks.profiles import profile_all
+
+        info["peers"] = peer_versions()
+        print("profiling the scenarios", file=sys.stderr)
+        info["profiles"] = profile_all()
     info["duration_s"] = time.perf_counter() - start
     info["load_after"] = _load()
     print(_render(rows, info))

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from functools import cache
 
-__all__ = ["critique_json", "draft_text"]
+__all__ = ["critique_json", "draft_text", "dspy_fields", "dspy_reply"]
 
 _SYLLABLES = [c + v for c in "bcdfghklmnprstvw" for v in "aeiou"]
 
@@ -57,3 +58,21 @@ def critique_json(n: int, size: int = 2048, *, english: bool = True, items: int 
     length = size // items - 12
     feedback = [_prose(f"feedback-{n}-{i}", length, english) for i in range(items)]
     return json.dumps({"feedback": feedback, "score": 0.3 + (n % 5) / 10, "done": False})
+
+
+_DSPY_OUTPUTS = re.compile(r"Your output fields are:\n(.*?)\nAll interactions", re.S)
+_DSPY_FIELD = re.compile(r"^\d+\. `(\w+)`", re.M)
+
+
+def dspy_fields(system: str) -> list[str] | None:
+    """The output fields a DSPy chat-adapter prompt asks for; None for another prompt."""
+    found = _DSPY_OUTPUTS.search(system)
+    return _DSPY_FIELD.findall(found.group(1)) if found else None
+
+
+def dspy_reply(fields: list[str], n: int) -> str:
+    """A reply in DSPy's chat format filling `fields` with the n-th draft or critique text."""
+    feedback = " ".join(json.loads(critique_json(n))["feedback"])
+    values = {"draft": draft_text(n), "advice": json.dumps({"self": feedback})}
+    text = "".join(f"[[ ## {name} ## ]]\n{values.get(name, feedback)}\n\n" for name in fields)
+    return text + "[[ ## completed ## ]]"

@@ -8,7 +8,7 @@ skipped, so running the same batch again continues it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,6 +22,7 @@ from self_refine.batch.io import (
     read_items,
 )
 from self_refine.batch.job import BatchJob
+from self_refine.batch.metrics import Summary
 from self_refine.errors import BatchStoppedError, ConfigError
 
 __all__ = ["BatchEvents", "FileBatch", "FileBatchResult"]
@@ -34,8 +35,11 @@ class BatchEvents(Protocol):
         """Something the user should know that does not stop the batch."""
         ...
 
-    def start(self, total: int, done_before: Sequence[dict[str, Any]]) -> None:
-        """The batch starts: `total` items, of which `done_before` an earlier run finished."""
+    def start(self, total: int, done_before: Iterable[dict[str, Any]]) -> None:
+        """The batch starts: `total` items, of which `done_before` an earlier run finished.
+
+        `done_before` holds, per finished item, its `correct_first` and `correct_final`.
+        """
         ...
 
     def finished(self, record: dict[str, Any]) -> None:
@@ -49,9 +53,12 @@ class BatchEvents(Protocol):
 
 @dataclass
 class FileBatchResult:
-    """Every record in the output file (earlier runs' too) and how many items failed now."""
+    """The summary of every record in the output file (earlier runs' too), and the failures.
 
-    records: list[dict[str, Any]]
+    The records themselves are not kept: they are in the output file.
+    """
+
+    summary: dict[str, Any]
     failed: int = 0
 
 
@@ -105,16 +112,29 @@ class FileBatch:
         """
         if self.server:
             await asyncio.to_thread(check_server, self.server)
-        output = await asyncio.to_thread(OutputFile.open, self.output, self.job.key)
+        summary = Summary()
+        wanted = {item.id for item in items}
+        verdicts: list[tuple[Any, Any]] = []
+
+        def earlier(record: dict[str, Any]) -> None:
+            summary.add(record)
+            if str(record["id"]) in wanted:
+                verdicts.append((record.get("correct_first"), record.get("correct_final")))
+
+        output = await asyncio.to_thread(
+            OutputFile.open, self.output, self.job.key, on_record=earlier
+        )
         try:
             if output.repaired:
                 events.warn(
                     f"note: {self.output} ended in a torn line (an interrupted write); removed it"
                 )
             done = output.done_ids()
-            wanted = {item.id for item in items}
-            events.start(len(items), [r for r in output.records if str(r["id"]) in wanted])
-            result = FileBatchResult([])
+            events.start(
+                len(items),
+                ({"correct_first": first, "correct_final": final} for first, final in verdicts),
+            )
+            failed = 0
 
             async def write(item: BatchItem, record: dict[str, Any]) -> None:
                 try:
@@ -125,13 +145,16 @@ class FileBatch:
                         "the items finished so far are saved: free some disk space, then run "
                         "the batch again to continue it"
                     ) from None
+                summary.add(record)
                 events.finished(record)
 
             async def report(item: BatchItem, error: Exception) -> None:
-                result.failed += 1
+                nonlocal failed
+                failed += 1
                 events.failed(item, error)
 
             todo = [item for item in items if item.id not in done]
+            del done
             engine = open_engine(
                 builder=builder,
                 db=self.db,
@@ -141,7 +164,6 @@ class FileBatch:
             )
             async with engine as running:
                 await self.job.run(running, todo, on_record=write, on_error=report)
-            result.records = list(output.records)
-            return result
+            return FileBatchResult(summary.result(), failed)
         finally:
             output.close()

@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,21 +218,29 @@ def result_record(
 class OutputFile:
     """The JSONL file results go to, opened for resuming.
 
-    `records` holds the lines already there. Only one process may write a file
-    at a time (an advisory lock, released by the system if the process dies).
+    The lines already there are read once, as it opens: each record is handed
+    to `on_record` (a batch adds it to its summary) and only its id is kept, so
+    memory does not grow with the file. Only one process may write a file at a
+    time (an advisory lock, released by the system if the process dies).
     """
 
     path: Path
     run_key: str | None = None
-    records: list[dict[str, Any]] = field(default_factory=list)
     repaired: bool = False
+    _ids: set[str] = field(default_factory=set)
     _fd: int = -1
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _failed: OSError | None = None
 
     @classmethod
-    def open(cls, path: str | Path, run_key: str | None = None) -> OutputFile:
-        """Open (or create) the file, lock it, repair a torn last line, and load its records."""
+    def open(
+        cls,
+        path: str | Path,
+        run_key: str | None = None,
+        *,
+        on_record: Callable[[dict[str, Any]], None] | None = None,
+    ) -> OutputFile:
+        """Open (or create) the file, lock it, repair a torn last line, and read its records."""
         target = Path(path).expanduser()
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -251,33 +259,46 @@ class OutputFile:
             ) from None
         output = cls(target, run_key, _fd=fd)
         try:
-            output._load()
+            output._load(on_record)
         except BaseException:
             output.close()
             raise
         return output
 
-    def _load(self) -> None:
-        data = self.path.read_bytes()
-        good = 0
-        lines = data.split(b"\n")
-        for number, line in enumerate(lines, 1):
-            fix = "remove it, or choose another -o path"
-            record = result_record(line, number, number == len(lines), self.path, fix)
-            if record is None:
-                if line.strip():  # the last line, torn by a crash mid-write
-                    break
-                good += len(line) + 1
-                continue
-            self._check_key(record, number)
-            self.records.append(record)
-            good += len(line) + 1
-        if good < len(data) or (data and not data.endswith(b"\n")):
-            os.ftruncate(self._fd, min(good, len(data)))
-            if self.records and not self.path.read_bytes().endswith(b"\n"):
+    def _load(self, on_record: Callable[[dict[str, Any]], None] | None) -> None:
+        """Read the file a line at a time; cut a last line that a crash left half written."""
+        good = size = 0
+        ended = True
+        fix = "remove it, or choose another -o path"
+        with self.path.open("rb") as lines:
+            for number, line in enumerate(lines, 1):
+                size += len(line)
+                ended = line.endswith(b"\n")
+                record = result_record(line, number, not ended, self.path, fix)
+                if record is None:
+                    if line.strip():  # the last line, torn by a crash mid-write
+                        break
+                    good += len(line)
+                    continue
+                self._check_key(record, number)
+                self._ids.add(str(record["id"]))
+                if on_record is not None:
+                    on_record(record)
+                good += len(line)
+        if good < size or not ended:
+            os.ftruncate(self._fd, good)
+            if self._ids and not self._ends_with_newline():
                 os.write(self._fd, b"\n")
             os.fsync(self._fd)
             self.repaired = True
+
+    def _ends_with_newline(self) -> bool:
+        with self.path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                return True
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) == b"\n"
 
     def _check_key(self, record: dict[str, Any], number: int) -> None:
         key = record.get("run_key")
@@ -289,7 +310,7 @@ class OutputFile:
 
     def done_ids(self) -> set[str]:
         """Ids that already have a result line."""
-        return {str(record["id"]) for record in self.records}
+        return set(self._ids)
 
     def write(self, record: dict[str, Any]) -> None:
         """Append one record as one line, and make it durable before returning.
@@ -312,7 +333,7 @@ class OutputFile:
                     os.ftruncate(self._fd, start)
                 self._failed = error
                 raise
-            self.records.append(record)
+            self._ids.add(str(record["id"]))
 
     def write_all(self, records: Iterable[dict[str, Any]]) -> None:
         """Append several records."""

@@ -7,13 +7,14 @@ an order-independent way, so a resumed run and an uninterrupted one agree.
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from self_refine.cli.safe_text import terminal_safe
 
-__all__ = ["TRANSITIONS", "format_summary", "summarize"]
+__all__ = ["TRANSITIONS", "Summary", "format_summary", "summarize"]
 
 TRANSITIONS = (
     "incorrect->correct",
@@ -31,16 +32,98 @@ def _mean(values: Sequence[float]) -> float | None:
     return round(math.fsum(values) / len(values), 4) if values else None
 
 
-def _at(series: Sequence[Any], k: int) -> Any:
-    """The value after k refine steps: a run that stopped earlier keeps its last value."""
-    return series[min(k, len(series) - 1)]
+class _Curve:
+    """Mean value after k = 0, 1, ... refine steps, over runs with a value at every step.
+
+    Kept as the values themselves (a few floats per run), so that the means are
+    exact sums whatever order the runs come in; a run that stopped earlier keeps
+    its last value for the later steps.
+    """
+
+    def __init__(self) -> None:
+        self.at: list[array[float]] = []  # at[k]: the values at step k of runs that reached it
+        self.tails: dict[int, array[float]] = {}  # by length: the last values of those runs
+
+    def add(self, series: Sequence[Any]) -> None:
+        if not series or any(v is None for v in series):
+            return
+        values = [float(v) for v in series]
+        for k, value in enumerate(values):
+            if k == len(self.at):
+                self.at.append(array("d"))
+            self.at[k].append(value)
+        self.tails.setdefault(len(values), array("d")).append(values[-1])
+
+    def means(self) -> list[float]:
+        runs = len(self.at[0]) if self.at else 0
+        means = []
+        for k, reached in enumerate(self.at):
+            stopped = [v for length, last in self.tails.items() if length <= k for v in last]
+            means.append(round(math.fsum([*reached, *stopped]) / runs, 4))
+        return means
 
 
-def _curve(series: list[Sequence[Any]]) -> list[float]:
-    """Mean value after k = 0, 1, ... refine steps, over runs with a value at every step."""
-    full = [[float(v) for v in s] for s in series if s and all(v is not None for v in s)]
-    depth = max((len(s) for s in full), default=0)
-    return [round(math.fsum(_at(s, k) for s in full) / len(full), 4) for k in range(depth)]
+class Summary:
+    """The summary of result records, built one record at a time (memory: a few numbers each).
+
+    `summarize` is this over a list; a batch adds each record as it is read or
+    written, so the records themselves need not stay in memory.
+    """
+
+    def __init__(self) -> None:
+        self.items = self.judged = self.first_right = self.final_right = 0
+        self.transitions: Counter[str] = Counter()
+        self.accuracy = _Curve()
+        self.scores = _Curve()
+        self.first_scores: array[float] = array("d")
+        self.final_scores: array[float] = array("d")
+        self.iterations = 0
+        self.reasons: Counter[str] = Counter()
+        self.usage = dict.fromkeys(("input_tokens", "output_tokens", "total_tokens"), 0)
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Count one result record."""
+        self.items += 1
+        first, final = record.get("correct_first"), record.get("correct_final")
+        if first is not None and final is not None:
+            self.judged += 1
+            self.first_right += bool(first)
+            self.final_right += bool(final)
+            self.transitions[f"{_label(first)}->{_label(final)}"] += 1
+            self.accuracy.add(record.get("correct_at") or [])
+        first_score = _first_score(record)
+        if first_score is not None and record.get("score") is not None:
+            self.first_scores.append(first_score)
+            self.final_scores.append(float(record["score"]))
+        self.scores.add(record.get("score_at") or [])
+        self.iterations += int(record.get("iterations") or 0)
+        self.reasons[str(record.get("stop_reason"))] += 1
+        usage = record.get("usage") or {}
+        for key in self.usage:
+            self.usage[key] += int(usage.get(key, 0))
+
+    def result(self) -> dict[str, Any]:
+        """The summary of the records added so far."""
+        first = self._share(self.first_right)
+        final = self._share(self.final_right)
+        return {
+            "items": self.items,
+            "judged": self.judged,
+            "accuracy_first": first,
+            "accuracy_final": final,
+            "accuracy_change": None if first is None or final is None else round(final - first, 4),
+            "transitions": {name: self.transitions.get(name, 0) for name in TRANSITIONS},
+            "accuracy_by_iteration": self.accuracy.means(),
+            "mean_score_first": _mean(self.first_scores),
+            "mean_score_final": _mean(self.final_scores),
+            "mean_score_by_iteration": self.scores.means(),
+            "mean_iterations": round(self.iterations / self.items, 4) if self.items else None,
+            "stop_reasons": dict(sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "usage": dict(self.usage),
+        }
+
+    def _share(self, right: int) -> float | None:
+        return round(right / self.judged, 4) if self.judged else None
 
 
 def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -50,40 +133,10 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     (`correct_first` and `correct_final` not None); `accuracy_by_iteration[k]`
     is the accuracy had every run stopped after at most k refine steps.
     """
-    rows = sorted(records, key=lambda r: str(r.get("id")))
-    judged = [
-        r for r in rows if r.get("correct_first") is not None and r.get("correct_final") is not None
-    ]
-    transitions = Counter(
-        f"{_label(r['correct_first'])}->{_label(r['correct_final'])}" for r in judged
-    )
-    first = _mean([float(r["correct_first"]) for r in judged])
-    final = _mean([float(r["correct_final"]) for r in judged])
-    scored = [
-        (first_score, float(r["score"]))
-        for r in rows
-        if (first_score := _first_score(r)) is not None and r.get("score") is not None
-    ]
-    usage = {
-        key: sum(int((r.get("usage") or {}).get(key, 0)) for r in rows)
-        for key in ("input_tokens", "output_tokens", "total_tokens")
-    }
-    reasons = Counter(str(r.get("stop_reason")) for r in rows)
-    return {
-        "items": len(rows),
-        "judged": len(judged),
-        "accuracy_first": first,
-        "accuracy_final": final,
-        "accuracy_change": None if first is None or final is None else round(final - first, 4),
-        "transitions": {name: transitions.get(name, 0) for name in TRANSITIONS},
-        "accuracy_by_iteration": _curve([r.get("correct_at") or [] for r in judged]),
-        "mean_score_first": _mean([first for first, _ in scored]),
-        "mean_score_final": _mean([final for _, final in scored]),
-        "mean_score_by_iteration": _curve([r.get("score_at") or [] for r in rows]),
-        "mean_iterations": _mean([float(r.get("iterations") or 0) for r in rows]),
-        "stop_reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "usage": usage,
-    }
+    summary = Summary()
+    for record in records:
+        summary.add(record)
+    return summary.result()
 
 
 def _first_score(record: dict[str, Any]) -> float | None:

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +106,7 @@ class _Shown:
     def warn(self, message: str) -> None:
         _warn(self._safe(message))
 
-    def start(self, total: int, done_before: Sequence[dict[str, Any]]) -> None:
+    def start(self, total: int, done_before: Iterable[dict[str, Any]]) -> None:
         self.progress = Progress(total, sys.stderr, done_before=done_before)
 
     def finished(self, record: dict[str, Any]) -> None:
@@ -165,14 +165,17 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         shown.close()  # the error's line starts on a line of its own
         raise
     shown.close()
-    summary = summarize(result.records)
+    summary = result.summary
     summary.update(failed=result.failed, input_problems=[p.line for p in batch.problems])
     print(format_summary(summary))
     if args.summary:
         _write_json(args.summary, summary)
         _warn(f"summary written to {args.summary}")
     _warn(f"results in {args.output}; summary and plot: self-refine report {args.output}")
-    _write_page(args.html, result.records, args.output)
+    if args.html:
+        from self_refine.batch.report import load_records
+
+        _write_page(args.html, load_records([args.output]), args.output)
     if result.failed:
         _warn(f"{result.failed} item(s) failed; run the same command again to retry them")
         return 1

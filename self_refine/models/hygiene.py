@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from self_refine.state import RejectedReply
@@ -76,6 +77,25 @@ def _flat(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+@lru_cache(maxsize=4096)
+def _flat_known(text: str) -> str:
+    """`_flat` of a text that comes back at every step (the task, earlier feedback)."""
+    return _flat(text)
+
+
+@lru_cache(maxsize=4096)
+def _echo_key(item: str) -> tuple[str, str | None]:
+    """A feedback item flattened, and a word inside it (None when it has fewer than three).
+
+    A reply that contains the flattened item contains that inner word as a whole
+    word, so a reply without it cannot echo the item: most items are ruled out
+    by one set lookup instead of a search of the reply.
+    """
+    flat = _flat(item)
+    words = flat.split(" ")
+    return flat, max(words[1:-1], key=len) if len(words) >= 3 else None
+
+
 @dataclass(frozen=True)
 class DraftGuard:
     """What a reply is held against: the task, earlier feedback, the length limit."""
@@ -98,12 +118,13 @@ class DraftGuard:
         said = next((i for i in _INSTRUCTIONS if i in flat), None)
         if said:
             return "echo", f"the reply repeats the prompt's instructions ({said!r})"
-        task = _flat(self.task)
+        task = _flat_known(self.task)
         if len(task) >= 30 and task[:300] in flat:
             return "echo", "the reply repeats the task text"
+        words = set(flat.split(" "))
         for item in self.feedback:
-            item_flat = _flat(item)
-            if len(item_flat) >= 30 and item_flat in flat:
+            item_flat, inner = _echo_key(item)
+            if len(item_flat) >= 30 and (inner is None or inner in words) and item_flat in flat:
                 return "echo", f"the reply repeats earlier feedback ({_short(item)!r})"
         if len(text) > self.limit:
             return "too_long", f"the reply has {len(text):,} characters (limit {self.limit:,})"

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -185,7 +185,10 @@ def json_reply_parser(schema: Any, *, include_raw: bool = False) -> RunnableLamb
             return {"raw": message, "parsed": parsed, "parsing_error": None}
         return parsed
 
-    return RunnableLambda(parse)
+    async def aparse(message: AIMessage) -> Any:
+        return parse(message)  # microseconds: no worker thread needed
+
+    return RunnableLambda(parse, afunc=aparse)
 
 
 class OfflineModel(BaseChatModel):
@@ -235,6 +238,16 @@ class OfflineModel(BaseChatModel):
             response_metadata={"model_name": "offline"},
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        # The answer takes microseconds: made on the event loop, not on a worker thread.
+        return self._generate(messages, stop, **kwargs)
 
     def with_structured_output(
         self, schema: Any, *, include_raw: bool = False, **kwargs: Any

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from self_refine.context import RefineContext
 from self_refine.critics import (
@@ -28,7 +28,7 @@ from self_refine.state import (
     fresh_view,
     start_over_update,
 )
-from self_refine.stopping import StopView, first_stop, policies_for
+from self_refine.stopping import StopView, first_stop
 
 __all__ = ["check_critics", "make_critique"]
 
@@ -66,6 +66,37 @@ def _plan(deps: Deps, ctx: RefineContext) -> CriticPlan:
     return resolve_critics(ctx.critics or deps.critics or deps.prompt_set(ctx).critics)
 
 
+class _CriticRun(Runnable[CritiqueRequest, CritiqueResult]):
+    """The critic as a child run of the node, whose model calls carry the run's metadata.
+
+    Built once per run's settings; unlike a `RunnableLambda`, it does not inspect
+    the critic's signature on every call.
+    """
+
+    def __init__(self, critic: CombinedCritic) -> None:
+        self.critic = critic
+        self.name = f"{critic.name} critic"
+        self.model = getattr(critic.explainer, "model", None)
+
+    def _critique(self, request: CritiqueRequest) -> CritiqueResult:
+        return self.critic.critique(request)
+
+    async def _acritique(self, request: CritiqueRequest) -> CritiqueResult:
+        return await self.critic.acritique(request)
+
+    def invoke(
+        self, input: CritiqueRequest, config: RunnableConfig | None = None, **_: Any
+    ) -> CritiqueResult:
+        """Critique the draft in a child run."""
+        return self._call_with_config(self._critique, input, config)
+
+    async def ainvoke(
+        self, input: CritiqueRequest, config: RunnableConfig | None = None, **_: Any
+    ) -> CritiqueResult:
+        """Critique the draft in a child run, without blocking the event loop."""
+        return await self._acall_with_config(self._acritique, input, config)
+
+
 def _critic(deps: Deps, ctx: RefineContext) -> CombinedCritic:
     """The critic for this run: its verifiers first, then its explaining critic ("llm")."""
     plan = _plan(deps, ctx)
@@ -89,19 +120,20 @@ def check_critics(deps: Deps, ctx: RefineContext, reference: Any) -> None:
 
 def _traced_critic(
     deps: Deps, ctx: RefineContext, state: RefineState
-) -> tuple[RunnableLambda[CritiqueRequest, CritiqueResult], RunnableConfig, Any]:
-    """The critic as a child run whose model calls carry the run's metadata and tags."""
-    critic = _critic(deps, ctx)
-    model = getattr(critic.explainer, "model", None)
+) -> tuple[_CriticRun, RunnableConfig, Any]:
+    """The run's critic (built once per settings), and the metadata and tags of its calls."""
+    memo = deps.memo(ctx)
+    runner = memo.get("critic")
+    if runner is None:
+        runner = memo["critic"] = _CriticRun(_critic(deps, ctx))
     config = trace_config(
         "critique",
         "critic",
-        model,
+        runner.model,
         iteration=state.get("iteration", 0),
-        profile=deps.profile_name(ctx),
+        profile=deps.plan(ctx).profile,
     )
-    runner = RunnableLambda(critic.critique, afunc=critic.acritique, name=f"{critic.name} critic")
-    return runner, config, model
+    return runner, config, runner.model
 
 
 def _request(state: RefineState) -> CritiqueRequest:
@@ -145,5 +177,5 @@ def _record(
         "critique": attempt["critique"],
         "iteration": attempt["iteration"],
         "usage": usage,
-        "stop_reason": first_stop(policies_for(deps.stop, ctx, deps.prompt_set(ctx).stop), view),
+        "stop_reason": first_stop(deps.plan(ctx).policies, view),
     }

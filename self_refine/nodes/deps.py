@@ -1,9 +1,18 @@
-"""What the nodes share: the factory's dependencies, and the run's effective settings."""
+"""What the nodes share: the factory's dependencies, and the run's effective settings.
+
+Every step of a run reads the same settings and needs the same critic and stop
+policies, so they are worked out once per run's context and kept (`_RunCache`):
+a context that changes, in a field or in place, or an environment whose model
+variables change, is worked out again.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -15,11 +24,58 @@ from self_refine.models.hygiene import DraftGuard, draft_limit
 from self_refine.models.resolve import resolve_model
 from self_refine.prompts import PromptSet, get_profile
 from self_refine.state import RUN_CONTEXT
-from self_refine.stopping import StopPolicy
+from self_refine.stopping import StopPolicy, policies_for
 
-__all__ = ["Deps", "Role"]
+__all__ = ["Deps", "Role", "RunPlan"]
 
 Role = Literal["generator", "critic", "refiner"]
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(RefineContext))
+_ENVIRONMENT = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+_PLANS_MAX = 16
+
+
+def _frozen(value: Any) -> Any:
+    """A value to compare a context by later: lists copied, so changes in place show."""
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(item) for item in value)
+    if isinstance(value, dict):
+        return tuple((key, _frozen(item)) for key, item in value.items())
+    return value
+
+
+def _fingerprint(context: Any) -> Any:
+    """What a run's context says (as `RefineContext.coerce` reads it), as a comparable value.
+
+    It changes whenever the context does, in a field or in place.
+    """
+    if isinstance(context, dict):
+        return ("dict", _frozen(context))
+    if context is not None and dataclasses.is_dataclass(context):
+        return tuple(_frozen(getattr(context, name, None)) for name in _FIELDS)
+    return None  # no context, or one that coerce reads as empty
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run's settings come to: its critic, stop policies and prompts.
+
+    `critic` is built lazily (a critic model that cannot be had fails on first use).
+    """
+
+    prompts: PromptSet
+    profile: str
+    policies: tuple[StopPolicy, ...]
+    writes_code: bool
+
+
+class _RunCache:
+    """The settings and plan of the contexts seen last; safe to share between threads."""
+
+    def __init__(self) -> None:
+        self.settings: dict[Any, RefineContext] = {}
+        self.plans: dict[tuple[int, Any], tuple[RefineContext, RunPlan, dict[str, Any]]] = {}
+        self.lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -35,16 +91,58 @@ class Deps:
     stop: Sequence[StopPolicy] | None = None
     prompts: PromptSet | None = None
     critics: Sequence[Any] = ()
+    _cache: _RunCache = field(default_factory=_RunCache, compare=False, repr=False)
 
     def settings(self, state: Mapping[str, Any]) -> RefineContext:
         """The current run's settings, field by field: this call's context, else the
         context the run was started with (kept in `state`), else the factory's defaults.
         """
-        given = RefineContext.coerce(get_runtime().context)
+        given = get_runtime().context
         kept = state.get(RUN_CONTEXT)
+        fingerprint = (_fingerprint(given), _frozen(kept) if kept else None)
+        try:
+            return self._cache.settings[fingerprint]
+        except (KeyError, TypeError):  # new settings, or a value that cannot be a key
+            pass
+        ctx = RefineContext.coerce(given)
         if kept:
-            given = given.over_kept(kept)
-        return given.over(self.defaults)
+            ctx = ctx.over_kept(kept)
+        merged = ctx.over(self.defaults)
+        with self._cache.lock:
+            if len(self._cache.settings) >= _PLANS_MAX:
+                self._cache.settings.pop(next(iter(self._cache.settings)))
+            try:
+                self._cache.settings[fingerprint] = merged
+            except TypeError:
+                pass
+        return merged
+
+    def plan(self, ctx: RefineContext) -> RunPlan:
+        """The critic-independent parts of a run's plan for these settings, kept per settings."""
+        return self._entry(ctx)[1]
+
+    def memo(self, ctx: RefineContext) -> dict[str, Any]:
+        """A place to keep what is built once per settings (the critic), beside the plan."""
+        return self._entry(ctx)[2]
+
+    def _entry(self, ctx: RefineContext) -> tuple[RefineContext, RunPlan, dict[str, Any]]:
+        key = (id(ctx), tuple(os.environ.get(name) for name in _ENVIRONMENT))
+        entry = self._cache.plans.get(key)
+        if entry is not None and entry[0] is ctx:
+            return entry
+        prompts = self.prompt_set(ctx)
+        plan = RunPlan(
+            prompts=prompts,
+            profile=self.profile_name(ctx),
+            policies=tuple(policies_for(self.stop, ctx, prompts.stop)),
+            writes_code=_writes_code(prompts),
+        )
+        entry = (ctx, plan, {})
+        with self._cache.lock:
+            if len(self._cache.plans) >= _PLANS_MAX:
+                self._cache.plans.pop(next(iter(self._cache.plans)))
+            self._cache.plans[key] = entry
+        return entry
 
     def model(self, role: Role, ctx: RefineContext) -> BaseChatModel:
         """The model for a role: the context's role model, its model, else the factory's."""
@@ -74,7 +172,7 @@ class Deps:
             task=task,
             feedback=tuple(feedback),
             limit=draft_limit(task, ctx.max_draft_chars),
-            keep_code_fences=_writes_code(self.prompt_set(ctx)),
+            keep_code_fences=self.plan(ctx).writes_code,
         )
 
     def prompt_set(self, ctx: RefineContext) -> PromptSet:

@@ -165,8 +165,8 @@ async def open_async_checkpointer(
 ) -> AsyncIterator[BaseCheckpointSaver[Any]]:
     """Open one async checkpointer for a whole batch: SQLite by path, or a postgresql:// URL.
 
-    SQLite runs as `open_checkpointer` sets it up; PostgreSQL over a pool of
-    `pool_size` connections.
+    SQLite runs as `open_checkpointer` sets it up, each operation on one worker
+    thread (`ThreadedSqliteSaver`); PostgreSQL over a pool of `pool_size` connections.
     """
     if is_postgres_url(db):
         async with AsyncExitStack() as stack:
@@ -175,13 +175,19 @@ async def open_async_checkpointer(
                 saver = await stack.enter_async_context(opened)
             yield saver
         return
-    import aiosqlite
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from self_refine.persistence.sqlite import ThreadedSqliteSaver
 
-    async with aiosqlite.connect(str(sqlite_path(db))) as conn:
-        await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA synchronous=NORMAL")
-        yield AsyncSqliteSaver(conn)
+    conn = sqlite3.connect(sqlite_path(db), check_same_thread=False)
+    threaded: ThreadedSqliteSaver | None = None
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        threaded = ThreadedSqliteSaver(conn)
+        yield threaded
+    finally:
+        if threaded is not None:
+            threaded.close()
+        conn.close()
 
 
 class ThreadSettings:

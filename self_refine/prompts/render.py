@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -118,6 +119,11 @@ def refine_messages(
 
 
 def _attempt_block(iteration: int, draft: str, critique: dict[str, Any]) -> str:
-    feedback = format_feedback(critique.get("feedback") or [])
-    body = f"{fence('draft', draft)}\n{fence('feedback', feedback)}"
+    return _rendered_attempt(iteration, draft, tuple(critique.get("feedback") or ()))
+
+
+@lru_cache(maxsize=1024)
+def _rendered_attempt(iteration: int, draft: str, feedback: tuple[str, ...]) -> str:
+    """An attempt's block, rendered once: every later refine prompt of its thread repeats it."""
+    body = f"{fence('draft', draft)}\n{fence('feedback', format_feedback(feedback))}"
     return f'<attempt n="{iteration}">\n{body}\n</attempt>'

@@ -6,7 +6,7 @@ import io
 import random
 from typing import Any
 
-from self_refine.batch.metrics import format_summary, summarize
+from self_refine.batch.metrics import Summary, format_summary, summarize
 from self_refine.cli.progress import Progress
 
 
@@ -129,3 +129,13 @@ def test_progress_redraws_a_bar_on_a_terminal() -> None:
     assert "\r\x1b[Kself-refine: item x failed: boom\n" in text
     assert "[########################] 2/2 items (100%)" in text and "took 0:02" in text
     assert text.endswith("\n")
+
+
+def test_a_summary_built_one_record_at_a_time_equals_the_summary_of_the_list() -> None:
+    summary = Summary()
+    for record in RECORDS[:2]:
+        summary.add(record)
+    assert summary.result() == summarize(RECORDS[:2])
+    for record in RECORDS[2:]:
+        summary.add(record)
+    assert summary.result() == summarize(RECORDS)

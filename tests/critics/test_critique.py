@@ -141,3 +141,18 @@ def test_critique_scores_are_clamped_and_rescaled() -> None:
     one: Any = "one"
     assert Critique(feedback=one).feedback == ["one"]
     assert Critique(feedback=["a", " ", ""]).feedback == ["a"]
+
+
+def test_a_bare_structured_reply_is_read_as_the_chains_parsers_would() -> None:
+    from langchain_core.messages import AIMessage
+
+    from self_refine.critics.llm import _as_structured
+
+    fenced = AIMessage('```json\n{"feedback": ["Add a verb."], "score": 0.4, "done": false}\n```')
+    read = _as_structured(fenced)
+    assert read["raw"] is fenced and read["parsing_error"] is None
+    assert read["parsed"].feedback == ["Add a verb."] and read["parsed"].score == 0.4
+    broken = _as_structured(AIMessage('{"feedback": ["Add a ver'))
+    assert broken["parsed"] is None and broken["parsing_error"] is not None
+    whole = {"raw": fenced, "parsed": None, "parsing_error": None}
+    assert _as_structured(whole) is whole

@@ -164,3 +164,18 @@ def test_a_done_with_a_low_score_does_not_stop_the_run() -> None:
     assert len(result["attempts"]) == 2, (
         "the contradictory done at 0.5 did not stop the first round"
     )
+
+
+def test_an_echo_of_any_earlier_feedback_item_is_found_among_many() -> None:
+    from self_refine.models.hygiene import DraftGuard
+
+    items = [
+        f"Item {n}: mention the harbour lantern number {n} in the second line." for n in range(300)
+    ]
+    items.append("Supercalifragilisticexpialidocious twowordsonlyhere")  # no inner word
+    guard = DraftGuard(task="Write about a harbour.", feedback=tuple(items))
+    assert guard.check("A harbour at dawn, quiet and grey.", None) is None
+    for echoed in (items[217], items[-1]):
+        reply = f"The boats rest.  {echoed.upper()}   The gulls call."
+        verdict = guard.check(reply, None)
+        assert verdict is not None and verdict[0] == "echo", echoed

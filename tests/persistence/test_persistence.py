@@ -82,3 +82,31 @@ def test_refine_with_a_checkpointer_keeps_the_thread(tmp_path: Path) -> None:
     # one checkpoint per step: the input, START, generate, critique,
     # refine + critique per iteration, finalize
     assert len(history) == 4 + 2 * result["iterations"] + 1
+
+
+async def test_the_batch_saver_writes_threads_that_the_sync_saver_and_langgraphs_read(
+    tmp_path: Path,
+) -> None:
+    from self_refine.persistence.storage import open_async_checkpointer, open_checkpointer
+
+    db = str(tmp_path / "batch.sqlite")
+    async with open_async_checkpointer(db) as saver:
+        graph = create_self_refine_graph("offline").compile(checkpointer=saver)
+        await graph.ainvoke({"task": TASK}, CONFIG, interrupt_before=["refine"])
+        paused = await graph.aget_state(CONFIG)
+        assert paused.next == ("refine",)
+        result = await graph.ainvoke(None, CONFIG)
+        history = [c async for c in saver.alist(CONFIG)]
+        assert len(history) == len([s async for s in graph.aget_state_history(CONFIG)])
+    assert result["attempts"] == uninterrupted()
+
+    with open_checkpointer(db) as sync_saver:
+        graph = create_self_refine_graph("offline").compile(checkpointer=sync_saver)
+        assert graph.get_state(CONFIG).values["attempts"] == result["attempts"]
+    async with AsyncSqliteSaver.from_conn_string(db) as upstream:
+        graph = create_self_refine_graph("offline").compile(checkpointer=upstream)
+        assert (await graph.aget_state(CONFIG)).values["attempts"] == result["attempts"]
+
+    async with open_async_checkpointer(db) as saver:
+        await saver.adelete_thread("thread-1")
+        assert await saver.aget_tuple(CONFIG) is None
