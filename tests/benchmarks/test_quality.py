@@ -93,7 +93,7 @@ def test_every_constrained_item_is_satisfiable() -> None:
 
 def test_every_reference_solution_passes_its_hidden_tests_and_a_stub_fails() -> None:
     pytest.importorskip("self_refine.critics.sandbox.host")
-    for item in make_set("code", 10, seed=2026):
+    for item in make_set("code", 15, seed=2026):
         solution = f"```python\n{item['solution']}\n```"
         assert judge_draft(item["task"], solution, item["reference"], ["python_tests"]) is True
         name = item["solution"].split("(")[0].removeprefix("def ")
