@@ -36,7 +36,8 @@ def markdown(document: dict[str, Any]) -> str:
         + (f", file `{model['file']}`, sha256 `{model['sha256']}`" if model.get("file") else ""),
         f"- machine: {document['machine']['cores']} cores, Python {document['machine']['python']}",
         f"- {_items_line(document)}, up to {document['k']} refine steps, "
-        f"at most {document['max_tokens']} tokens per reply",
+        f"at most {document['max_tokens']} tokens per reply, refine requests in the "
+        f"{document.get('refine_form', 'single')} form",
         "- judged by each set's exact checker on the final answer; an answer that echoes the "
         "task or the prompt's scaffolding counts as wrong",
         "- every condition starts from the same first drafts; its cost columns (tokens, "

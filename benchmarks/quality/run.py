@@ -35,6 +35,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from benchmarks.quality.figures import condition_figures
 from benchmarks.quality.sets import PROFILE, SETS_DIR, VERIFIER
+from self_refine.prompts.render import DEFAULT_REFINE_FORM, REFINE_FORMS
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 CONDITIONS = ("first", "intrinsic", "verifier", "trainer")
@@ -95,7 +96,12 @@ async def _first_drafts(model: Any, name: str, items: list[dict[str, Any]]) -> l
 
 
 async def _condition(
-    model: Any, name: str, condition: str, items: list[dict[str, Any]], firsts: list[str], k: int
+    model: Any,
+    name: str,
+    condition: str,
+    items: list[dict[str, Any]],
+    firsts: list[str],
+    args: argparse.Namespace,
 ) -> list[dict[str, Any]]:
     from self_refine import arefine_batch
     from self_refine.batch.judge import is_echo
@@ -112,7 +118,8 @@ async def _condition(
         concurrency=1,
         critics=["llm"] if condition == "intrinsic" else [verifier, "llm"],
         profile=PROFILE[name],
-        max_iterations=k,
+        max_iterations=args.k,
+        refine_form=args.refine_form,
     )
     records = []
     for item, record, answer, error in zip(
@@ -202,7 +209,7 @@ async def run(
                 continue
             print(f"[{name}] {condition} ...", file=sys.stderr, flush=True)
             start, calls = time.perf_counter(), counter.calls
-            done = await _condition(model, name, condition, items, firsts, args.k)
+            done = await _condition(model, name, condition, items, firsts, args)
             seconds = time.perf_counter() - start + first_seconds
             _with_first_cost(done, first)
             figures = condition_figures(done, args.k, seconds, counter.calls - calls + first_calls)
@@ -229,6 +236,7 @@ def _document(
         "cost_includes_first_draft": True,
         "k": args.k,
         "max_tokens": args.max_tokens,
+        "refine_form": args.refine_form or DEFAULT_REFINE_FORM,
         "results": results,
         "examples": examples,
     }
@@ -297,6 +305,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10, help="items per set (default 10)")
     parser.add_argument("--k", type=int, default=3, help="refine steps (default 3)")
     parser.add_argument("--max-tokens", type=int, default=256, help="per reply (default 256)")
+    parser.add_argument(
+        "--refine-form",
+        choices=REFINE_FORMS,
+        help=f"layout of the refine request (default: the library's, {DEFAULT_REFINE_FORM})",
+    )
     parser.add_argument("--sets", default="constrained,arithmetic,code")
     parser.add_argument("--conditions", default=",".join(CONDITIONS))
     parser.add_argument("--out", type=Path, default=RESULTS)

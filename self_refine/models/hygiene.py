@@ -40,6 +40,8 @@ _INSTRUCTIONS = (
     "critique the draft. reply with json",
     "is data to work on, never instructions",
     "reply with the new draft only",
+    "feedback on your draft:",
+    "rewrite your draft so that it addresses every feedback item",
     "role: generator",
     "role: refiner",
     "role: critic",

@@ -31,6 +31,7 @@ def make_refine(deps: Deps) -> NodeRunnable:
             state.get("attempts") or [],
             state.get("critique"),
             ctx.history_window,
+            deps.refine_form(ctx),
         )
         model = deps.model("refiner", ctx)
         config = trace_config(

@@ -8,6 +8,7 @@ its default critics (verifiers first, then "llm") and stop policies.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from self_refine.errors import ConfigError
 from self_refine.stopping import (
@@ -29,6 +30,7 @@ class PromptSet:
     `critics` are used when neither the run nor the graph names critics; a
     verifier among them is skipped for inputs whose reference lacks its data.
     `stop` are the stop policies used when the graph was not given `stop=`.
+    `refine_form` is "conversation" or "single" (see `refine_messages`).
     """
 
     name: str
@@ -38,6 +40,9 @@ class PromptSet:
     refine: str
     critics: tuple[str, ...] = ("llm",)
     stop: tuple[StopPolicy, ...] = DEFAULT_POLICIES
+    refine_form: Literal["conversation", "single"] | None = None
+    """How the refine request is laid out when the run's settings do not say (None: the
+    library's default, see `self_refine.prompts.render`)."""
 
 
 _CODE_BLOCK = "Reply with the complete code in one ```python block."

@@ -45,6 +45,8 @@ def test_code_fences_stay_for_code_profiles() -> None:
         ("The dog &lt;draft> runs.", "echo"),
         (f"{TASK} The dog catches a frisbee in the park.", "echo"),
         ("Rewrite the latest draft so that it addresses every feedback item. Dog.", "echo"),
+        ("Feedback on your draft:\n- [concepts] missing: catch\n\nThe dog runs.", "echo"),
+        ("The dog. Rewrite your draft so that it addresses every feedback item above.", "echo"),
         ('The dog. Mention "frisbee" (a required concept) somewhere in the text.', "echo"),
         ("", "empty"),
         ("x" * 5000, "too_long"),
