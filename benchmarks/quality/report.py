@@ -49,13 +49,13 @@ def markdown(document: dict[str, Any]) -> str:
     k = document["k"]
     head = ["set", "condition", *[f"acc@{i}" for i in range(k + 1)]]
     head += ["w->r", "r->w", "score", "tok in/item", "tok out/item", "s/item", "calls/item"]
-    head += ["rejected echo/refusal/long", "parse fallbacks", "echo in answers"]
+    head += ["replies rejected: echo/refusal/long", "parse fallbacks", "echo in answers"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, conditions in document["results"].items():
         for condition, f in conditions.items():
             accuracy = list(f.get("accuracy_at") or [])
             accuracy += [accuracy[-1]] * (k + 1 - len(accuracy)) if accuracy else []
-            rejected = f.get("rejected_per_draft") or {}
+            rejected = f.get("rejected_share_of_replies") or {}
             cells = [name, _LABELS.get(condition, condition), *map(_pct, accuracy)]
             cells += [str(f.get("wrong_to_right", "-")), str(f.get("right_to_wrong", "-"))]
             cells += [_num(f.get("mean_score"), 2), _num(f.get("input_tokens_per_item"), 0)]

@@ -176,17 +176,21 @@ def _sha256(path: Path) -> str:
 
 
 async def run(
-    args: argparse.Namespace,
+    args: argparse.Namespace, chat_model: Any = None
 ) -> tuple[dict[str, Any], dict[str, dict[str, list[dict[str, Any]]]]]:
     """Every set under every condition; returns the results document and every record.
 
     The files are written again after each set, so a run stopped half-way keeps the
-    sets it finished (the document says which were left out).
+    sets it finished (the document says which were left out). `chat_model`, when
+    given, is used instead of resolving `args.model` (a scripted model, in tests).
     """
     from benchmarks.quality.report import write_results
 
     counter = _Calls()
-    model = _model(args.model, args.base_url, args.api_key, args.max_tokens, counter)
+    if chat_model is None:
+        model = _model(args.model, args.base_url, args.api_key, args.max_tokens, counter)
+    else:
+        model = chat_model.model_copy(update={"callbacks": [counter]})
     results: dict[str, Any] = {}
     examples: dict[str, list[dict[str, Any]]] = {}
     records: dict[str, dict[str, list[dict[str, Any]]]] = {}
@@ -212,7 +216,8 @@ async def run(
             done = await _condition(model, name, condition, items, firsts, args)
             seconds = time.perf_counter() - start + first_seconds
             _with_first_cost(done, first)
-            figures = condition_figures(done, args.k, seconds, counter.calls - calls + first_calls)
+            calls_made = counter.calls - calls + first_calls
+            figures = condition_figures(done, args.k, seconds, calls_made, written_from=1)
             results[name][condition] = figures
             runs[condition] = done
         examples[name] = _examples(runs)
