@@ -14,7 +14,12 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
 from self_refine.critics.base import CritiqueRequest, CritiqueResult
-from self_refine.critics.parse import is_broken_json, read_critique, score_problem
+from self_refine.critics.parse import (
+    is_broken_json,
+    read_critique,
+    salvage_cut_json,
+    score_problem,
+)
 from self_refine.models.calls import ainvoke_in_slot, is_transport_error, refusal_of
 from self_refine.models.resolve import message_text, message_usage
 from self_refine.prompts import PromptSet, feedback_messages
@@ -191,7 +196,9 @@ class LLMCritic:
         parsed = result.get("parsed")
         text = message_text(raw) if raw is not None else ""
         if isinstance(parsed, CritiqueReply):
-            critique = Critique(**parsed.model_dump(), source=self.name)
+            reply = parsed.model_dump()
+            reply["feedback"] = list(dict.fromkeys(reply["feedback"]))  # a repeated item once
+            critique = Critique(**reply, source=self.name)
             problems = score_problem(parsed.score, critique)
             return CritiqueResult(critique, add_usage(usage), tuple(problems))
         refusal = refusal_of(raw)
@@ -199,7 +206,7 @@ class LLMCritic:
             return _refused(refusal, self.name, usage)
         if raw is None or _is_empty(raw):
             return None
-        if is_broken_json(text):
+        if is_broken_json(text) and salvage_cut_json(text) is None:
             raise _UnreadableCritique(f"cut-off JSON: {text[:80]!r}")
         critique, problems = read_critique(text, source=self.name)
         return CritiqueResult(critique, add_usage(usage), tuple(problems))

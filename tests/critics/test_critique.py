@@ -8,6 +8,7 @@ import pytest
 
 from self_refine import Critique, refine
 from self_refine.critics import parse_critique_text
+from self_refine.critics.parse import CUT_JSON, salvage_cut_json
 from tests.fakes import FakeChatModel, critique
 
 PROSE = """The draft has two problems:
@@ -141,3 +142,33 @@ def test_critique_scores_are_clamped_and_rescaled() -> None:
     one: Any = "one"
     assert Critique(feedback=one).feedback == ["one"]
     assert Critique(feedback=["a", " ", ""]).feedback == ["a"]
+
+
+REPEATING = (
+    '{"feedback": ["Use the word \\"compass\\".", "Keep it to one sentence.", '
+    '"Keep it to one sentence.", "Keep it to one sentence.", "Keep it to'
+)
+
+
+def test_a_critique_cut_off_while_repeating_keeps_its_complete_items_once() -> None:
+    model = model_with_critic(REPEATING, critique(score=1, done=True))
+    result = refine("t", model=model)
+    first = result["attempts"][0]
+    assert first["critique"]["feedback"] == ['Use the word "compass".', "Keep it to one sentence."]
+    assert first["problems"][0] == CUT_JSON
+    assert len(model.requests_for("critic")) == 2, "no second ask: the complete items are read"
+
+
+def test_a_cut_off_critique_with_nothing_complete_is_still_asked_again() -> None:
+    assert salvage_cut_json('{"feedback": ["unterminated') is None
+    assert salvage_cut_json('{"feedback": [') is None
+    assert salvage_cut_json('{"feedback": ["a"], "score": 0.4, "done": fal') == {
+        "feedback": ["a"],
+        "score": 0.4,
+    }
+
+
+def test_repeated_feedback_items_count_once() -> None:
+    model = model_with_critic(critique(["Add a verb.", "Add a verb.", "Name the dog."], score=0.2))
+    result = refine("t", model=model, max_iterations=1)
+    assert result["attempts"][0]["critique"]["feedback"] == ["Add a verb.", "Name the dog."]

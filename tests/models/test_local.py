@@ -245,6 +245,17 @@ def test_local_structured_output_is_always_the_asked_shape(smollm2: str) -> None
     )
     assert out["parsing_error"] is None
     assert isinstance(out["parsed"], CritiqueReply)
+    assert len(out["parsed"].feedback) <= 6
+
+
+def test_lists_in_the_grammar_are_bounded_so_a_repeating_model_cannot_run_on() -> None:
+    from self_refine.critics.llm import CritiqueReply
+    from self_refine.models.local import bounded_lists
+
+    schema = bounded_lists(CritiqueReply.model_json_schema())
+    assert schema["properties"]["feedback"]["maxItems"] == 6
+    assert bounded_lists({"type": "array", "maxItems": 2}) == {"type": "array", "maxItems": 2}
+    assert "maxItems" not in schema["properties"]["score"]
 
 
 def test_a_small_batch_shares_one_model(smollm2: str) -> None:
