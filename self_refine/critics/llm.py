@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,37 @@ class _ModelNote:
     structured: dict[str, Any] = field(default_factory=dict)
     mode: str = _MODES[0]
     tried: list[str] = field(default_factory=list)
+    settled: bool = False
+    """True once a structured call went through in `mode`: from then on, no waiting."""
+    gate: threading.Lock = field(default_factory=threading.Lock)
+    agates: dict[int, asyncio.Lock] = field(default_factory=dict)
+    """Until the mode is settled, one call at a time tries it (per event loop for async
+    calls), so concurrent critiques of a batch do not all try a way the server refuses."""
+
+
+@contextmanager
+def _trying(note: _ModelNote) -> Iterator[None]:
+    """Hold the note's gate while its way of asking is not settled yet."""
+    if note.settled:
+        yield
+        return
+    with note.gate:
+        yield
+
+
+@asynccontextmanager
+async def _atrying(note: _ModelNote) -> AsyncIterator[None]:
+    """Async twin of _trying(): an asyncio lock of the running loop."""
+    if note.settled:
+        yield
+        return
+    loop = id(asyncio.get_running_loop())
+    with _NOTES_LOCK:
+        if len(note.agates) > _NOTES_MAX:
+            note.agates.clear()
+        gate = note.agates.setdefault(loop, asyncio.Lock())
+    async with gate:
+        yield
 
 
 # By model id, with the model kept alive so its id stays its own; a few dozen at most.
@@ -121,7 +153,11 @@ class LLMCritic:
         note = _note(self.model)
         while (mode := note.mode) != "plain":
             try:
-                structured = self._structured(mode).invoke(messages)
+                with _trying(note):
+                    if note.mode != mode:
+                        continue  # another call found this way refused while we waited
+                    structured = self._structured(mode).invoke(messages)
+                    note.settled = True
                 result = self._from_structured(structured)
             except Exception as error:  # noqa: BLE001 - any failure means: try the next way
                 problems += self._note_unsupported(error, mode)
@@ -147,7 +183,11 @@ class LLMCritic:
         note = _note(self.model)
         while (mode := note.mode) != "plain":
             try:
-                structured = await ainvoke_in_slot(self._structured(mode), messages)
+                async with _atrying(note):
+                    if note.mode != mode:
+                        continue  # another call found this way refused while we waited
+                    structured = await ainvoke_in_slot(self._structured(mode), messages)
+                    note.settled = True
                 result = self._from_structured(structured)
             except Exception as error:  # noqa: BLE001 - any failure means: try the next way
                 problems += self._note_unsupported(error, mode)
