@@ -47,7 +47,14 @@ run: $(RUN_NEEDS)
 	$(BIN)/self-refine run "$(TASK)" --model $(MODEL) $(RUN_OPTIONS)
 
 # LangGraph Studio on a free port of 127.0.0.1, offline model unless SELF_REFINE_MODEL says otherwise.
-studio: $(VENV)/.installed-studio
+# SELF_REFINE_MODEL=local (or local:NAME, local:PATH.gguf) also installs the local extra and
+# fetches the model first, with progress, so that no Studio run waits on a silent download.
+STUDIO_LOCAL := $(filter local local:%,$(SELF_REFINE_MODEL))
+studio: $(VENV)/.installed-studio $(if $(STUDIO_LOCAL),$(VENV)/.installed-local)
+ifneq ($(STUDIO_LOCAL),)
+	@$(BIN)/python -c "import sys; from self_refine.models.fetch import local_model_path; \
+	print('local model:', local_model_path(sys.argv[1]))" '$(STUDIO_LOCAL)'
+endif
 	$(BIN)/self-refine studio
 
 lint: $(STAMP)
