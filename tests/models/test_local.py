@@ -21,6 +21,7 @@ from self_refine import ConfigError, refine
 from self_refine.models import fetch
 from self_refine.models.fetch import KnownModel, local_model_path
 from self_refine.models.resolve import resolve_model
+from tests.answer_checks import assert_clean_answer, assert_scores_in_range
 
 llama_cpp = pytest.importorskip(
     "llama_cpp", reason='needs the local extra: pip install -e ".[local]"'
@@ -213,9 +214,10 @@ def test_the_local_model_refines_a_constrained_generation_task(smollm2: str) -> 
     )
     assert result["stop_reason"] in {"verified", "critic_done", "unchanged", "max_iterations"}
     assert result["answer"].strip()
+    assert_clean_answer(TASK, result["answer"])
     for attempt in result["attempts"]:
-        score = attempt["critique"].get("score")
-        assert score is None or 0.0 <= score <= 1.0
+        assert_clean_answer(TASK, attempt["draft"])
+    assert_scores_in_range(result["attempts"])
     assert result["usage"]["input_tokens"] > 0 and result["usage"]["output_tokens"] > 0
 
 
@@ -262,8 +264,9 @@ def test_a_small_batch_shares_one_model(smollm2: str) -> None:
     from self_refine import refine_batch
 
     model = _local(smollm2, max_tokens=48)
+    tasks = [TASK, "Write one sentence using the words: cat, roof."]
     result = refine_batch(
-        [TASK, "Write one sentence using the words: cat, roof."],
+        tasks,
         model=model,
         references=[CONCEPTS, {"concepts": ["cat", "roof"]}],
         profile="constrained_generation",
@@ -272,6 +275,10 @@ def test_a_small_batch_shares_one_model(smollm2: str) -> None:
     )
     assert len(result.records) == 2
     assert all(record is not None for record in result.records), result.errors
+    for task, record in zip(tasks, result.records, strict=True):
+        assert record is not None
+        assert_clean_answer(task, record["answer"])
+        assert_scores_in_range(record["attempts"])
 
 
 def test_saved_states_are_bounded_by_their_whole_size() -> None:
