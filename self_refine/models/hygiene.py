@@ -104,7 +104,7 @@ class DraftGuard:
         if len(task) >= 30 and task[:300] in flat:
             return "echo", "the reply repeats the task text"
         for item in self.feedback:
-            item_flat = _flat(item)
+            item_flat = _flat(_untagged(item))
             if len(item_flat) >= 30 and item_flat in flat:
                 return "echo", f"the reply repeats earlier feedback ({_short(item)!r})"
         if len(text) > self.limit:
@@ -122,11 +122,30 @@ def _short(text: str) -> str:
     return flat if len(flat) <= 80 else flat[:77] + "..."
 
 
-def feedback_of(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Every feedback item the attempts received, for the echo check."""
-    items: list[str] = []
+def feedback_of(attempts: Sequence[Mapping[str, Any]], current: Sequence[str] = ()) -> list[str]:
+    """The feedback a reply must not repeat: every item the attempts received, and `current`.
+
+    An item that quotes a draft (critics often repeat a sentence of the draft as an
+    "item") is left out: a new draft that keeps that sentence echoes the draft, not the
+    critic.
+    """
+    items = [*current]
+    drafts: list[str] = []
     for attempt in attempts:
+        drafts.append(_flat(str(attempt.get("draft") or "")))
         critique = attempt.get("critique")
         if isinstance(critique, dict):
             items += [str(f) for f in critique.get("feedback") or []]
-    return items
+    return [
+        item
+        for item in dict.fromkeys(items)
+        if not any(_flat(_untagged(item)) in draft for draft in drafts)
+    ]
+
+
+_SOURCE_TAG = re.compile(r"^\s*\[[\w+.-]+\]\s*")
+
+
+def _untagged(item: str) -> str:
+    """A feedback item without the "[source] " tag a merged critique puts in front."""
+    return _SOURCE_TAG.sub("", item, count=1)

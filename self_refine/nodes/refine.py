@@ -42,7 +42,7 @@ def make_refine(deps: Deps) -> NodeRunnable:
             profile=deps.profile_name(ctx),
         )
         attempts = state.get("attempts") or []
-        guard = deps.guard(ctx, state["task"], [*feedback_of(attempts), *_items(state)])
+        guard = deps.guard(ctx, state["task"], feedback_of(attempts, _items(state)))
         return model, messages, config, guard
 
     def refine(state: RefineState) -> dict[str, Any]:

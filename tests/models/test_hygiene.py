@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from self_refine import Critique, RefineContext, create_self_refine_graph
-from self_refine.models.hygiene import DraftGuard, clean_reply, draft_limit
+from self_refine.critics.parse import read_critique
+from self_refine.critics.verifiers.answer import extract_answer
+from self_refine.models.hygiene import DraftGuard, clean_reply, draft_limit, feedback_of
 from tests.fakes import FakeChatModel, critique
 
 TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
@@ -67,14 +69,33 @@ def test_a_refusal_is_no_draft() -> None:
     assert verdict is not None and verdict[0] == "refusal"
 
 
-@pytest.mark.parametrize("case", REAL, ids=[f"{c['model'][:20]}-{c['role']}" for c in REAL])
+DRAFTS = [c for c in REAL if c["role"] != "critic"]
+CRITIQUES = [c for c in REAL if c["role"] == "critic"]
+
+
+@pytest.mark.parametrize("case", DRAFTS, ids=[f"{c['model'][:20]}-{c['role']}" for c in DRAFTS])
 def test_recorded_real_replies(case: dict[str, Any]) -> None:
     cleaned = clean_reply(case["reply"])
-    verdict = DraftGuard(task=case["task"]).check(cleaned, None)
+    guard = DraftGuard(task=case["task"], feedback=feedback_of(case.get("attempts", [])))
+    verdict = guard.check(cleaned, None)
     if "reason" in case["expect"]:
         assert verdict is not None and verdict[0] == case["expect"]["reason"]
     else:
         assert verdict is None and cleaned == case["expect"]["draft"]
+    if "answer" in case["expect"]:
+        found = extract_answer(cleaned)
+        assert found is not None and found[0] == case["expect"]["answer"]
+
+
+@pytest.mark.parametrize(
+    "case", CRITIQUES, ids=[f"{c['model'][:20]}-critic-{n}" for n, c in enumerate(CRITIQUES)]
+)
+def test_recorded_real_critiques(case: dict[str, Any]) -> None:
+    critique, problems = read_critique(case["reply"])
+    assert critique.feedback == case["expect"]["feedback"]
+    assert problems[0] == case["expect"]["problem"]
+    if "score" in case["expect"]:
+        assert critique.score == case["expect"]["score"]
 
 
 def _run(*drafts: str, critiques: list[dict[str, Any]], **settings: Any) -> dict[str, Any]:
@@ -166,3 +187,21 @@ def test_a_done_with_a_low_score_does_not_stop_the_run() -> None:
     assert len(result["attempts"]) == 2, (
         "the contradictory done at 0.5 did not stop the first round"
     )
+
+
+def test_feedback_that_quotes_a_draft_is_not_feedback_a_reply_may_not_repeat() -> None:
+    draft = "The dog runs in the park all day long with a red frisbee."
+    attempts = [
+        {"draft": draft, "critique": {"feedback": [f"[llm] {draft}", "[concepts] Use catch."]}}
+    ]
+    assert feedback_of(attempts, ["Mention the word catch somewhere in the sentence."]) == [
+        "Mention the word catch somewhere in the sentence.",
+        "[concepts] Use catch.",
+    ]
+
+
+def test_a_tagged_feedback_item_is_an_echo_without_its_tag_too() -> None:
+    item = "[llm] Mention the river somewhere in the text, please."
+    guard = DraftGuard(task=TASK, feedback=[item])
+    verdict = guard.check("The dog. Mention the river somewhere in the text, please.", None)
+    assert verdict is not None and verdict[0] == "echo"
