@@ -49,7 +49,7 @@ def markdown(document: dict[str, Any]) -> str:
     k = document["k"]
     head = ["set", "condition", *[f"acc@{i}" for i in range(k + 1)]]
     head += ["w->r", "r->w", "score", "tok in/item", "tok out/item", "s/item", "calls/item"]
-    head += ["replies rejected: echo/refusal/long", "parse fallbacks", "echo in answers"]
+    head += ["replies rejected: echo/refusal/long/unchanged", "parse fallbacks", "echo in answers"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, conditions in document["results"].items():
         for condition, f in conditions.items():
@@ -62,7 +62,9 @@ def markdown(document: dict[str, Any]) -> str:
             cells += [_num(f.get("output_tokens_per_item"), 0), _num(f.get("seconds_per_item"))]
             cells += [_num(f.get("calls_per_item"))]
             cells += [
-                "/".join(_pct(rejected.get(r, 0.0)) for r in ("echo", "refusal", "too_long")),
+                "/".join(
+                    _pct(rejected.get(r, 0.0)) for r in ("echo", "refusal", "too_long", "unchanged")
+                ),
                 _pct(f.get("parse_fallbacks_per_critique")),
                 _pct(f.get("echo_in_final_answers")),
             ]

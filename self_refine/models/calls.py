@@ -204,15 +204,18 @@ def _ask_again(first: DraftReply) -> bool:
 
 def _corrected(messages: list[BaseMessage], first: DraftReply) -> list[BaseMessage]:
     """The same request, with the rejected reply and what was wrong with it."""
-    detail = first.rejected[-1]["detail"]
-    return [
-        *messages,
-        AIMessage(first.rejected[-1]["reply"]),
-        HumanMessage(
-            f"That reply cannot be used: {detail}. Reply again with only the text of the "
-            "draft itself: no tags, no instructions, no feedback, no preamble."
-        ),
-    ]
+    rejected = first.rejected[-1]
+    if rejected["reason"] == "unchanged":
+        again = (
+            "That reply is the same draft as before: it fixes none of the feedback. Write a "
+            "changed draft that fixes every feedback item, and reply with that draft only."
+        )
+    else:
+        again = (
+            f"That reply cannot be used: {rejected['detail']}. Reply again with only the text "
+            "of the draft itself: no tags, no instructions, no feedback, no preamble."
+        )
+    return [*messages, AIMessage(rejected["reply"]), HumanMessage(again)]
 
 
 def _merged(role: str, first: DraftReply, second: DraftReply | None) -> DraftReply:

@@ -3,9 +3,10 @@
 Small models wrap their answer in a preamble ("Here is the revised text:"), in the
 prompt's own fence tags, in quotes; those wrappers are removed (`clean_reply`).
 A reply that still carries the prompt's scaffolding (fence tags, its instructions,
-the task text, earlier feedback), refuses, is empty, or is longer than the length
-guard is not a draft at all (`rejection`): the caller records it as rejected, asks
-once more, and otherwise keeps the previous draft.
+the task text, earlier feedback), refuses, is empty, is longer than the length
+guard, or (in a refine step with feedback) is the previous draft unchanged, is not a
+new draft (`rejection`): the caller records it as rejected, asks once more saying
+why, and otherwise keeps the previous draft.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ _INSTRUCTIONS = (
     "reply with the new draft only",
     "feedback on your draft:",
     "rewrite your draft so that it addresses every feedback item",
+    "that reply cannot be used:",
+    "that reply is the same draft as before",
     "role: generator",
     "role: refiner",
     "role: critic",
@@ -86,6 +89,9 @@ class DraftGuard:
     feedback: Sequence[str] = ()
     limit: int = 3000
     keep_code_fences: bool = False
+    previous: str | None = None
+    """The draft the reply should change (refine steps); a reply that is this draft again,
+    while there is feedback to act on, is no new draft."""
 
     def check(self, text: str, refusal: str | None) -> tuple[str, str] | None:
         """(reason, detail) when the cleaned reply is no draft; None when it is one."""
@@ -93,6 +99,8 @@ class DraftGuard:
             return "refusal", f"the model refused: {_short(refusal)!r}"
         if not text.strip():
             return "empty", "the reply was empty"
+        if self.previous is not None and self.feedback and text.split() == self.previous.split():
+            return "unchanged", "the reply is the draft it was asked to change, unchanged"
         tag = _SCAFFOLDING.search(text)
         if tag:
             return "echo", f"the reply repeats the prompt's scaffolding ({tag.group(0)!r})"

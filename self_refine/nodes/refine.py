@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -43,7 +44,8 @@ def make_refine(deps: Deps) -> NodeRunnable:
         )
         attempts = state.get("attempts") or []
         guard = deps.guard(ctx, state["task"], feedback_of(attempts, _items(state)))
-        return model, messages, config, guard
+        previous = attempts[-1]["draft"] if attempts else None
+        return model, messages, config, dataclasses.replace(guard, previous=previous)
 
     def refine(state: RefineState) -> dict[str, Any]:
         """Rewrite the latest draft so it addresses the feedback."""

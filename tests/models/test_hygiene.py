@@ -205,3 +205,44 @@ def test_a_tagged_feedback_item_is_an_echo_without_its_tag_too() -> None:
     guard = DraftGuard(task=TASK, feedback=[item])
     verdict = guard.check("The dog. Mention the river somewhere in the text, please.", None)
     assert verdict is not None and verdict[0] == "echo"
+
+
+def test_a_refine_reply_that_is_the_same_draft_is_asked_again_with_why() -> None:
+    model = FakeChatModel(
+        script={
+            "generator": ["A dog in a park."],
+            "critic": [critique(["Add frisbee."], score=0.2), critique([], score=1.0, done=True)],
+            "refiner": ["A dog  in a park.", "A dog catches a frisbee in a park."],
+        }
+    )
+    graph = create_self_refine_graph(model, settings=RefineContext(max_iterations=2)).compile()
+    result = graph.invoke({"task": TASK})
+    second = result["attempts"][1]
+    assert second["draft"] == "A dog catches a frisbee in a park."
+    assert [r["reason"] for r in second["rejected"]] == ["unchanged"]
+    retry = model.requests_for("refiner")[1]
+    assert retry.messages[-2].text == "A dog  in a park."
+    assert retry.messages[-1].text.startswith("That reply is the same draft as before")
+
+
+def test_a_draft_changed_only_in_case_is_a_new_draft() -> None:
+    guard = DraftGuard(task=TASK, feedback=["Capitalise it."], previous="a dog.")
+    assert guard.check("A dog.", None) is None
+    assert guard.check(" a  dog. ", None) == (
+        "unchanged",
+        "the reply is the draft it was asked to change, unchanged",
+    )
+    assert DraftGuard(task=TASK, previous="a dog.").check("a dog.", None) is None  # no feedback
+
+
+def test_a_refiner_that_keeps_repeating_leaves_the_draft_and_the_run_stops_unchanged() -> None:
+    result = _run(
+        "A dog in a park.",
+        "A dog in a park.",
+        "A dog in a park.",
+        critiques=[critique(["Add frisbee."], score=0.2)],
+    )
+    second = result["attempts"][1]
+    assert second["draft"] == "A dog in a park."
+    assert [r["reason"] for r in second["rejected"]] == ["unchanged", "unchanged"]
+    assert result["stop_reason"] == "unchanged"
