@@ -202,20 +202,30 @@ def _ask_again(first: DraftReply) -> bool:
     return bool(first.rejected) and first.rejected[-1]["reason"] != "empty"
 
 
-def _corrected(messages: list[BaseMessage], first: DraftReply) -> list[BaseMessage]:
-    """The same request, with the rejected reply and what was wrong with it."""
+RESAMPLE_TEMPERATURE = 0.8
+"""The temperature a cold model (set below this) is asked again at when it repeated its draft."""
+
+
+def _again(
+    model: BaseChatModel, messages: list[BaseMessage], first: DraftReply
+) -> tuple[Any, list[BaseMessage]]:
+    """How to ask again after a rejected reply: the model to call and the messages.
+
+    A reply that repeated the draft unchanged is a sample too likely at a low
+    temperature: the same request is sent again, warmer when the model was set to
+    sample cold (a small model copies its own draft at 0.2). Any other rejected reply
+    is answered with what was wrong with it.
+    """
     rejected = first.rejected[-1]
     if rejected["reason"] == "unchanged":
-        again = (
-            "That reply is the same draft as before: it fixes none of the feedback. Write a "
-            "changed draft that fixes every feedback item, and reply with that draft only."
-        )
-    else:
-        again = (
-            f"That reply cannot be used: {rejected['detail']}. Reply again with only the text "
-            "of the draft itself: no tags, no instructions, no feedback, no preamble."
-        )
-    return [*messages, AIMessage(rejected["reply"]), HumanMessage(again)]
+        temperature = getattr(model, "temperature", None)
+        cold = isinstance(temperature, int | float) and temperature < RESAMPLE_TEMPERATURE
+        return (model.bind(temperature=RESAMPLE_TEMPERATURE) if cold else model), messages
+    again = (
+        f"That reply cannot be used: {rejected['detail']}. Reply again with only the text "
+        "of the draft itself: no tags, no instructions, no feedback, no preamble."
+    )
+    return model, [*messages, AIMessage(rejected["reply"]), HumanMessage(again)]
 
 
 def _merged(role: str, first: DraftReply, second: DraftReply | None) -> DraftReply:
@@ -247,7 +257,8 @@ def write_draft(
         first = _read_draft(role, replies, guard)
         if guard is None or not _ask_again(first):
             return _merged(role, first, None)
-        again = model.invoke(_corrected(messages, first), config)
+        runnable, retry = _again(model, messages, first)
+        again = runnable.invoke(retry, config)
     return _merged(role, first, _read_draft(role, [again], guard))
 
 
@@ -266,5 +277,6 @@ async def awrite_draft(
         first = _read_draft(role, replies, guard)
         if guard is None or not _ask_again(first):
             return _merged(role, first, None)
-        again = await ainvoke_in_slot(model, _corrected(messages, first), config)
+        runnable, retry = _again(model, messages, first)
+        again = await ainvoke_in_slot(runnable, retry, config)
     return _merged(role, first, _read_draft(role, [again], guard))

@@ -163,7 +163,7 @@ class LocalChatModel(BaseChatModel):
         request: dict[str, Any] = {
             "messages": [{"role": _role(m), "content": m.text} for m in messages],
             "max_tokens": int(kwargs.get("max_tokens") or self.max_tokens),
-            "temperature": self.temperature,
+            "temperature": float(kwargs.get("temperature", self.temperature)),
             "stop": stop or [],
         }
         if self.seed is not None:

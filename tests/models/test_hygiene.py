@@ -11,6 +11,7 @@ import pytest
 from self_refine import Critique, RefineContext, create_self_refine_graph
 from self_refine.critics.parse import read_critique
 from self_refine.critics.verifiers.answer import extract_answer
+from self_refine.models.calls import RESAMPLE_TEMPERATURE
 from self_refine.models.hygiene import DraftGuard, clean_reply, draft_limit, feedback_of
 from tests.fakes import FakeChatModel, critique
 
@@ -49,6 +50,7 @@ def test_code_fences_stay_for_code_profiles() -> None:
         ("Rewrite the latest draft so that it addresses every feedback item. Dog.", "echo"),
         ("Feedback on your draft:\n- [concepts] missing: catch\n\nThe dog runs.", "echo"),
         ("The dog. Rewrite your draft so that it addresses every feedback item above.", "echo"),
+        ("Jacket covers the island, scarf is a required concept.", "echo"),
         ('The dog. Mention "frisbee" (a required concept) somewhere in the text.', "echo"),
         ("", "empty"),
         ("x" * 5000, "too_long"),
@@ -207,22 +209,34 @@ def test_a_tagged_feedback_item_is_an_echo_without_its_tag_too() -> None:
     assert verdict is not None and verdict[0] == "echo"
 
 
-def test_a_refine_reply_that_is_the_same_draft_is_asked_again_with_why() -> None:
-    model = FakeChatModel(
+class _ColdModel(FakeChatModel):
+    """A scripted model set to sample coldly, noting the temperature of each call."""
+
+    temperature: float = 0.2
+    temperatures: list[float] = []
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        self.temperatures.append(kw.get("temperature", self.temperature))
+        return super()._generate(messages, stop, run_manager, **kw)
+
+
+def test_a_refine_reply_that_is_the_same_draft_is_asked_again_warmer() -> None:
+    model = _ColdModel(
         script={
             "generator": ["A dog in a park."],
             "critic": [critique(["Add frisbee."], score=0.2), critique([], score=1.0, done=True)],
             "refiner": ["A dog  in a park.", "A dog catches a frisbee in a park."],
-        }
+        },
+        temperatures=[],
     )
     graph = create_self_refine_graph(model, settings=RefineContext(max_iterations=2)).compile()
     result = graph.invoke({"task": TASK})
     second = result["attempts"][1]
     assert second["draft"] == "A dog catches a frisbee in a park."
     assert [r["reason"] for r in second["rejected"]] == ["unchanged"]
-    retry = model.requests_for("refiner")[1]
-    assert retry.messages[-2].text == "A dog  in a park."
-    assert retry.messages[-1].text.startswith("That reply is the same draft as before")
+    first_ask, again = model.requests_for("refiner")
+    assert again.messages == first_ask.messages, "the same request, sampled again"
+    assert model.temperatures == [0.2, 0.2, 0.2, RESAMPLE_TEMPERATURE, 0.2]
 
 
 def test_a_draft_changed_only_in_case_is_a_new_draft() -> None:
