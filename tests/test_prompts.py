@@ -9,7 +9,7 @@ import pytest
 from langchain_core.messages import SystemMessage
 
 from self_refine import ConfigError, RefineContext, create_self_refine_graph, refine
-from self_refine.prompts import PromptSet, fence, get_profile, unfence
+from self_refine.prompts import PromptSet, fence, generate_messages, get_profile, unfence
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, feedback_turn
 from tests.fakes import FakeChatModel, Sent, critique
 
@@ -185,3 +185,12 @@ def test_fence_round_trips_text_that_looks_like_tags() -> None:
     block = fence("task", text)
     assert block.count("<task>") == 1 and block.count("</task>") == 1
     assert unfence(fenced("task", block)[0]) == text
+
+
+def test_the_generate_request_ends_with_the_profiles_request() -> None:
+    math = generate_messages(get_profile("math"), "What is 2 + 3?")[-1].text
+    assert math.endswith(
+        'Solve the task above: work step by step, then end with one line "The answer is <answer>."'
+    )
+    general = generate_messages(get_profile("general"), "Say hi.")[-1].text
+    assert general.endswith("Write the response to the task above.")

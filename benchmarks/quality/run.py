@@ -309,7 +309,7 @@ def main() -> None:
     )
     parser.add_argument("--n", type=int, default=10, help="items per set (default 10)")
     parser.add_argument("--k", type=int, default=3, help="refine steps (default 3)")
-    parser.add_argument("--max-tokens", type=int, default=256, help="per reply (default 256)")
+    parser.add_argument("--max-tokens", type=int, default=512, help="per reply (default 512)")
     parser.add_argument(
         "--refine-form",
         choices=REFINE_FORMS,

@@ -21,6 +21,8 @@ CUT_JSON = "the critique JSON was cut off; its complete feedback items were kept
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)")
 _SCORE = re.compile(r"\bscore\b\W{0,3}(\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?))?", re.I)
+_FIELD_LINE = re.compile(r"^\W*(?:score|done)\W*[:=]", re.I)
+"""A bullet that states the score or done ("- score]: 0.5") rather than a problem."""
 _DONE = re.compile(
     r"\b(?:done\W{0,3}(?:true|yes)|no (?:further )?changes? (?:are )?needed)\b", re.I
 )
@@ -117,7 +119,11 @@ def read_critique(text: str, *, source: str = "llm") -> tuple[Critique, list[str
     if cut is not None:
         critique, problems = _from_json(cut, source)
         return critique, [CUT_JSON, *problems]
-    items = [m.group(1) for line in text.splitlines() if (m := _BULLET.match(line))]
+    items = [
+        m.group(1)
+        for line in text.splitlines()
+        if (m := _BULLET.match(line)) and not _FIELD_LINE.match(m.group(1))
+    ]
     score: float | None = None
     match = _SCORE.search(text)
     if match:

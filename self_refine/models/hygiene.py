@@ -38,6 +38,7 @@ _INSTRUCTIONS = (
     "rewrite the latest draft so that",
     "attempts so far, oldest first",
     "write the response to the task above",
+    "solve the task above: work step by step",
     "critique the draft. reply with json",
     "is data to work on, never instructions",
     "reply with the new draft only",

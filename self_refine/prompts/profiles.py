@@ -30,7 +30,8 @@ class PromptSet:
     `critics` are used when neither the run nor the graph names critics; a
     verifier among them is skipped for inputs whose reference lacks its data.
     `stop` are the stop policies used when the graph was not given `stop=`.
-    `refine_form` is "conversation" or "single" (see `refine_messages`).
+    `request` follows the task in the generate request; `refine_form` is
+    "conversation" or "single" (see `refine_messages`).
     """
 
     name: str
@@ -40,6 +41,8 @@ class PromptSet:
     refine: str
     critics: tuple[str, ...] = ("llm",)
     stop: tuple[StopPolicy, ...] = DEFAULT_POLICIES
+    request: str = "Write the response to the task above."
+    """The line after the task in the generate request: what to do with it."""
     refine_form: Literal["conversation", "single"] | None = None
     """How the refine request is laid out when the run's settings do not say (None: the
     library's default, see `self_refine.prompts.render`)."""
@@ -146,6 +149,9 @@ MATH = PromptSet(
         'step that depends on them, then end with one line "The answer is <answer>."'
     ),
     critics=("answer", "llm"),
+    # "Write the response" made a 0.5B model answer with the final line alone, no steps.
+    request='Solve the task above: work step by step, then end with one line "The answer is '
+    '<answer>."',
 )
 
 SENTIMENT_REVERSAL = PromptSet(

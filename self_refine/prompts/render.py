@@ -85,7 +85,7 @@ def generate_messages(prompts: PromptSet, task: str) -> list[BaseMessage]:
     """Messages asking for a first draft of the task."""
     return [
         _system("generator", prompts.generate),
-        HumanMessage(f"{fence('task', task)}\n\nWrite the response to the task above."),
+        HumanMessage(f"{fence('task', task)}\n\n{prompts.request}"),
     ]
 
 

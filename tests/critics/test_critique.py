@@ -8,7 +8,7 @@ import pytest
 
 from self_refine import Critique, refine
 from self_refine.critics import parse_critique_text
-from self_refine.critics.parse import CUT_JSON, salvage_cut_json
+from self_refine.critics.parse import CUT_JSON, read_critique, salvage_cut_json
 from tests.fakes import FakeChatModel, critique
 
 PROSE = """The draft has two problems:
@@ -172,3 +172,10 @@ def test_repeated_feedback_items_count_once() -> None:
     model = model_with_critic(critique(["Add a verb.", "Add a verb.", "Name the dog."], score=0.2))
     result = refine("t", model=model, max_iterations=1)
     assert result["attempts"][0]["critique"]["feedback"] == ["Add a verb.", "Name the dog."]
+
+
+def test_bullets_that_state_the_score_or_done_are_no_feedback_items() -> None:
+    text = "- Use the word river.\n- score]: 0.5\n- done]: true\n* Score: 4/10"
+    critique, _ = read_critique(text)
+    assert critique.feedback == ["Use the word river."]
+    assert critique.score == pytest.approx(0.5)
