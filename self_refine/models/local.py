@@ -166,8 +166,9 @@ class LocalChatModel(BaseChatModel):
             "temperature": float(kwargs.get("temperature", self.temperature)),
             "stop": stop or [],
         }
-        if self.seed is not None:
-            request["seed"] = self.seed
+        seed = kwargs.get("seed", self.seed)
+        if seed is not None:
+            request["seed"] = int(seed)
         if kwargs.get("response_format"):
             request["response_format"] = kwargs["response_format"]
         return request

@@ -213,10 +213,13 @@ class _ColdModel(FakeChatModel):
     """A scripted model set to sample coldly, noting the temperature of each call."""
 
     temperature: float = 0.2
+    seed: int = 7
     temperatures: list[float] = []
+    seeds: list[int] = []
 
     def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
         self.temperatures.append(kw.get("temperature", self.temperature))
+        self.seeds.append(kw.get("seed", self.seed))
         return super()._generate(messages, stop, run_manager, **kw)
 
 
@@ -228,6 +231,7 @@ def test_a_refine_reply_that_is_the_same_draft_is_asked_again_warmer() -> None:
             "refiner": ["A dog  in a park.", "A dog catches a frisbee in a park."],
         },
         temperatures=[],
+        seeds=[],
     )
     graph = create_self_refine_graph(model, settings=RefineContext(max_iterations=2)).compile()
     result = graph.invoke({"task": TASK})
@@ -237,6 +241,7 @@ def test_a_refine_reply_that_is_the_same_draft_is_asked_again_warmer() -> None:
     first_ask, again = model.requests_for("refiner")
     assert again.messages == first_ask.messages, "the same request, sampled again"
     assert model.temperatures == [0.2, 0.2, 0.2, RESAMPLE_TEMPERATURE, 0.2]
+    assert model.seeds == [7, 7, 7, 7 + 1 + 1, 7], "a draw of its own: seed + 1 + iteration"
 
 
 def test_a_draft_changed_only_in_case_is_a_new_draft() -> None:
