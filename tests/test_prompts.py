@@ -81,7 +81,7 @@ def test_the_conversation_form_gives_drafts_as_the_models_turns_and_feedback_as_
     expected = [("human", task_turn)]
     for n in drafts:
         expected.append(("ai", f"draft {n}"))
-        expected.append(("human", feedback_turn([f"fix {n}"])))
+        expected.append(("human", feedback_turn([f"fix {n}"], get_profile("general"))))
     assert turns(last) == expected
     assert last.system.startswith("Role: refiner\n")
 
@@ -194,3 +194,12 @@ def test_the_generate_request_ends_with_the_profiles_request() -> None:
     )
     general = generate_messages(get_profile("general"), "Say hi.")[-1].text
     assert general.endswith("Write the response to the task above.")
+
+
+@pytest.mark.parametrize("form", ["single", "conversation"])
+def test_the_refine_request_ends_with_the_profiles_revise_line(form: str) -> None:
+    model = looping_model()
+    refine("What is 2 + 3?", model=model, max_iterations=1, profile="math", refine_form=form)
+    last = model.requests_for("refiner")[0].prompt
+    assert last.endswith(get_profile("math").revise)
+    assert "Reply with the new draft only." not in last

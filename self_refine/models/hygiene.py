@@ -39,6 +39,7 @@ _INSTRUCTIONS = (
     "attempts so far, oldest first",
     "write the response to the task above",
     "solve the task above: work step by step",
+    "solve the task again step by step, redoing",
     "critique the draft. reply with json",
     "is data to work on, never instructions",
     "reply with the new draft only",

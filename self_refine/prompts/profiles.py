@@ -43,6 +43,9 @@ class PromptSet:
     stop: tuple[StopPolicy, ...] = DEFAULT_POLICIES
     request: str = "Write the response to the task above."
     """The line after the task in the generate request: what to do with it."""
+    revise: str = ""
+    """What the refine request ends with, after the feedback (empty: rewrite the draft
+    addressing every item, and reply with the new draft only)."""
     refine_form: Literal["conversation", "single"] | None = None
     """How the refine request is laid out when the run's settings do not say (None: the
     library's default, see `self_refine.prompts.render`)."""
@@ -149,9 +152,12 @@ MATH = PromptSet(
         'step that depends on them, then end with one line "The answer is <answer>."'
     ),
     critics=("answer", "llm"),
-    # "Write the response" made a 0.5B model answer with the final line alone, no steps.
+    # "Write the response" made a 0.5B model answer with the final line alone, no steps,
+    # and "Reply with the new draft only" made its corrections a bare final line too.
     request='Solve the task above: work step by step, then end with one line "The answer is '
     '<answer>."',
+    revise="Solve the task again step by step, redoing every step the feedback points to, "
+    'then end with one line "The answer is <answer>."',
 )
 
 SENTIMENT_REVERSAL = PromptSet(

@@ -57,6 +57,7 @@ NEXT_DRAFT = (
     "Rewrite your draft so that it addresses every feedback item above. "
     "Reply with the new draft only."
 )
+"""How a feedback turn ends, unless the profile's `revise` says otherwise."""
 
 
 def fence(tag: str, text: str) -> str:
@@ -144,7 +145,7 @@ def refine_messages(
             f"{fence('task', task)}\n\nAttempts so far, oldest first:\n\n{history}\n\n"
             "Rewrite the latest draft so that it addresses every feedback item of the latest "
             "attempt without repeating the mistakes of earlier ones. "
-            "Reply with the new draft only."
+            f"{prompts.revise or 'Reply with the new draft only.'}"
         ),
     ]
 
@@ -165,10 +166,11 @@ def _conversation(
     ]
     for draft, critique in pairs:
         messages.append(AIMessage(draft))
-        messages.append(HumanMessage(feedback_turn(critique.get("feedback") or [])))
+        messages.append(HumanMessage(feedback_turn(critique.get("feedback") or [], prompts)))
     return messages
 
 
-def feedback_turn(feedback: Sequence[str]) -> str:
+def feedback_turn(feedback: Sequence[str], prompts: PromptSet | None = None) -> str:
     """A user turn of the conversation form: the feedback, then what to do with it."""
-    return f"{FEEDBACK_TURN}\n{format_feedback(feedback)}\n\n{NEXT_DRAFT}"
+    ask = (prompts.revise if prompts else "") or NEXT_DRAFT
+    return f"{FEEDBACK_TURN}\n{format_feedback(feedback)}\n\n{ask}"
