@@ -32,6 +32,10 @@ _PREAMBLE = re.compile(
     r"|(?:draft|answer|response)\s*\d*\s*[:\-])\s*",
     re.I,
 )
+_LEAD_IN = re.compile(
+    r"^\s*(?:sure|certainly|okay|ok)?[,!.]?\s*here(?:'s| is| are)\b[^\n]{0,120}:[ \t]*\n", re.I
+)
+"""A whole first line that only announces what follows ("Here are three sentences ...:")."""
 _QUOTES = {'"': '"', "\u201c": "\u201d", "'": "'"}
 _PROSE_FENCE = re.compile(r"^\s*```(?:text|markdown|md)?\s*\n(?P<body>.*?)\n```\s*$", re.S | re.I)
 _INSTRUCTIONS = (
@@ -70,6 +74,7 @@ def clean_reply(text: str, *, keep_code_fences: bool = False) -> str:
         if wrapped:
             text = wrapped.group("body")
         text = _PREAMBLE.sub("", text, count=1) if _PREAMBLE.match(text) else text
+        text = _LEAD_IN.sub("", text, count=1)
         fenced = None if keep_code_fences else _PROSE_FENCE.match(text)
         if fenced:
             text = fenced.group("body")

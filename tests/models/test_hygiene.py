@@ -30,6 +30,8 @@ REAL = json.loads((Path(__file__).parents[1] / "fixtures" / "real_replies.json")
         ("```text\nThe dog runs.\n```", "The dog runs."),
         ('He said "run" to the dog.', 'He said "run" to the dog.'),
         ("Answer: 42", "42"),
+        ("Here are two sentences using the words:\nThe dog runs.", "The dog runs."),
+        ("Here is how: the dog runs.", "Here is how: the dog runs."),
     ],
 )
 def test_wrappers_that_are_not_the_answer_are_removed(reply: str, draft: str) -> None:
