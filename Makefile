@@ -71,8 +71,8 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
 
 # Does refinement help? Four conditions over the bundled task sets, judged by exact checkers;
-# writes benchmarks/results/quality-*.{json,md,png}. QUALITY_OPTIONS="--model NAME --base-url URL"
-# measures another model (about 30-40 minutes with the local model on 2 cores).
+# writes benchmarks/results/quality-*.{json,md,png,records.jsonl}. QUALITY_OPTIONS="--model NAME
+# --base-url URL" measures another model (about 40-60 minutes with the local model on 2 cores).
 QUALITY_OPTIONS ?= --model local
 bench-quality: $(STAMP)
 	$(BIN)/python -m benchmarks.quality.run $(QUALITY_OPTIONS)

@@ -107,7 +107,7 @@ class RefineContext:
             "continued as a chat: each earlier draft a reply of the model, each critique a "
             'message asking for the next draft) or "single" (one message with the task and '
             "every earlier draft and its feedback, fenced in tags). Empty: the profile's "
-            'form, else "single".'
+            'form, else "conversation".'
         ),
     )
     select: Literal["best", "last"] | None = field(

@@ -49,7 +49,7 @@ _DATA_NOTE = (
 
 RefineForm = Literal["conversation", "single"]
 REFINE_FORMS: tuple[RefineForm, ...] = ("conversation", "single")
-DEFAULT_REFINE_FORM: RefineForm = "single"
+DEFAULT_REFINE_FORM: RefineForm = "conversation"
 """The form used unless a profile or the run's settings choose another (see DESIGN.md)."""
 FEEDBACK_TURN = "Feedback on your draft:"
 """How a feedback turn of the conversation form begins."""
