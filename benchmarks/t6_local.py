@@ -193,6 +193,7 @@ def run(quick: bool) -> list[Row]:
 def _write(rows: list[Row], seconds: float, quick: bool) -> Path:
     """benchmarks/results/t6-local.md: the table with its date, model, command and machine."""
     from benchmarks.report import machine, markdown_table
+    from benchmarks.run import _git_commit
     from self_refine.models.fetch import DEFAULT_LOCAL, KNOWN_MODELS
 
     known = KNOWN_MODELS["smollm2" if quick else DEFAULT_LOCAL]
@@ -202,7 +203,7 @@ def _write(rows: list[Row], seconds: float, quick: bool) -> Path:
         "# Target 6: the local model re-reads little of what it has already read\n\n"
         f"{markdown_table(rows)}\n\n"
         f"Command: `{command}` ({seconds:.0f} s), "
-        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.\n\n"
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, commit {_git_commit()}.\n\n"
         f"Model: {known.description}, file `{known.filename}`, sha256 `{known.sha256}`.\n\n"
         f"Machine: {info['cpu']}, {info['cores']} cores, {info['system']}, "
         f"Python {info['python']}.\n\n"

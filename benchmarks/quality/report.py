@@ -31,7 +31,8 @@ def markdown(document: dict[str, Any]) -> str:
     lines = [
         f"# Refinement quality: {model.get('name')} ({document['date']})",
         "",
-        f"- command: `{document['command']}`",
+        f"- command: `{document['command']}`"
+        + (f" at commit {document['commit']}" if document.get("commit") else ""),
         f"- model: `{model.get('model')}`"
         + (f", file `{model['file']}`, sha256 `{model['sha256']}`" if model.get("file") else ""),
         f"- machine: {document['machine']['cores']} cores, Python {document['machine']['python']}",

@@ -35,6 +35,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from benchmarks.quality.figures import condition_figures
 from benchmarks.quality.sets import PROFILE, SETS_DIR, VERIFIER
+from benchmarks.run import _git_commit
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, REFINE_FORMS
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -234,6 +235,7 @@ def _document(
     return {
         "date": datetime.date.today().isoformat(),
         "command": " ".join(["python -m benchmarks.quality.run", *_shown_arguments(sys.argv[1:])]),
+        "commit": _git_commit(),
         "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0]},
         "model": _model_meta(model, args.model),
         "items_per_set": args.n,
