@@ -47,7 +47,14 @@ run: $(RUN_NEEDS)
 	$(BIN)/self-refine run "$(TASK)" --model $(MODEL) $(RUN_OPTIONS)
 
 # LangGraph Studio on a free port of 127.0.0.1, offline model unless SELF_REFINE_MODEL says otherwise.
-studio: $(VENV)/.installed-studio
+# SELF_REFINE_MODEL=local (or local:NAME, local:PATH.gguf) also installs the local extra and
+# fetches the model first, with progress, so that no Studio run waits on a silent download.
+STUDIO_LOCAL := $(filter local local:%,$(SELF_REFINE_MODEL))
+studio: $(VENV)/.installed-studio $(if $(STUDIO_LOCAL),$(VENV)/.installed-local)
+ifneq ($(STUDIO_LOCAL),)
+	@$(BIN)/python -c "import sys; from self_refine.models.fetch import local_model_path; \
+	print('local model:', local_model_path(sys.argv[1]))" '$(STUDIO_LOCAL)'
+endif
 	$(BIN)/self-refine studio
 
 lint: $(STAMP)
@@ -64,8 +71,8 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
 
 # Does refinement help? Four conditions over the bundled task sets, judged by exact checkers;
-# writes benchmarks/results/quality-*.{json,md,png}. QUALITY_OPTIONS="--model NAME --base-url URL"
-# measures another model (about 30-40 minutes with the local model on 2 cores).
+# writes benchmarks/results/quality-*.{json,md,png,records.jsonl}. QUALITY_OPTIONS="--model NAME
+# --base-url URL" measures another model (about 40-60 minutes with the local model on 2 cores).
 QUALITY_OPTIONS ?= --model local
 bench-quality: $(STAMP)
 	$(BIN)/python -m benchmarks.quality.run $(QUALITY_OPTIONS)

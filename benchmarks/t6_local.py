@@ -2,22 +2,32 @@
 
 One constrained-generation item, three refine steps (critic: the model itself, no
 early stop), run by the embedded default model (`local`) after one earlier item of
-another task (as in a batch); then the same prompts replayed from a cold cache with
-prefix reuse (the KV cache kept between calls, saved states per prompt) and without
-(every prompt read from the start). Measured: prompt tokens sent, prompt tokens the model actually
-evaluated (llama.cpp's counter), wall time per item, and the model's raw rates
-(prompt tokens read and tokens written per second) in the same run, so the time per
-item can be set beside what the hardware does.
+another task (warm, as in a batch); then the same prompts replayed from a cold cache
+(nothing read before: a first item) with prefix reuse (the KV cache kept between
+calls, saved states per prompt) and without (every prompt read from the start). Both
+layouts of the refine request are measured ("conversation" and "single"). Measured:
+prompt tokens sent, prompt tokens the model actually evaluated (llama.cpp's counter),
+wall time per item, and the model's raw rates (prompt tokens read and tokens written
+per second) in the same run, so the time per item can be set beside what the
+hardware does. `--write` records the table with its date, model hash and command in
+`benchmarks/results/t6-local.md`.
 """
 
 from __future__ import annotations
 
+import argparse
+import datetime
+import json
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from benchmarks.report import Row, suite_main
+from benchmarks.report import Row, markdown_table
+
+RESULTS = Path(__file__).resolve().parent / "results"
 
 TARGET = 6
 TASK = (
@@ -52,7 +62,7 @@ class _Evaluated(BaseCallbackHandler):
                 self.sent += int(usage.get("input_tokens", 0))
 
 
-def _item(model: Any, task: str = TASK) -> tuple[float, _Evaluated]:
+def _item(model: Any, form: Any, task: str = TASK) -> tuple[float, _Evaluated]:
     from self_refine import RefineContext, create_self_refine_graph
 
     counter = _Evaluated()
@@ -60,7 +70,9 @@ def _item(model: Any, task: str = TASK) -> tuple[float, _Evaluated]:
         model,
         critics=["llm"],
         stop=[],
-        settings=RefineContext(max_iterations=ITERATIONS, profile="constrained_generation"),
+        settings=RefineContext(
+            max_iterations=ITERATIONS, profile="constrained_generation", refine_form=form
+        ),
     ).compile()
     start = time.perf_counter()
     graph.invoke({"task": task}, {"callbacks": [counter]})
@@ -76,6 +88,15 @@ def _replay(model: Any, prompts: list[list[Any]]) -> tuple[float, _Evaluated]:
     return time.perf_counter() - start, counter
 
 
+def _cold(model: Any) -> None:
+    """Forget everything the model has read: an empty context and no saved states."""
+    from self_refine.models.local import _state_cache, shared_llama
+
+    llama = shared_llama(model.model_path, model.n_ctx)[0]
+    llama.set_cache(_state_cache())
+    llama.reset()
+
+
 def _raw_rates(model: Any) -> tuple[float, float]:
     """Prompt tokens read and tokens written per second, from llama.cpp's own timers."""
     import llama_cpp
@@ -89,35 +110,21 @@ def _raw_rates(model: Any) -> tuple[float, float]:
     return read, written
 
 
-def run(quick: bool) -> list[Row]:
-    """Measure one item with and without prefix reuse."""
-    from self_refine.models.local import LocalChatModel
-    from self_refine.models.resolve import resolve_model
-
-    spec = "local:smollm2" if quick else "local"
-    default = resolve_model(spec)
-    assert isinstance(default, LocalChatModel)
-    with_reuse = LocalChatModel(model_path=default.model_path, max_tokens=160)
-    without = LocalChatModel(model_path=default.model_path, max_tokens=160, reuse_prefix=False)
+def _form_rows(form: str, with_reuse: Any, without: Any) -> list[Row]:
+    """One item in this refine form: warm, then its prompts from a cold cache, with and without."""
+    _cold(with_reuse)
     # As in a batch: an earlier item of the same profile ran before (another task), so
     # the model is loaded and the profile's system prompts have been read once.
-    _item(with_reuse, EARLIER)
-    seconds_item, item = _item(with_reuse)
-    from llama_cpp import LlamaRAMCache
-
-    from self_refine.models.local import shared_llama
-
-    llama = shared_llama(default.model_path, default.n_ctx)[0]
-    llama.set_cache(LlamaRAMCache(capacity_bytes=1 << 30))  # the replay starts cold
-    llama.reset()
+    _item(with_reuse, form, EARLIER)
+    seconds_item, item = _item(with_reuse, form)
+    _cold(with_reuse)  # the replay starts cold: what a first item costs
     seconds_on, on = _replay(with_reuse, item.prompts)
     seconds_off, off = _replay(without, item.prompts)
-    read, written = _raw_rates(default)
-    label = f"{default.model_name}, {ITERATIONS} refine steps, {item.calls} calls"
+    label = f"{form} form, {ITERATIONS} refine steps, {item.calls} calls"
     return [
         Row(
             TARGET,
-            f"prompt tokens evaluated / sent, with prefix reuse ({label})",
+            f"prompt tokens evaluated / sent, warm: after one earlier item ({label})",
             "tokens",
             value=item.evaluated,
             baseline=item.sent,
@@ -127,17 +134,25 @@ def run(quick: bool) -> list[Row]:
         ),
         Row(
             TARGET,
-            "wall time of that item (the graph, 3 refine steps)",
+            f"prompt tokens evaluated / sent, cold: the same prompts, nothing read before ({form})",
+            "tokens",
+            value=on.evaluated,
+            baseline=on.sent,
+            baseline_label="tokens sent",
+            goal="<= 1/3 of the tokens sent",
+            met=on.evaluated <= on.sent / 3,
+        ),
+        Row(
+            TARGET,
+            f"wall time of the warm item (the graph, {ITERATIONS} refine steps; {form})",
             "s",
             value=seconds_item,
             goal="well under a minute",
             met=seconds_item < 60,
-            note=f"the model reads {read:.0f} prompt tokens/s and writes {written:.1f} tokens/s "
-            "here (llama.cpp's timers, same run)",
         ),
         Row(
             TARGET,
-            "the same prompts replayed: tokens evaluated without reuse / with",
+            f"cold replay: tokens evaluated without reuse / with ({form})",
             "tokens",
             value=off.evaluated,
             baseline=on.evaluated,
@@ -145,7 +160,7 @@ def run(quick: bool) -> list[Row]:
         ),
         Row(
             TARGET,
-            "the same prompts replayed: wall time without reuse / with",
+            f"cold replay: wall time without reuse / with ({form})",
             "s",
             value=seconds_off,
             baseline=seconds_on,
@@ -154,5 +169,68 @@ def run(quick: bool) -> list[Row]:
     ]
 
 
+def run(quick: bool) -> list[Row]:
+    """Measure one item per refine form, warm and cold, with and without prefix reuse."""
+    from self_refine.models.local import LocalChatModel
+    from self_refine.models.resolve import resolve_model
+    from self_refine.prompts.render import DEFAULT_REFINE_FORM, REFINE_FORMS
+
+    spec = "local:smollm2" if quick else "local"
+    default = resolve_model(spec)
+    assert isinstance(default, LocalChatModel)
+    with_reuse = LocalChatModel(model_path=default.model_path, max_tokens=160)
+    without = LocalChatModel(model_path=default.model_path, max_tokens=160, reuse_prefix=False)
+    forms = [DEFAULT_REFINE_FORM, *[f for f in REFINE_FORMS if f != DEFAULT_REFINE_FORM]]
+    rows = [row for form in forms for row in _form_rows(form, with_reuse, without)]
+    read, written = _raw_rates(default)
+    rows[2].note = (
+        f"the model reads {read:.0f} prompt tokens/s and writes {written:.1f} tokens/s "
+        "here (llama.cpp's timers, same run)"
+    )
+    return rows
+
+
+def _write(rows: list[Row], seconds: float, quick: bool) -> Path:
+    """benchmarks/results/t6-local.md: the table with its date, model, command and machine."""
+    from benchmarks.report import machine, markdown_table
+    from benchmarks.run import _git_commit
+    from self_refine.models.fetch import DEFAULT_LOCAL, KNOWN_MODELS
+
+    known = KNOWN_MODELS["smollm2" if quick else DEFAULT_LOCAL]
+    info = machine()
+    command = "python -m benchmarks.t6_local --write" + (" --quick" if quick else "")
+    text = (
+        "# Target 6: the local model re-reads little of what it has already read\n\n"
+        f"{markdown_table(rows)}\n\n"
+        f"Command: `{command}` ({seconds:.0f} s), "
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, commit {_git_commit()}.\n\n"
+        f"Model: {known.description}, file `{known.filename}`, sha256 `{known.sha256}`.\n\n"
+        f"Machine: {info['cpu']}, {info['cores']} cores, {info['system']}, "
+        f"Python {info['python']}.\n\n"
+        "Warm: the item runs after one earlier item of the same profile, as in a batch. "
+        "Cold: the same prompts with nothing read before (a first item, a new process).\n"
+    )
+    path = RESULTS / "t6-local.md"
+    path.write_text(text)
+    return path
+
+
+def main() -> int:
+    """Run the suite; `--write` also writes benchmarks/results/t6-local.md."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="the small SmolLM2 model")
+    parser.add_argument("--json", type=Path, help="write the rows to this file")
+    parser.add_argument("--write", action="store_true", help="write results/t6-local.md")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    rows = run(args.quick)
+    print(markdown_table(rows))
+    if args.json:
+        args.json.write_text(json.dumps([row.to_json() for row in rows], indent=2))
+    if args.write:
+        print(_write(rows, time.perf_counter() - start, args.quick))
+    return 0
+
+
 if __name__ == "__main__":
-    suite_main(run)
+    sys.exit(main())

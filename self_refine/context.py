@@ -100,6 +100,16 @@ class RefineContext:
             "the current one. Empty: all of them."
         ),
     )
+    refine_form: Literal["conversation", "single"] | None = field(
+        default=None,
+        metadata=_describe(
+            'How the refine request is laid out: "conversation" (the first request '
+            "continued as a chat: each earlier draft a reply of the model, each critique a "
+            'message asking for the next draft) or "single" (one message with the task and '
+            "every earlier draft and its feedback, fenced in tags). Empty: the profile's "
+            'form, else "conversation".'
+        ),
+    )
     select: Literal["best", "last"] | None = field(
         default=None,
         metadata=_describe(
@@ -179,6 +189,10 @@ class RefineContext:
         _check_number("max_tokens_total", self.max_tokens_total, 1, None, integer=True)
         _check_number("max_tokens", self.max_tokens, 1, 131072, integer=True)
         _check_number("max_draft_chars", self.max_draft_chars, 1, None, integer=True)
+        if self.refine_form is not None and self.refine_form not in ("conversation", "single"):
+            raise ConfigError(
+                f'refine_form must be "conversation" or "single", got {self.refine_form!r}'
+            )
         if self.select is not None and self.select not in ("best", "last"):
             raise ConfigError(f'select must be "best" or "last", got {self.select!r}')
         for name in ("model", "generator_model", "critic_model", "refiner_model", "profile"):

@@ -108,7 +108,8 @@ class RejectedReply(TypedDict):
     """A model reply that was not taken as a draft, and why.
 
     `reason` is one of "echo" (it repeats the prompt's tags, instructions, the
-    task or earlier feedback), "refusal", "too_long" or "empty"; `reply` is the
+    task or earlier feedback), "refusal", "too_long", "empty" or "unchanged" (a
+    refine reply that is the draft it had feedback on, as it was); `reply` is the
     reply, cut to 2,000 characters; `detail` says what was found. A rejected
     reply is never a draft: verifiers never see it and it is never the answer.
     """

@@ -83,15 +83,17 @@ class MathResponder:
     def __call__(self, messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
         system = str(messages[0].get("content", ""))
         prompt = str(messages[-1].get("content", ""))
+        everything = "\n".join(str(m.get("content", "")) for m in messages[1:])
         role = system.split("\n", 1)[0].removeprefix("Role: ").strip()
-        script = self.scripts[_section(prompt, "task") or ""]
+        script = self.scripts[_section(everything, "task") or ""]
         if role == "critic":
             numbers = re.findall(r"-?\d+", _section(prompt, "draft") or "")
             done = bool(numbers) and int(numbers[-1]) == script.belief
             feedback = [] if done else ["Recheck the sum: the total looks wrong."]
             return json.dumps({"feedback": feedback, "score": 0.9 if done else 0.3, "done": done})
-        if role == "refiner":
-            step = prompt.count("<attempt n=")
+        if role == "refiner":  # one earlier draft per attempt, in either layout
+            drafts = sum(m.get("role") == "assistant" for m in messages)
+            step = drafts or prompt.count("<attempt n=")
             return f"The answer is {script.refines[step - 1]}."
         return f"The answer is {script.first}."
 

@@ -23,10 +23,20 @@ def correct_at(record: dict[str, Any], k: int) -> list[bool]:
     return [bool(step) for step in steps]
 
 
+def _draft_replies(attempt: dict[str, Any]) -> int:
+    """Replies the model gave for one draft: one, or two when the first was rejected
+    (a rejected reply is asked again once)."""
+    return min(len(attempt.get("rejected") or []) + 1, 2)
+
+
 def condition_figures(
-    records: Sequence[dict[str, Any]], k: int, seconds: float, calls: int
+    records: Sequence[dict[str, Any]], k: int, seconds: float, calls: int, *, written_from: int = 0
 ) -> dict[str, Any]:
-    """Accuracy@0..k, transitions, score, cost and hygiene rates of one condition's records."""
+    """Accuracy@0..k, transitions, score, cost and hygiene rates of one condition's records.
+
+    Rejection rates are shares of the draft replies the model wrote: those of attempts
+    from iteration `written_from` on (1 for a condition given its first drafts).
+    """
     n = len(records)
     if n == 0:
         return {"items": 0}
@@ -35,8 +45,10 @@ def condition_figures(
     first = [row[0] for row in table]
     final = [row[-1] for row in table]
     attempts = [a for record in records for a in record.get("attempts") or []]
-    rejected = Counter(r["reason"] for a in attempts for r in a.get("rejected") or [])
-    drafts_asked = max(len(attempts), 1)
+    written = [a for a in attempts if int(a.get("iteration", 0)) >= written_from]
+    rejected = Counter(r["reason"] for a in written for r in a.get("rejected") or [])
+    replies = max(sum(_draft_replies(a) for a in written), 1)
+    critiques = max(len(attempts), 1)
     fallbacks = sum(PLAIN_TEXT_FALLBACK in (a.get("problems") or []) for a in attempts)
     scores = [r["score"] for r in records if r.get("score") is not None]
     usage = [r.get("usage") or {} for r in records]
@@ -50,8 +62,11 @@ def condition_figures(
         "output_tokens_per_item": sum(int(u.get("output_tokens", 0)) for u in usage) / n,
         "seconds_per_item": seconds / n,
         "calls_per_item": calls / n,
-        "rejected_per_draft": {reason: count / drafts_asked for reason, count in rejected.items()},
-        "parse_fallbacks_per_critique": fallbacks / drafts_asked,
+        "draft_replies_per_item": replies / n,
+        "rejected_share_of_replies": {
+            reason: count / replies for reason, count in rejected.items()
+        },
+        "parse_fallbacks_per_critique": fallbacks / critiques,
         "echo_in_final_answers": sum(bool(r.get("echo_final")) for r in records) / n,
         "stop_reasons": dict(Counter(str(r.get("stop_reason")) for r in records)),
     }

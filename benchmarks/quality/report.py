@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["markdown", "write_results"]
+__all__ = ["markdown", "readings", "write_results"]
 
 _LABELS = {
     "first": "first draft only",
@@ -31,14 +31,18 @@ def markdown(document: dict[str, Any]) -> str:
     lines = [
         f"# Refinement quality: {model.get('name')} ({document['date']})",
         "",
-        f"- command: `{document['command']}`",
+        f"- command: `{document['command']}`"
+        + (f" at commit {document['commit']}" if document.get("commit") else ""),
         f"- model: `{model.get('model')}`"
         + (f", file `{model['file']}`, sha256 `{model['sha256']}`" if model.get("file") else ""),
         f"- machine: {document['machine']['cores']} cores, Python {document['machine']['python']}",
-        f"- {document['items_per_set']} items per set, up to {document['k']} refine steps, "
-        f"at most {document['max_tokens']} tokens per reply",
+        f"- {_items_line(document)}, up to {document['k']} refine steps, "
+        f"at most {document['max_tokens']} tokens per reply, refine requests in the "
+        f"{document.get('refine_form', 'single')} form",
         "- judged by each set's exact checker on the final answer; an answer that echoes the "
         "task or the prompt's scaffolding counts as wrong",
+        "- every condition starts from the same first drafts; its cost columns (tokens, "
+        "seconds and calls per item) are totals that include writing that first draft",
         "",
     ]
     if document.get("unfinished_sets"):
@@ -46,29 +50,34 @@ def markdown(document: dict[str, Any]) -> str:
     k = document["k"]
     head = ["set", "condition", *[f"acc@{i}" for i in range(k + 1)]]
     head += ["w->r", "r->w", "score", "tok in/item", "tok out/item", "s/item", "calls/item"]
-    head += ["rejected echo/refusal/long", "parse fallbacks", "echo in answers"]
+    head += ["replies rejected: echo/refusal/long/unchanged", "parse fallbacks", "echo in answers"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, conditions in document["results"].items():
         for condition, f in conditions.items():
             accuracy = list(f.get("accuracy_at") or [])
             accuracy += [accuracy[-1]] * (k + 1 - len(accuracy)) if accuracy else []
-            rejected = f.get("rejected_per_draft") or {}
+            rejected = f.get("rejected_share_of_replies") or {}
             cells = [name, _LABELS.get(condition, condition), *map(_pct, accuracy)]
             cells += [str(f.get("wrong_to_right", "-")), str(f.get("right_to_wrong", "-"))]
             cells += [_num(f.get("mean_score"), 2), _num(f.get("input_tokens_per_item"), 0)]
             cells += [_num(f.get("output_tokens_per_item"), 0), _num(f.get("seconds_per_item"))]
             cells += [_num(f.get("calls_per_item"))]
             cells += [
-                "/".join(_pct(rejected.get(r, 0.0)) for r in ("echo", "refusal", "too_long")),
+                "/".join(
+                    _pct(rejected.get(r, 0.0)) for r in ("echo", "refusal", "too_long", "unchanged")
+                ),
                 _pct(f.get("parse_fallbacks_per_critique")),
                 _pct(f.get("echo_in_final_answers")),
             ]
             lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "## Examples (verifier-guided: first draft -> final answer)", ""]
+    lines += ["", "## Reading", "", *[f"- {line}" for line in readings(document)]]
+    lines += ["", "## Examples (first draft -> final answer)", ""]
     for name, examples in document.get("examples", {}).items():
         for example in examples:
+            condition = example.get("condition", "verifier")
             lines += [
-                f"**{name} / {example['id']}** ({_verdict(example['correct_first'])} -> "
+                f"**{name} / {example['id']}**, {_LABELS.get(condition, condition)} "
+                f"({_verdict(example['correct_first'])} -> "
                 f"{_verdict(example['correct_final'])}): {example['task']}",
                 "",
                 "```text",
@@ -78,6 +87,41 @@ def markdown(document: dict[str, Any]) -> str:
                 "",
             ]
     return "\n".join(lines) + "\n"
+
+
+def readings(document: dict[str, Any]) -> list[str]:
+    """One sentence per refining condition and set: better, worse or unchanged, in words.
+
+    Each is set against the same items' first drafts (every condition starts from them);
+    a condition that ends below the first draft is said to make results worse.
+    """
+    said = []
+    for name, conditions in document["results"].items():
+        for condition, f in conditions.items():
+            accuracy = f.get("accuracy_at") or []
+            if condition == "first" or not accuracy:
+                continue
+            before, after = accuracy[0], accuracy[-1]
+            label = _LABELS.get(condition, condition)
+            moves = (
+                f"{f.get('wrong_to_right', 0)} wrong -> right, "
+                f"{f.get('right_to_wrong', 0)} right -> wrong"
+            )
+            if after < before:
+                verdict = f"**made results worse** than the first draft: {_pct(before)} -> "
+            elif after > before:
+                verdict = f"improved on the first draft: {_pct(before)} -> "
+            else:
+                verdict = f"left accuracy where the first draft had it: {_pct(before)} -> "
+            said.append(f"{name}, {label}: {verdict}{_pct(after)} ({moves}).")
+    return said
+
+
+def _items_line(document: dict[str, Any]) -> str:
+    counts = document.get("items") or {}
+    if not counts:
+        return f"{document['items_per_set']} items per set"
+    return "items per set: " + ", ".join(f"{name} {n}" for name, n in counts.items())
 
 
 def _verdict(value: Any) -> str:
@@ -130,18 +174,31 @@ def _plot(document: dict[str, Any], path: Path) -> bool:
     return True
 
 
-def write_results(document: dict[str, Any], folder: Path) -> list[Path]:
-    """Write the run's files; returns their paths."""
+def write_results(
+    document: dict[str, Any],
+    folder: Path,
+    records: dict[str, dict[str, list[dict[str, Any]]]] | None = None,
+) -> list[Path]:
+    """Write the run's files (and every item's record, when given); returns their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     model = re.sub(r"[^\w.-]+", "-", str(document["model"].get("name")))[:60]
-    stem = folder / f"quality-{model}-{document['date']}"
-    paths = [stem.with_suffix(".json"), stem.with_suffix(".md"), folder / "quality-latest.md"]
+    stem = f"quality-{model.removesuffix('.gguf')}-{document['date']}"
+    paths = [folder / f"{stem}.json", folder / f"{stem}.md", folder / "quality-latest.md"]
     paths[0].write_text(json.dumps(document, indent=1))
     page = markdown(document)
-    plot = stem.with_suffix(".png")
+    plot = folder / f"{stem}.png"
     if _plot(document, plot):
         page += f"\n![accuracy by refine step, and cost]({plot.name})\n"
         paths.append(plot)
     paths[1].write_text(page)
     paths[2].write_text(page)
+    if records is not None:
+        paths.append(folder / f"{stem}.records.jsonl")
+        lines = [
+            json.dumps({"set": name, "condition": condition, **record})
+            for name, runs in records.items()
+            for condition, done in runs.items()
+            for record in done
+        ]
+        paths[-1].write_text("".join(line + "\n" for line in lines))
     return paths

@@ -11,8 +11,11 @@ an answer that echoes the task or the prompt's scaffolding counting as wrong:
 - trainer: as verifier, but only items whose first draft is wrong are refined.
 
 Accuracy after k = 0..K refine steps comes from each item's attempts (one run with K
-steps). Writes `quality-<model>-<date>.{json,md,png}` and `quality-latest.md` under
-`benchmarks/results/`.
+steps). The cost of a refining condition (tokens, time, calls per item) includes the
+first draft it started from, so every row says what its answers cost in total. Writes
+`quality-<model>-<date>.{json,md,png}`, every item's record (drafts, critiques,
+rejected replies) in `quality-<model>-<date>.records.jsonl`, and `quality-latest.md`
+under `benchmarks/results/`.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from benchmarks.quality.figures import condition_figures
 from benchmarks.quality.sets import PROFILE, SETS_DIR, VERIFIER
+from benchmarks.run import _git_commit
+from self_refine.prompts.render import DEFAULT_REFINE_FORM, REFINE_FORMS
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 CONDITIONS = ("first", "intrinsic", "verifier", "trainer")
@@ -49,7 +54,10 @@ class _Calls(BaseCallbackHandler):
 
 def _items(name: str, n: int) -> list[dict[str, Any]]:
     lines = (SETS_DIR / f"{name}.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines if line.strip()][:n]
+    items = [json.loads(line) for line in lines if line.strip()][:n]
+    if len(items) < n:
+        print(f"[{name}] the set has {len(items)} items: using all of them", file=sys.stderr)
+    return items
 
 
 async def _first_drafts(model: Any, name: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -89,7 +97,12 @@ async def _first_drafts(model: Any, name: str, items: list[dict[str, Any]]) -> l
 
 
 async def _condition(
-    model: Any, name: str, condition: str, items: list[dict[str, Any]], firsts: list[str], k: int
+    model: Any,
+    name: str,
+    condition: str,
+    items: list[dict[str, Any]],
+    firsts: list[str],
+    args: argparse.Namespace,
 ) -> list[dict[str, Any]]:
     from self_refine import arefine_batch
     from self_refine.batch.judge import is_echo
@@ -106,20 +119,39 @@ async def _condition(
         concurrency=1,
         critics=["llm"] if condition == "intrinsic" else [verifier, "llm"],
         profile=PROFILE[name],
-        max_iterations=k,
+        max_iterations=args.k,
+        refine_form=args.refine_form,
     )
     records = []
-    for item, record, answer in zip(items, result.records, result.answers, strict=True):
+    for item, record, answer, error in zip(
+        items, result.records, result.answers, _errors(result.errors, len(items)), strict=True
+    ):
         record = dict(record or {"id": item["id"], "answer": answer, "correct_first": False})
+        if error:
+            record["error"] = error
         record["echo_final"] = is_echo(item["task"], str(record.get("answer", "")))
         records.append(record)
     return records
 
 
-def _model(spec: str, base_url: str | None, max_tokens: int, counter: _Calls) -> Any:
+def _errors(errors: dict[int, str], size: int) -> list[str | None]:
+    return [errors.get(index) for index in range(size)]
+
+
+def _with_first_cost(records: list[dict[str, Any]], first: list[dict[str, Any]]) -> None:
+    """Add each item's first-draft tokens to its refining record: the total cost of its answer."""
+    from self_refine.state import add_usage
+
+    for record, start in zip(records, first, strict=True):
+        record["usage"] = add_usage(start.get("usage"), record.get("usage"))
+
+
+def _model(
+    spec: str, base_url: str | None, api_key: str | None, max_tokens: int, counter: _Calls
+) -> Any:
     from self_refine.models.resolve import resolve_model
 
-    resolved = resolve_model(spec, base_url=base_url, max_tokens=max_tokens)
+    resolved = resolve_model(spec, base_url=base_url, api_key=api_key, max_tokens=max_tokens)
     return resolved.model_copy(update={"callbacks": [counter]})
 
 
@@ -144,29 +176,37 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Every set under every condition; returns the results document.
+async def run(
+    args: argparse.Namespace, chat_model: Any = None
+) -> tuple[dict[str, Any], dict[str, dict[str, list[dict[str, Any]]]]]:
+    """Every set under every condition; returns the results document and every record.
 
     The files are written again after each set, so a run stopped half-way keeps the
-    sets it finished (the document says which were left out).
+    sets it finished (the document says which were left out). `chat_model`, when
+    given, is used instead of resolving `args.model` (a scripted model, in tests).
     """
     from benchmarks.quality.report import write_results
 
     counter = _Calls()
-    model = _model(args.model, args.base_url, args.max_tokens, counter)
+    if chat_model is None:
+        model = _model(args.model, args.base_url, args.api_key, args.max_tokens, counter)
+    else:
+        model = chat_model.model_copy(update={"callbacks": [counter]})
     results: dict[str, Any] = {}
     examples: dict[str, list[dict[str, Any]]] = {}
+    records: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for number, name in enumerate(args.sets):
         if number:
             partial = _document(args, model, results, examples)
             partial["unfinished_sets"] = args.sets[number:]
-            write_results(partial, args.out)
+            write_results(partial, args.out, records)
         items = _items(name, args.n)
         results[name] = {}
+        print(f"[{name}] first drafts of {len(items)} items ...", file=sys.stderr, flush=True)
         start, calls = time.perf_counter(), counter.calls
         first = await _first_drafts(model, name, items)
-        seconds = time.perf_counter() - start
-        results[name]["first"] = condition_figures(first, 0, seconds, counter.calls - calls)
+        first_seconds, first_calls = time.perf_counter() - start, counter.calls - calls
+        results[name]["first"] = condition_figures(first, 0, first_seconds, first_calls)
         firsts = [record["answer"] for record in first]
         runs = {"first": first}
         for condition in args.conditions:
@@ -174,13 +214,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 continue
             print(f"[{name}] {condition} ...", file=sys.stderr, flush=True)
             start, calls = time.perf_counter(), counter.calls
-            records = await _condition(model, name, condition, items, firsts, args.k)
-            seconds = time.perf_counter() - start
-            figures = condition_figures(records, args.k, seconds, counter.calls - calls)
+            done = await _condition(model, name, condition, items, firsts, args)
+            seconds = time.perf_counter() - start + first_seconds
+            _with_first_cost(done, first)
+            calls_made = counter.calls - calls + first_calls
+            figures = condition_figures(done, args.k, seconds, calls_made, written_from=1)
             results[name][condition] = figures
-            runs[condition] = records
+            runs[condition] = done
         examples[name] = _examples(runs)
-    return _document(args, model, results, examples)
+        records[name] = runs
+    return _document(args, model, results, examples), records
 
 
 def _document(
@@ -191,31 +234,66 @@ def _document(
 ) -> dict[str, Any]:
     return {
         "date": datetime.date.today().isoformat(),
-        "command": " ".join(["python -m benchmarks.quality.run", *sys.argv[1:]]),
+        "command": " ".join(["python -m benchmarks.quality.run", *_shown_arguments(sys.argv[1:])]),
+        "commit": _git_commit(),
         "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0]},
         "model": _model_meta(model, args.model),
         "items_per_set": args.n,
+        "items": {name: f["first"]["items"] for name, f in results.items() if "first" in f},
+        "cost_includes_first_draft": True,
         "k": args.k,
         "max_tokens": args.max_tokens,
+        "refine_form": args.refine_form or DEFAULT_REFINE_FORM,
         "results": results,
         "examples": examples,
     }
 
 
-def _examples(runs: dict[str, list[dict[str, Any]]], limit: int = 2) -> list[dict[str, Any]]:
-    """A few items whose answer changed under verifier-guided refinement, before and after."""
-    chosen = runs.get("verifier") or runs.get("intrinsic") or []
-    changed = [r for r in chosen if r.get("answer") != r.get("first")]
+def _change_order(record: dict[str, Any]) -> int:
+    """Made wrong first, then made right, then other changes."""
+    before, after = bool(record.get("correct_first")), bool(record.get("correct_final"))
+    return 0 if before and not after else 1 if after and not before else 2
+
+
+def _shown_arguments(argv: list[str]) -> list[str]:
+    """The command's arguments without the value of --api-key (a key is never written)."""
+    shown: list[str] = []
+    hide_next = False
+    for argument in argv:
+        if hide_next:
+            shown.append("***")
+            hide_next = False
+        elif argument.startswith("--api-key="):
+            shown.append("--api-key=***")
+        else:
+            hide_next = argument == "--api-key"
+            shown.append(argument)
+    return shown
+
+
+def _examples(
+    runs: dict[str, list[dict[str, Any]]], per_condition: int = 2
+) -> list[dict[str, Any]]:
+    """A few items whose answer changed under refinement (verifier-guided, intrinsic).
+
+    Per condition, the items it made wrong come first, then those it made right.
+    """
+    chosen: list[dict[str, Any]] = []
+    for condition in ("verifier", "intrinsic"):
+        changed = [r for r in runs.get(condition) or [] if r.get("answer") != r.get("first")]
+        picked = sorted(changed, key=_change_order)[:per_condition]
+        chosen += [{**r, "condition": condition} for r in picked]
     return [
         {
             "id": r["id"],
+            "condition": r["condition"],
             "task": r.get("task", ""),
             "first": r.get("first", ""),
             "final": r.get("answer", ""),
             "correct_first": r.get("correct_first"),
             "correct_final": r.get("correct_final"),
         }
-        for r in changed[:limit]
+        for r in chosen
     ]
 
 
@@ -226,17 +304,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", default="local", help="model string (default: local)")
     parser.add_argument("--base-url", help="an OpenAI-compatible server's base URL")
-    parser.add_argument("--n", type=int, default=8, help="items per set (default 8)")
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get("OPENAI_API_KEY"),
+        help="the server's API key (default: OPENAI_API_KEY from the environment)",
+    )
+    parser.add_argument("--n", type=int, default=10, help="items per set (default 10)")
     parser.add_argument("--k", type=int, default=3, help="refine steps (default 3)")
-    parser.add_argument("--max-tokens", type=int, default=256, help="per reply (default 256)")
+    parser.add_argument("--max-tokens", type=int, default=512, help="per reply (default 512)")
+    parser.add_argument(
+        "--refine-form",
+        choices=REFINE_FORMS,
+        help=f"layout of the refine request (default: the library's, {DEFAULT_REFINE_FORM})",
+    )
     parser.add_argument("--sets", default="constrained,arithmetic,code")
     parser.add_argument("--conditions", default=",".join(CONDITIONS))
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     args.sets = [s for s in args.sets.split(",") if s]
     args.conditions = [c for c in args.conditions.split(",") if c]
-    document = asyncio.run(run(args))
-    for path in write_results(document, args.out):
+    document, records = asyncio.run(run(args))
+    for path in write_results(document, args.out, records):
         print(path)
 
 

@@ -5,7 +5,8 @@ Three sets, each item with an exact checker (a verifier of the project):
   which accepts inflected forms);
 - arithmetic: templated multi-step word problems with computed answers (`answer`);
 - code: small Python functions from a spec, with hidden tests run in the sandbox
-  (`python_tests`); each comes with a reference solution that passes its tests.
+  (`python_tests`); each comes with a reference solution that passes its tests. There
+  are 15 distinct functions, so this set never has more than 15 items.
 Written to `benchmarks/quality/sets/*.jsonl`, one JSON object per line in the batch
 input format (`id`, `task`, `reference`).
 """
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SETS", "arithmetic", "code", "constrained", "write_sets"]
+__all__ = ["DISTINCT", "SETS", "arithmetic", "code", "constrained", "make_set", "write_sets"]
 
 HERE = Path(__file__).resolve().parent
 SETS_DIR = HERE / "sets"
@@ -225,6 +226,64 @@ _FUNCTIONS: tuple[tuple[str, str, list[str]], ...] = (
             "assert chunk([1, 2], 5) == [[1, 2]]",
         ],
     ),
+    (
+        "reverse_words(sentence) that returns the words of the sentence (split on whitespace) "
+        "in reverse order, joined by single spaces",
+        "def reverse_words(sentence):\n    return ' '.join(reversed(sentence.split()))",
+        [
+            "assert reverse_words('one two three') == 'three two one'",
+            "assert reverse_words('') == ''",
+            "assert reverse_words('  hello   world ') == 'world hello'",
+        ],
+    ),
+    (
+        "is_prime(n) that returns True when the integer n is a prime number and False "
+        "otherwise (numbers below 2 are not prime)",
+        "def is_prime(n):\n    if n < 2:\n        return False\n"
+        "    return all(n % d for d in range(2, int(n ** 0.5) + 1))",
+        [
+            "assert is_prime(2) and is_prime(13) and is_prime(97)",
+            "assert not is_prime(1) and not is_prime(0) and not is_prime(-7)",
+            "assert not is_prime(91) and not is_prime(25)",
+        ],
+    ),
+    (
+        "flatten(nested) that turns a list of lists into one list with their items in order "
+        "(one level deep)",
+        "def flatten(nested):\n    return [item for inner in nested for item in inner]",
+        [
+            "assert flatten([[1, 2], [3], []]) == [1, 2, 3]",
+            "assert flatten([]) == []",
+            "assert flatten([['a'], ['b', ['c']]]) == ['a', 'b', ['c']]",
+        ],
+    ),
+    (
+        "unique_in_order(items) that returns the items of a list without repeats, each kept "
+        "where it first occurs",
+        "def unique_in_order(items):\n    seen = []\n    for item in items:\n"
+        "        if item not in seen:\n            seen.append(item)\n    return seen",
+        [
+            "assert unique_in_order([3, 1, 3, 2, 1]) == [3, 1, 2]",
+            "assert unique_in_order([]) == []",
+            "assert unique_in_order(['b', 'a', 'b']) == ['b', 'a']",
+        ],
+    ),
+    (
+        "caesar_shift(text, k) that shifts every letter k places along the alphabet, "
+        "wrapping from z to a and keeping upper or lower case; other characters stay as they "
+        "are",
+        "def caesar_shift(text, k):\n    out = []\n    for c in text:\n"
+        "        if c.isalpha() and c.isascii():\n"
+        "            base = ord('A') if c.isupper() else ord('a')\n"
+        "            c = chr(base + (ord(c) - base + k) % 26)\n"
+        "        out.append(c)\n    return ''.join(out)",
+        [
+            "assert caesar_shift('abc', 1) == 'bcd'",
+            "assert caesar_shift('xyz', 3) == 'abc'",
+            "assert caesar_shift('Hello, World!', 13) == 'Uryyb, Jbeyq!'",
+            "assert caesar_shift('Same', 0) == 'Same'",
+        ],
+    ),
 )
 
 
@@ -249,10 +308,14 @@ PROFILE = {"constrained": "constrained_generation", "arithmetic": "math", "code"
 VERIFIER = {"constrained": "concepts", "arithmetic": "answer", "code": "python_tests"}
 
 
+DISTINCT = {"code": len(_FUNCTIONS)}
+"""Sets with a fixed number of distinct items: asking for more gives no more."""
+
+
 def make_set(name: str, n: int, seed: int) -> list[dict[str, Any]]:
-    """`n` items of one set; the same seed gives the same items."""
+    """Up to `n` items of one set (never a repeated item); the same seed gives the same items."""
     rng = random.Random(f"{name}-{seed}")
-    return [SETS[name](rng, index) for index in range(n)]
+    return [SETS[name](rng, index) for index in range(min(n, DISTINCT.get(name, n)))]
 
 
 def write_sets(n: int, seed: int, folder: Path = SETS_DIR) -> list[Path]:

@@ -78,9 +78,11 @@ def _stream(
         if payload is None and not current.next:
             print(f"thread {thread_id} is already finished: nothing to resume", file=notes)
             payload = _STOP
+        meter = _token_meter(settings, args)
         try:
-            meter = _token_meter(settings, args)
             modes = ["updates", "messages"] if meter else ["updates"]
+            if meter:  # told when each model call starts, so prompt reading shows too
+                config = {**config, "callbacks": [meter.handler()]}
             while payload is not _STOP:
                 chunks = graph.stream(payload, config, stream_mode=modes, durability="sync")
                 for mode, chunk in chunks:
@@ -103,6 +105,9 @@ def _stream(
             return 130
         except Exception as error:
             _model_failure(error, settings, thread_id, args.db)
+        finally:
+            if meter:
+                meter.close()
         state = graph.get_state(config)
     _report(args, thread_id, state, db)
     if state.interrupts:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
@@ -123,37 +124,106 @@ class Progress:
 
 
 class TokenMeter:
-    """A live line while a model writes: which step, tokens so far, tokens per second.
+    """A live line while a model works: which step, how long it has been reading the
+    prompt, then tokens written so far and tokens per second.
 
-    For slow local models, so a step never looks hung; drawn on a terminal only
-    and cleared before the step's result is printed.
+    For slow local models, so a step never looks hung: reading a long prompt can take
+    longer than writing the reply, and streams nothing. `start(node)` begins the
+    reading line, which a background thread redraws every `tick_seconds` until the
+    first token arrives; `token(node)` counts what the model writes; `clear()` removes
+    the line before the step's result is printed. Drawn on a terminal only.
     """
 
-    def __init__(self, out: TextIO, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        tick_seconds: float | None = 0.5,
+    ) -> None:
         self.out = out
         self.clock = clock
+        self.tick_seconds = tick_seconds
         self.node = ""
         self.tokens = 0
         self.started = 0.0
         self.drawn = 0.0
+        self.reading: str | None = None
+        self.reading_since = 0.0
+        self._lock = threading.Lock()
+        self._ticker: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def start(self, node: str) -> None:
+        """A step began: show that its model is reading the prompt, until it writes."""
+        with self._lock:
+            self.reading, self.reading_since, self.tokens = node, self.clock(), 0
+            self._draw(self._reading_line())
+        if self.tick_seconds and self._ticker is None:
+            self._stop.clear()
+            self._ticker = threading.Thread(target=self._tick_loop, daemon=True)
+            self._ticker.start()
+
+    def tick(self) -> None:
+        """Redraw the reading line (the ticker calls this; nothing while the model writes)."""
+        with self._lock:
+            if self.reading is not None:
+                self._draw(self._reading_line())
+
+    def _tick_loop(self) -> None:
+        assert self.tick_seconds
+        while not self._stop.wait(self.tick_seconds):
+            self.tick()
+
+    def _reading_line(self) -> str:
+        waited = self.clock() - self.reading_since
+        return f"  [{self.reading}] reading the prompt: {waited:.0f} s"
 
     def token(self, node: str) -> None:
         """Count one streamed token of `node`'s model call and redraw now and then."""
-        now = self.clock()
-        if node != self.node or not self.tokens:
-            self.node, self.tokens, self.started = node, 0, now
-        self.tokens += 1
-        if now - self.drawn >= _REDRAW_SECONDS:
-            elapsed = max(now - self.started, 1e-6)
-            rate = self.tokens / elapsed if self.tokens > 1 else 0.0
-            line = f"  [{node}] writing: {self.tokens} tokens, {rate:.1f} tokens/s"
-            self.out.write("\r" + line + "\x1b[K")
-            self.out.flush()
-            self.drawn = now
+        with self._lock:
+            now = self.clock()
+            self.reading = None
+            if node != self.node or not self.tokens:
+                self.node, self.tokens, self.started = node, 0, now
+            self.tokens += 1
+            if now - self.drawn >= _REDRAW_SECONDS:
+                elapsed = max(now - self.started, 1e-6)
+                rate = self.tokens / elapsed if self.tokens > 1 else 0.0
+                self._draw(f"  [{node}] writing: {self.tokens} tokens, {rate:.1f} tokens/s")
+                self.drawn = now
+
+    def _draw(self, line: str) -> None:
+        self.out.write("\r" + line + "\x1b[K")
+        self.out.flush()
 
     def clear(self) -> None:
         """Remove the line (a step finished)."""
-        if self.tokens:
-            self.out.write("\r\x1b[K")
-            self.out.flush()
-        self.tokens = 0
+        with self._lock:
+            if self.tokens or self.reading is not None:
+                self.out.write("\r\x1b[K")
+                self.out.flush()
+            self.tokens = 0
+            self.reading = None
+
+    def handler(self) -> Any:
+        """A LangChain callback handler that calls `start` as each chat model call begins."""
+        from langchain_core.callbacks import BaseCallbackHandler
+
+        meter = self
+
+        class _ModelStarts(BaseCallbackHandler):
+            def on_chat_model_start(
+                self, serialized: Any, messages: Any, *, metadata: Any = None, **kwargs: Any
+            ) -> None:
+                meter.start(str((metadata or {}).get("langgraph_node", "model")))
+
+        return _ModelStarts()
+
+    def close(self) -> None:
+        """Clear the line and stop the ticker thread."""
+        self.clear()
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+            self._ticker = None

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,12 @@ from langchain_core.utils.json import parse_json_markdown
 from pydantic import BaseModel, Field
 
 from self_refine.critics.base import CritiqueRequest, CritiqueResult
-from self_refine.critics.parse import is_broken_json, read_critique, score_problem
+from self_refine.critics.parse import (
+    is_broken_json,
+    read_critique,
+    salvage_cut_json,
+    score_problem,
+)
 from self_refine.models.calls import ainvoke_in_slot, is_transport_error, refusal_of
 from self_refine.models.resolve import message_text, message_usage
 from self_refine.prompts import PromptSet, feedback_messages
@@ -47,6 +53,37 @@ class _ModelNote:
     structured: dict[str, Any] = field(default_factory=dict)
     mode: str = _MODES[0]
     tried: list[str] = field(default_factory=list)
+    settled: bool = False
+    """True once a structured call went through in `mode`: from then on, no waiting."""
+    gate: threading.Lock = field(default_factory=threading.Lock)
+    agates: dict[int, asyncio.Lock] = field(default_factory=dict)
+    """Until the mode is settled, one call at a time tries it (per event loop for async
+    calls), so concurrent critiques of a batch do not all try a way the server refuses."""
+
+
+@contextmanager
+def _trying(note: _ModelNote) -> Iterator[None]:
+    """Hold the note's gate while its way of asking is not settled yet."""
+    if note.settled:
+        yield
+        return
+    with note.gate:
+        yield
+
+
+@asynccontextmanager
+async def _atrying(note: _ModelNote) -> AsyncIterator[None]:
+    """Async twin of _trying(): an asyncio lock of the running loop."""
+    if note.settled:
+        yield
+        return
+    loop = id(asyncio.get_running_loop())
+    with _NOTES_LOCK:
+        if len(note.agates) > _NOTES_MAX:
+            note.agates.clear()
+        gate = note.agates.setdefault(loop, asyncio.Lock())
+    async with gate:
+        yield
 
 
 # By model id, with the model kept alive so its id stays its own; a few dozen at most.
@@ -119,7 +156,11 @@ class LLMCritic:
         note = _note(self.model)
         while (mode := note.mode) != "plain":
             try:
-                structured = _as_structured(self._structured(mode).invoke(messages))
+                with _trying(note):
+                    if note.mode != mode:
+                        continue  # another call found this way refused while we waited
+                    structured = _as_structured(self._structured(mode).invoke(messages))
+                    note.settled = True
                 result = self._from_structured(structured)
             except Exception as error:  # noqa: BLE001 - any failure means: try the next way
                 problems += self._note_unsupported(error, mode)
@@ -145,8 +186,12 @@ class LLMCritic:
         note = _note(self.model)
         while (mode := note.mode) != "plain":
             try:
-                reply = await ainvoke_in_slot(self._structured(mode), messages)
-                structured = _as_structured(reply)
+                async with _atrying(note):
+                    if note.mode != mode:
+                        continue  # another call found this way refused while we waited
+                    reply = await ainvoke_in_slot(self._structured(mode), messages)
+                    structured = _as_structured(reply)
+                    note.settled = True
                 result = self._from_structured(structured)
             except Exception as error:  # noqa: BLE001 - any failure means: try the next way
                 problems += self._note_unsupported(error, mode)
@@ -195,7 +240,9 @@ class LLMCritic:
         parsed = result.get("parsed")
         text = message_text(raw) if raw is not None else ""
         if isinstance(parsed, CritiqueReply):
-            critique = Critique(**parsed.model_dump(), source=self.name)
+            reply = parsed.model_dump()
+            reply["feedback"] = list(dict.fromkeys(reply["feedback"]))  # a repeated item once
+            critique = Critique(**reply, source=self.name)
             problems = score_problem(parsed.score, critique)
             return CritiqueResult(critique, add_usage(usage), tuple(problems))
         refusal = refusal_of(raw)
@@ -203,7 +250,7 @@ class LLMCritic:
             return _refused(refusal, self.name, usage)
         if raw is None or _is_empty(raw):
             return None
-        if is_broken_json(text):
+        if is_broken_json(text) and salvage_cut_json(text) is None:
             raise _UnreadableCritique(f"cut-off JSON: {text[:80]!r}")
         critique, problems = read_critique(text, source=self.name)
         return CritiqueResult(critique, add_usage(usage), tuple(problems))

@@ -8,10 +8,21 @@ from typing import Any
 
 from self_refine.state import Critique
 
-__all__ = ["is_broken_json", "parse_critique_text", "read_critique", "score_problem"]
+__all__ = [
+    "CUT_JSON",
+    "is_broken_json",
+    "parse_critique_text",
+    "read_critique",
+    "salvage_cut_json",
+    "score_problem",
+]
+
+CUT_JSON = "the critique JSON was cut off; its complete feedback items were kept"
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)")
 _SCORE = re.compile(r"\bscore\b\W{0,3}(\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?))?", re.I)
+_FIELD_LINE = re.compile(r"^\W*(?:score|done)\W*[:=]", re.I)
+"""A bullet that states the score or done ("- score]: 0.5") rather than a problem."""
 _DONE = re.compile(
     r"\b(?:done\W{0,3}(?:true|yes)|no (?:further )?changes? (?:are )?needed)\b", re.I
 )
@@ -34,6 +45,46 @@ def is_broken_json(text: str) -> bool:
     """True when text starts a JSON object but holds no complete one (a cut-off reply)."""
     body = text.strip().removeprefix("```json").removeprefix("```").lstrip()
     return body.startswith("{") and _json_object(text) is None
+
+
+_FEEDBACK_LIST = re.compile(r'"feedback"\s*:\s*\[')
+_SCORE_FIELD = re.compile(r'"score"\s*:\s*(-?\d+(?:\.\d+)?)')
+_DONE_FIELD = re.compile(r'"done"\s*:\s*(true|false)')
+
+
+def salvage_cut_json(text: str) -> dict[str, Any] | None:
+    """The complete parts of a critique JSON cut off mid-way: its whole feedback strings,
+    and its score and done if they came before the cut. None when nothing is complete.
+
+    A small model can repeat one item until its token limit cuts the reply off; the
+    items before the cut are still what it meant to say.
+    """
+    if not is_broken_json(text):
+        return None
+    data: dict[str, Any] = {}
+    listed = _FEEDBACK_LIST.search(text)
+    if listed:
+        decoder, items, at = json.JSONDecoder(), [], listed.end()
+        while True:
+            at = len(text) - len(text[at:].lstrip())
+            try:
+                item, at = decoder.raw_decode(text, at)
+            except json.JSONDecodeError:
+                break
+            if not isinstance(item, str):
+                break
+            items.append(item)
+            at = len(text) - len(text[at:].lstrip())
+            if text[at : at + 1] != ",":
+                break
+            at += 1
+        if items:
+            data["feedback"] = items
+    if score := _SCORE_FIELD.search(text):
+        data["score"] = float(score.group(1))
+    if done := _DONE_FIELD.search(text):
+        data["done"] = done.group(1) == "true"
+    return data if data.get("feedback") or "score" in data else None
 
 
 def score_problem(raw: Any, critique: Critique) -> list[str]:
@@ -64,7 +115,15 @@ def read_critique(text: str, *, source: str = "llm") -> tuple[Critique, list[str
     data = _json_object(text)
     if data is not None:
         return _from_json(data, source)
-    items = [m.group(1) for line in text.splitlines() if (m := _BULLET.match(line))]
+    cut = salvage_cut_json(text)
+    if cut is not None:
+        critique, problems = _from_json(cut, source)
+        return critique, [CUT_JSON, *problems]
+    items = [
+        m.group(1)
+        for line in text.splitlines()
+        if (m := _BULLET.match(line)) and not _FIELD_LINE.match(m.group(1))
+    ]
     score: float | None = None
     match = _SCORE.search(text)
     if match:
@@ -74,6 +133,7 @@ def read_critique(text: str, *, source: str = "llm") -> tuple[Critique, list[str
     done = bool(_DONE.search(text))
     if not items and not done:
         items = [" ".join(text.split())]
+    items = list(dict.fromkeys(items))
     critique = Critique(feedback=items, score=score, done=done and not items, source=source)
     problems = ["the critique was not JSON; read it as plain text"]
     return critique, problems + score_problem(score, critique)
@@ -99,6 +159,7 @@ def _from_json(data: dict[str, Any], source: str) -> tuple[Critique, list[str]]:
     if not isinstance(done, bool):
         problems.append(f"the critique's done {done!r} is not true or false; read as text")
         done = str(done).strip().lower() in ("true", "yes", "1")
+    feedback = list(dict.fromkeys(str(item) for item in feedback))  # a repeated item once
     critique = Critique(feedback=feedback, score=score, done=done, source=source)
     return critique, problems + score_problem(score, critique)
 

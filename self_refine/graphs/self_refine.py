@@ -70,6 +70,7 @@ _SETTING_KEYWORDS = frozenset(
         "score_threshold",
         "patience",
         "history_window",
+        "refine_form",
         "select",
         "profile",
         "max_tokens_total",

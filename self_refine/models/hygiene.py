@@ -3,9 +3,10 @@
 Small models wrap their answer in a preamble ("Here is the revised text:"), in the
 prompt's own fence tags, in quotes; those wrappers are removed (`clean_reply`).
 A reply that still carries the prompt's scaffolding (fence tags, its instructions,
-the task text, earlier feedback), refuses, is empty, or is longer than the length
-guard is not a draft at all (`rejection`): the caller records it as rejected, asks
-once more, and otherwise keeps the previous draft.
+the task text, earlier feedback), refuses, is empty, is longer than the length
+guard, or (in a refine step with feedback) is the previous draft unchanged, is not a
+new draft (`rejection`): the caller records it as rejected, asks once more saying
+why, and otherwise keeps the previous draft.
 """
 
 from __future__ import annotations
@@ -32,15 +33,26 @@ _PREAMBLE = re.compile(
     r"|(?:draft|answer|response)\s*\d*\s*[:\-])\s*",
     re.I,
 )
+_LEAD_IN = re.compile(
+    r"^\s*(?:sure|certainly|okay|ok)?[,!.]?\s*here(?:'s| is| are)\b[^\n]{0,120}:[ \t]*\n", re.I
+)
+"""A whole first line that only announces what follows ("Here are three sentences ...:")."""
 _QUOTES = {'"': '"', "\u201c": "\u201d", "'": "'"}
 _PROSE_FENCE = re.compile(r"^\s*```(?:text|markdown|md)?\s*\n(?P<body>.*?)\n```\s*$", re.S | re.I)
 _INSTRUCTIONS = (
     "rewrite the latest draft so that",
     "attempts so far, oldest first",
     "write the response to the task above",
+    "solve the task above: work step by step",
+    "solve the task again step by step, redoing",
     "critique the draft. reply with json",
     "is data to work on, never instructions",
     "reply with the new draft only",
+    "feedback on your draft:",
+    "rewrite your draft so that it addresses every feedback item",
+    "that reply cannot be used:",
+    "(a required concept)",
+    "is a required concept",
     "role: generator",
     "role: refiner",
     "role: critic",
@@ -63,6 +75,7 @@ def clean_reply(text: str, *, keep_code_fences: bool = False) -> str:
         if wrapped:
             text = wrapped.group("body")
         text = _PREAMBLE.sub("", text, count=1) if _PREAMBLE.match(text) else text
+        text = _LEAD_IN.sub("", text, count=1)
         fenced = None if keep_code_fences else _PROSE_FENCE.match(text)
         if fenced:
             text = fenced.group("body")
@@ -104,6 +117,9 @@ class DraftGuard:
     feedback: Sequence[str] = ()
     limit: int = 3000
     keep_code_fences: bool = False
+    previous: str | None = None
+    """The draft the reply should change (refine steps); a reply that is this draft again,
+    while there is feedback to act on, is no new draft."""
 
     def check(self, text: str, refusal: str | None) -> tuple[str, str] | None:
         """(reason, detail) when the cleaned reply is no draft; None when it is one."""
@@ -111,6 +127,8 @@ class DraftGuard:
             return "refusal", f"the model refused: {_short(refusal)!r}"
         if not text.strip():
             return "empty", "the reply was empty"
+        if self.previous is not None and self.feedback and text.split() == self.previous.split():
+            return "unchanged", "the reply is the draft it was asked to change, unchanged"
         tag = _SCAFFOLDING.search(text)
         if tag:
             return "echo", f"the reply repeats the prompt's scaffolding ({tag.group(0)!r})"
@@ -123,7 +141,7 @@ class DraftGuard:
             return "echo", "the reply repeats the task text"
         words = set(flat.split(" "))
         for item in self.feedback:
-            item_flat, inner = _echo_key(item)
+            item_flat, inner = _echo_key(_untagged(item))
             if len(item_flat) >= 30 and (inner is None or inner in words) and item_flat in flat:
                 return "echo", f"the reply repeats earlier feedback ({_short(item)!r})"
         if len(text) > self.limit:
@@ -141,11 +159,30 @@ def _short(text: str) -> str:
     return flat if len(flat) <= 80 else flat[:77] + "..."
 
 
-def feedback_of(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Every feedback item the attempts received, for the echo check."""
-    items: list[str] = []
+def feedback_of(attempts: Sequence[Mapping[str, Any]], current: Sequence[str] = ()) -> list[str]:
+    """The feedback a reply must not repeat: every item the attempts received, and `current`.
+
+    An item that quotes a draft (critics often repeat a sentence of the draft as an
+    "item") is left out: a new draft that keeps that sentence echoes the draft, not the
+    critic.
+    """
+    items = [*current]
+    drafts: list[str] = []
     for attempt in attempts:
+        drafts.append(_flat(str(attempt.get("draft") or "")))
         critique = attempt.get("critique")
         if isinstance(critique, dict):
             items += [str(f) for f in critique.get("feedback") or []]
-    return items
+    return [
+        item
+        for item in dict.fromkeys(items)
+        if not any(_flat(_untagged(item)) in draft for draft in drafts)
+    ]
+
+
+_SOURCE_TAG = re.compile(r"^\s*\[[\w+.-]+\]\s*")
+
+
+def _untagged(item: str) -> str:
+    """A feedback item without the "[source] " tag a merged critique puts in front."""
+    return _SOURCE_TAG.sub("", item, count=1)

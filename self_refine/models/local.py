@@ -12,7 +12,7 @@ through tool calling, and builds one `Llama` per chat model. Here:
   many prompt tokens the model actually evaluated (`prompt_tokens_evaluated` in
   its response metadata) beside the tokens sent (`usage_metadata`);
 - structured output through llama.cpp's JSON-schema grammar: the reply is always
-  JSON of the asked shape;
+  JSON of the asked shape, its lists at most a few items long;
 - `max_tokens` on every call; async calls run in a worker thread.
 """
 
@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from self_refine.errors import ConfigError
 
-__all__ = ["LocalChatModel", "LOCAL_EXTRA_HINT", "shared_llama"]
+__all__ = ["LOCAL_EXTRA_HINT", "LocalChatModel", "bounded_lists", "shared_llama"]
 
 LOCAL_EXTRA_HINT = (
     'the local model needs llama-cpp-python: pip install -e ".[local]" (it compiles '
@@ -100,6 +100,23 @@ def shared_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
     return found
 
 
+_MAX_LIST_ITEMS = 6
+"""Most items a list in a grammar-constrained reply may have: a small model can repeat one
+feedback item until `max_tokens` runs out and cuts the JSON off; the grammar ends it."""
+
+
+def bounded_lists(schema: Any) -> Any:
+    """The JSON schema with every list that has no `maxItems` bounded to a few items."""
+    if isinstance(schema, list):
+        return [bounded_lists(part) for part in schema]
+    if not isinstance(schema, dict):
+        return schema
+    bounded = {key: bounded_lists(value) for key, value in schema.items()}
+    if bounded.get("type") == "array" and "maxItems" not in bounded:
+        bounded["maxItems"] = _MAX_LIST_ITEMS
+    return bounded
+
+
 def _role(message: BaseMessage) -> str:
     if isinstance(message, SystemMessage):
         return "system"
@@ -146,11 +163,12 @@ class LocalChatModel(BaseChatModel):
         request: dict[str, Any] = {
             "messages": [{"role": _role(m), "content": m.text} for m in messages],
             "max_tokens": int(kwargs.get("max_tokens") or self.max_tokens),
-            "temperature": self.temperature,
+            "temperature": float(kwargs.get("temperature", self.temperature)),
             "stop": stop or [],
         }
-        if self.seed is not None:
-            request["seed"] = self.seed
+        seed = kwargs.get("seed", self.seed)
+        if seed is not None:
+            request["seed"] = int(seed)
         if kwargs.get("response_format"):
             request["response_format"] = kwargs["response_format"]
         return request
@@ -257,7 +275,7 @@ class LocalChatModel(BaseChatModel):
         """Replies constrained by llama.cpp's JSON-schema grammar, parsed into `schema`."""
         if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
             raise ConfigError("the local model's structured output takes a pydantic model class")
-        fmt = {"type": "json_object", "schema": schema.model_json_schema()}
+        fmt = {"type": "json_object", "schema": bounded_lists(schema.model_json_schema())}
         bound = self.bind(response_format=fmt)
 
         def parse(raw: BaseMessage) -> Any:

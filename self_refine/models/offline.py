@@ -24,12 +24,12 @@ from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import ValidationError
 
-from self_refine.prompts.render import unfence
+from self_refine.prompts.render import FEEDBACK_TURN, unfence
 
 __all__ = ["OfflineModel", "json_reply_parser", "required_terms"]
 
@@ -167,6 +167,18 @@ def _feedback_items(block: str | None) -> list[str]:
     return [item for item in items if item != "(no feedback)"]
 
 
+def _feedback_turn(messages: Sequence[BaseMessage]) -> tuple[str, list[str]] | None:
+    """(latest draft, its feedback) of a refine request in the conversation form, else None."""
+    for index in range(len(messages) - 1, 0, -1):
+        text = messages[index].text
+        if isinstance(messages[index], HumanMessage) and text.startswith(FEEDBACK_TURN):
+            before = messages[index - 1]
+            if isinstance(before, AIMessage):
+                block = text.removeprefix(FEEDBACK_TURN).split("\n\n", 1)[0]
+                return before.text, _feedback_items(block)
+    return None
+
+
 def json_reply_parser(schema: Any, *, include_raw: bool = False) -> RunnableLambda[AIMessage, Any]:
     """Read a reply's JSON text into `schema`, as a provider's structured output would.
 
@@ -212,6 +224,9 @@ class OfflineModel(BaseChatModel):
             critique["feedback"] = [i for i in critique["feedback"] if _finding(i) not in noted]
             return json.dumps(critique)
         if role and role.group(1) == "refiner":
+            turn = _feedback_turn(messages)
+            if turn is not None:  # the conversation form: drafts are the model's own turns
+                return refine_text(*turn, self.edits_per_step)
             draft = _section(prompt, "draft") or ""
             return refine_text(
                 draft, _feedback_items(_section(prompt, "feedback")), self.edits_per_step

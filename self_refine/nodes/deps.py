@@ -23,6 +23,7 @@ from self_refine.errors import ConfigError
 from self_refine.models.hygiene import DraftGuard, draft_limit
 from self_refine.models.resolve import resolve_model
 from self_refine.prompts import PromptSet, get_profile
+from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm
 from self_refine.state import RUN_CONTEXT
 from self_refine.stopping import StopPolicy, policies_for
 
@@ -178,6 +179,10 @@ class Deps:
     def prompt_set(self, ctx: RefineContext) -> PromptSet:
         """The factory's prompts if given, else the context's profile."""
         return self.prompts or get_profile(ctx.profile or "general")
+
+    def refine_form(self, ctx: RefineContext) -> RefineForm:
+        """How the refine request is laid out: the run's setting, the profile's, the default."""
+        return ctx.refine_form or self.prompt_set(ctx).refine_form or DEFAULT_REFINE_FORM
 
     def profile_name(self, ctx: RefineContext) -> str:
         """The name of the prompt set in use, for traces."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -31,6 +32,7 @@ def make_refine(deps: Deps) -> NodeRunnable:
             state.get("attempts") or [],
             state.get("critique"),
             ctx.history_window,
+            deps.refine_form(ctx),
         )
         model = deps.model("refiner", ctx)
         config = trace_config(
@@ -41,8 +43,9 @@ def make_refine(deps: Deps) -> NodeRunnable:
             profile=deps.profile_name(ctx),
         )
         attempts = state.get("attempts") or []
-        guard = deps.guard(ctx, state["task"], [*feedback_of(attempts), *_items(state)])
-        return model, messages, config, guard
+        guard = deps.guard(ctx, state["task"], feedback_of(attempts, _items(state)))
+        previous = attempts[-1]["draft"] if attempts else None
+        return model, messages, config, dataclasses.replace(guard, previous=previous)
 
     def refine(state: RefineState) -> dict[str, Any]:
         """Rewrite the latest draft so it addresses the feedback."""

@@ -8,6 +8,7 @@ its default critics (verifiers first, then "llm") and stop policies.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from self_refine.errors import ConfigError
 from self_refine.stopping import (
@@ -29,6 +30,8 @@ class PromptSet:
     `critics` are used when neither the run nor the graph names critics; a
     verifier among them is skipped for inputs whose reference lacks its data.
     `stop` are the stop policies used when the graph was not given `stop=`.
+    `request` follows the task in the generate request; `refine_form` is
+    "conversation" or "single" (see `refine_messages`).
     """
 
     name: str
@@ -38,6 +41,14 @@ class PromptSet:
     refine: str
     critics: tuple[str, ...] = ("llm",)
     stop: tuple[StopPolicy, ...] = DEFAULT_POLICIES
+    request: str = "Write the response to the task above."
+    """The line after the task in the generate request: what to do with it."""
+    revise: str = ""
+    """What the refine request ends with, after the feedback (empty: rewrite the draft
+    addressing every item, and reply with the new draft only)."""
+    refine_form: Literal["conversation", "single"] | None = None
+    """How the refine request is laid out when the run's settings do not say (None: the
+    library's default, see `self_refine.prompts.render`)."""
 
 
 _CODE_BLOCK = "Reply with the complete code in one ```python block."
@@ -141,6 +152,12 @@ MATH = PromptSet(
         'step that depends on them, then end with one line "The answer is <answer>."'
     ),
     critics=("answer", "llm"),
+    # "Write the response" made a 0.5B model answer with the final line alone, no steps,
+    # and "Reply with the new draft only" made its corrections a bare final line too.
+    request='Solve the task above: work step by step, then end with one line "The answer is '
+    '<answer>."',
+    revise="Solve the task again step by step, redoing every step the feedback points to, "
+    'then end with one line "The answer is <answer>."',
 )
 
 SENTIMENT_REVERSAL = PromptSet(

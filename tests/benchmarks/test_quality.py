@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import subprocess
@@ -12,9 +13,12 @@ from typing import Any
 import pytest
 
 from benchmarks.quality.figures import PLAIN_TEXT_FALLBACK, condition_figures, correct_at
+from benchmarks.quality.report import markdown, readings
+from benchmarks.quality.run import _condition, _shown_arguments, run
 from benchmarks.quality.sets import SETS, VERIFIER, make_set
 from self_refine.batch.judge import VerifierJudge
 from self_refine.critics import judge_draft
+from tests.fakes import FakeChatModel, critique
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,19 +47,30 @@ def test_a_run_that_stopped_keeps_its_answer_for_later_steps() -> None:
 
 def test_hygiene_rates_per_draft_and_per_answer() -> None:
     attempts = [
-        {"rejected": [{"reason": "echo"}, {"reason": "echo"}], "problems": []},
-        {"rejected": [{"reason": "refusal"}], "problems": [PLAIN_TEXT_FALLBACK]},
-        {"problems": []},
-        {},
+        {"rejected": [{"reason": "echo"}, {"reason": "echo"}], "problems": []},  # 2 replies
+        {"rejected": [{"reason": "refusal"}], "problems": [PLAIN_TEXT_FALLBACK]},  # 2 replies
+        {"problems": []},  # 1 reply
+        {},  # 1 reply
     ]
     records = [
         _record([False], attempts=attempts[:2], echo_final=True),
         _record([True], attempts=attempts[2:], echo_final=False),
     ]
     figures = condition_figures(records, 0, seconds=1.0, calls=4)
-    assert figures["rejected_per_draft"] == {"echo": 0.5, "refusal": 0.25}
+    assert figures["rejected_share_of_replies"] == {"echo": 2 / 6, "refusal": 1 / 6}
+    assert figures["draft_replies_per_item"] == 3.0
     assert figures["parse_fallbacks_per_critique"] == 0.25
     assert figures["echo_in_final_answers"] == 0.5
+
+
+def test_a_given_first_draft_is_no_reply_of_the_model() -> None:
+    attempts = [
+        {"iteration": 0, "rejected": [{"reason": "echo"}]},  # given: not counted
+        {"iteration": 1, "rejected": [{"reason": "echo"}]},
+        {"iteration": 2},
+    ]
+    figures = condition_figures([_record([False], attempts=attempts)], 0, 1.0, 1, written_from=1)
+    assert figures["rejected_share_of_replies"] == {"echo": 1 / 3}
 
 
 def test_an_answer_that_echoes_the_task_is_wrong_though_it_holds_every_word() -> None:
@@ -93,7 +108,7 @@ def test_every_constrained_item_is_satisfiable() -> None:
 
 def test_every_reference_solution_passes_its_hidden_tests_and_a_stub_fails() -> None:
     pytest.importorskip("self_refine.critics.sandbox.host")
-    for item in make_set("code", 10, seed=2026):
+    for item in make_set("code", 15, seed=2026):
         solution = f"```python\n{item['solution']}\n```"
         assert judge_draft(item["task"], solution, item["reference"], ["python_tests"]) is True
         name = item["solution"].split("(")[0].removeprefix("def ")
@@ -132,3 +147,110 @@ def test_random_is_only_used_through_seeded_generators() -> None:
     state = random.getstate()
     make_set("constrained", 3, seed=9)
     assert random.getstate() == state
+
+
+def test_mean_score_tokens_and_the_too_long_rate_from_known_outcomes() -> None:
+    long_reply = {"rejected": [{"reason": "too_long"}], "problems": []}
+    records = [
+        _record(
+            [False, True],
+            score=0.9,
+            usage={"input_tokens": 300, "output_tokens": 40},
+            attempts=[{}, long_reply, {}],
+        ),
+        _record(
+            [True, True],
+            score=0.5,
+            usage={"input_tokens": 100, "output_tokens": 20},
+            attempts=[{}],
+        ),
+        _record([False, False], score=None, usage={}, attempts=[{}, long_reply, {}, {}]),
+    ]
+    figures = condition_figures(records, 1, seconds=6.0, calls=9)
+    assert figures["mean_score"] == pytest.approx(0.7)  # an item with no score is left out
+    assert figures["input_tokens_per_item"] == pytest.approx(400 / 3)
+    assert figures["output_tokens_per_item"] == pytest.approx(20.0)
+    assert figures["rejected_share_of_replies"] == {"too_long": 2 / 10}  # 8 drafts, 10 replies
+    assert figures["accuracy_at"] == [pytest.approx(1 / 3), pytest.approx(2 / 3)]
+
+
+def _args(**given: Any) -> argparse.Namespace:
+    values: dict[str, Any] = {
+        "model": "scripted",
+        "base_url": None,
+        "api_key": None,
+        "n": 2,
+        "k": 2,
+        "max_tokens": 64,
+        "refine_form": None,
+        "sets": ["constrained"],
+        "conditions": ["first", "intrinsic", "verifier", "trainer"],
+    }
+    return argparse.Namespace(**{**values, **given})
+
+
+async def test_an_echoed_final_answer_is_counted_wrong_through_the_runner() -> None:
+    item = make_set("constrained", 1, seed=2026)[0]
+    echo = f"{item['task']} " + " ".join(item["reference"]["concepts"])
+    assert judge_draft(item["task"], echo, item["reference"], ["concepts"]) is True
+    model = FakeChatModel(
+        script={
+            "critic": [critique(["Write sentences, not the task."], score=0.3)],
+            "refiner": [echo],  # echoes again: rejected, so the echoed draft stays
+        }
+    )
+    for condition in ("intrinsic", "verifier"):
+        records = await _condition(model, "constrained", condition, [item], [echo], _args())
+        assert records[0]["answer"] == echo
+        figures = condition_figures(records, 2, seconds=1.0, calls=1)
+        assert figures["accuracy_at"] == [0.0, 0.0, 0.0], condition
+        assert figures["echo_in_final_answers"] == 1.0
+
+
+async def test_a_model_that_only_echoes_gets_nothing_right_in_the_whole_run(
+    tmp_path: Path,
+) -> None:
+    def echo(messages: list[Any]) -> str:
+        task = messages[1].text.split("<task>\n", 1)[1].split("\n</task>", 1)[0]
+        return f"Sure! {task}"
+
+    model = FakeChatModel(
+        script={"generator": [echo], "critic": [critique(["Use every word."])], "refiner": [echo]}
+    )
+    document, records = await run(_args(out=tmp_path), chat_model=model)
+    for condition, figures in document["results"]["constrained"].items():
+        assert figures["accuracy_at"][-1] == 0.0, condition
+        assert figures["echo_in_final_answers"] == 0.0, "an echo is never an answer"
+    assert document["results"]["constrained"]["first"]["rejected_share_of_replies"]["echo"] == 1.0
+    answers = [r["answer"] for runs in records.values() for done in runs.values() for r in done]
+    assert answers and all(answer == "" for answer in answers)
+
+
+def _document(first: float, final: float, right_to_wrong: int) -> dict[str, Any]:
+    figures = {"accuracy_at": [first, final], "wrong_to_right": 0, "right_to_wrong": right_to_wrong}
+    return {
+        "date": "2026-01-01",
+        "command": "python -m benchmarks.quality.run",
+        "machine": {"cores": 2, "python": "3.11"},
+        "model": {"model": "m", "name": "m"},
+        "items_per_set": 10,
+        "k": 1,
+        "max_tokens": 64,
+        "results": {"arithmetic": {"first": {"accuracy_at": [first]}, "intrinsic": figures}},
+        "examples": {},
+    }
+
+
+def test_the_report_says_in_words_when_a_condition_made_results_worse() -> None:
+    worse = _document(0.6, 0.4, right_to_wrong=2)
+    assert readings(worse) == [
+        "arithmetic, intrinsic self-refine (model critiques itself): **made results worse** "
+        "than the first draft: 60% -> 40% (0 wrong -> right, 2 right -> wrong)."
+    ]
+    assert "**made results worse**" in markdown(worse)
+    assert "worse" not in " ".join(readings(_document(0.4, 0.6, right_to_wrong=0)))
+
+
+def test_the_command_written_to_the_results_never_holds_the_key() -> None:
+    shown = _shown_arguments(["--api-key", "sk-secret", "--n", "3", "--api-key=sk-other"])
+    assert shown == ["--api-key", "***", "--n", "3", "--api-key=***"]

@@ -18,6 +18,7 @@ from self_refine.cli.settings import SETTING_KEYS
 from self_refine.models.offline import OfflineModel
 from self_refine.persistence.storage import DEFAULT_DB as DB
 from self_refine.persistence.storage import ThreadSettings
+from self_refine.prompts.render import FEEDBACK_TURN
 from tests.conftest import run_cli
 from tests.fakes import role_of
 from tests.openai_server import OpenAIServer
@@ -156,7 +157,8 @@ def test_history_window_limits_the_attempts_the_refiner_is_sent(
 ) -> None:
     code, _, _ = cli(capsys, "run", TASK, *window)
     assert code == 0
-    assert [text.count("<attempt n=") for text in calls.sent_to("refiner")] == carried
+    # The default refine request is a conversation: one feedback turn per attempt carried.
+    assert [text.count(FEEDBACK_TURN) for text in calls.sent_to("refiner")] == carried
 
 
 @pytest.mark.usefixtures("workdir")

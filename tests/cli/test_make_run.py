@@ -97,3 +97,29 @@ def test_the_readme_shows_a_real_local_model_run_in_the_program_s_format(
 
 
 _STEP_LINES_TEXT = {pattern.pattern for pattern in _STEP_LINES}
+
+
+def _make_studio(**env_overrides: str) -> str:
+    """What `make studio` would run (`make -n`, nothing is run), as one text."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS")}
+    env.pop("SELF_REFINE_MODEL", None)
+    env.update(env_overrides)
+    done = subprocess.run(
+        ["make", "-n", "-W", "pyproject.toml", "studio"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout
+
+
+def test_make_studio_with_the_local_model_installs_its_extra_and_fetches_it_first() -> None:
+    planned = _make_studio(SELF_REFINE_MODEL="local")
+    assert '".[local]"' in planned, "the local extra is installed"
+    fetch, serve = planned.index("local_model_path"), planned.index("bin/self-refine studio")
+    assert fetch < serve and "'local'" in planned[fetch:serve]
+    plain = _make_studio()
+    assert '".[local]"' not in plain and "local_model_path" not in plain

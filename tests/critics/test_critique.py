@@ -8,6 +8,7 @@ import pytest
 
 from self_refine import Critique, refine
 from self_refine.critics import parse_critique_text
+from self_refine.critics.parse import CUT_JSON, read_critique, salvage_cut_json
 from tests.fakes import FakeChatModel, critique
 
 PROSE = """The draft has two problems:
@@ -156,3 +157,40 @@ def test_a_bare_structured_reply_is_read_as_the_chains_parsers_would() -> None:
     assert broken["parsed"] is None and broken["parsing_error"] is not None
     whole = {"raw": fenced, "parsed": None, "parsing_error": None}
     assert _as_structured(whole) is whole
+
+
+REPEATING = (
+    '{"feedback": ["Use the word \\"compass\\".", "Keep it to one sentence.", '
+    '"Keep it to one sentence.", "Keep it to one sentence.", "Keep it to'
+)
+
+
+def test_a_critique_cut_off_while_repeating_keeps_its_complete_items_once() -> None:
+    model = model_with_critic(REPEATING, critique(score=1, done=True))
+    result = refine("t", model=model)
+    first = result["attempts"][0]
+    assert first["critique"]["feedback"] == ['Use the word "compass".', "Keep it to one sentence."]
+    assert first["problems"][0] == CUT_JSON
+    assert len(model.requests_for("critic")) == 2, "no second ask: the complete items are read"
+
+
+def test_a_cut_off_critique_with_nothing_complete_is_still_asked_again() -> None:
+    assert salvage_cut_json('{"feedback": ["unterminated') is None
+    assert salvage_cut_json('{"feedback": [') is None
+    assert salvage_cut_json('{"feedback": ["a"], "score": 0.4, "done": fal') == {
+        "feedback": ["a"],
+        "score": 0.4,
+    }
+
+
+def test_repeated_feedback_items_count_once() -> None:
+    model = model_with_critic(critique(["Add a verb.", "Add a verb.", "Name the dog."], score=0.2))
+    result = refine("t", model=model, max_iterations=1)
+    assert result["attempts"][0]["critique"]["feedback"] == ["Add a verb.", "Name the dog."]
+
+
+def test_bullets_that_state_the_score_or_done_are_no_feedback_items() -> None:
+    text = "- Use the word river.\n- score]: 0.5\n- done]: true\n* Score: 4/10"
+    critique, _ = read_critique(text)
+    assert critique.feedback == ["Use the word river."]
+    assert critique.score == pytest.approx(0.5)

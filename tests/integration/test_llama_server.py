@@ -22,6 +22,7 @@ import pytest
 
 from self_refine import refine
 from self_refine.models.fetch import local_model_path
+from tests.answer_checks import assert_clean_answer, assert_scores_in_range
 
 pytest.importorskip("llama_cpp.server", reason='needs llama-cpp-python[server] (".[dev]")')
 pytestmark = pytest.mark.integration
@@ -69,23 +70,35 @@ def _wait(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
     raise RuntimeError(f"llama_cpp.server did not start:\n{log.read_text()[-2000:]}")
 
 
-def test_the_run_finishes_and_the_critic_steps_down_once(llama_server: str) -> None:
+def _counted_model(base_url: str, formats: list[Any], *, asynchronous: bool = False) -> Any:
+    """ChatOpenAI to the server, noting the response format of every chat request."""
     from langchain_openai import ChatOpenAI
-
-    formats: list[Any] = []
 
     def count(request: httpx.Request) -> None:
         if request.url.path.endswith("/chat/completions"):
             formats.append((json.loads(request.content).get("response_format") or {}).get("type"))
 
-    model = ChatOpenAI(
+    async def acount(request: httpx.Request) -> None:
+        count(request)
+
+    client: dict[str, Any] = (
+        {"http_async_client": httpx.AsyncClient(event_hooks={"request": [acount]})}
+        if asynchronous
+        else {"http_client": httpx.Client(event_hooks={"request": [count]})}
+    )
+    return ChatOpenAI(
         model="smollm2",
-        base_url=llama_server,
+        base_url=base_url,
         api_key="not-needed",
         max_tokens=40,
         max_retries=0,
-        http_client=httpx.Client(event_hooks={"request": [count]}),
+        **client,
     )
+
+
+def test_the_run_finishes_and_the_critic_steps_down_once(llama_server: str) -> None:
+    formats: list[Any] = []
+    model = _counted_model(llama_server, formats)
     result = refine(
         TASK,
         model=model,
@@ -94,10 +107,43 @@ def test_the_run_finishes_and_the_critic_steps_down_once(llama_server: str) -> N
         max_iterations=1,
     )
     assert result["stop_reason"] in {"critic_done", "unchanged", "max_iterations", "verified"}
-    for attempt in result["attempts"]:
-        score = attempt["critique"].get("score")
-        assert score is None or 0.0 <= score <= 1.0
+    assert_clean_answer(TASK, result["answer"])
+    assert_scores_in_range(result["attempts"])
     assert formats.count("json_schema") == 1, formats
     critic_calls = [f for f in formats if f in ("json_schema", "json_object")]
     assert critic_calls[1:] == ["json_object"] * (len(critic_calls) - 1), formats
     assert len(critic_calls) >= 2, "a second critique went straight to json_object"
+
+
+def test_a_small_batch_steps_down_once_for_the_model_and_answers_cleanly(
+    llama_server: str,
+) -> None:
+    from self_refine import refine_batch
+
+    formats: list[Any] = []
+    model = _counted_model(llama_server, formats, asynchronous=True)
+    tasks = [
+        TASK,
+        "Write one sentence using the words: cat, roof.",
+        "Write one sentence using the words: boat, lake.",
+    ]
+    references = [
+        {"concepts": ["dog", "park", "zebra"]},
+        {"concepts": ["cat", "roof", "moon"]},
+        {"concepts": ["boat", "lake", "owl"]},
+    ]
+    result = refine_batch(
+        tasks,
+        model=model,
+        references=references,
+        profile="constrained_generation",
+        max_iterations=1,
+        concurrency=3,
+    )
+    assert not result.errors, result.errors
+    for task, record in zip(tasks, result.records, strict=True):
+        assert record is not None
+        assert_clean_answer(task, record["answer"])
+        assert_scores_in_range(record["attempts"])
+    assert formats.count("json_schema") == 1, formats
+    assert formats.count("json_object") >= 2, formats

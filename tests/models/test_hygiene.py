@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 
 from self_refine import Critique, RefineContext, create_self_refine_graph
-from self_refine.models.hygiene import DraftGuard, clean_reply, draft_limit
+from self_refine.critics.parse import read_critique
+from self_refine.critics.verifiers.answer import extract_answer
+from self_refine.models.calls import RESAMPLE_TEMPERATURE
+from self_refine.models.hygiene import DraftGuard, clean_reply, draft_limit, feedback_of
 from tests.fakes import FakeChatModel, critique
 
 TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
@@ -27,6 +30,8 @@ REAL = json.loads((Path(__file__).parents[1] / "fixtures" / "real_replies.json")
         ("```text\nThe dog runs.\n```", "The dog runs."),
         ('He said "run" to the dog.', 'He said "run" to the dog.'),
         ("Answer: 42", "42"),
+        ("Here are two sentences using the words:\nThe dog runs.", "The dog runs."),
+        ("Here is how: the dog runs.", "Here is how: the dog runs."),
     ],
 )
 def test_wrappers_that_are_not_the_answer_are_removed(reply: str, draft: str) -> None:
@@ -45,6 +50,9 @@ def test_code_fences_stay_for_code_profiles() -> None:
         ("The dog &lt;draft> runs.", "echo"),
         (f"{TASK} The dog catches a frisbee in the park.", "echo"),
         ("Rewrite the latest draft so that it addresses every feedback item. Dog.", "echo"),
+        ("Feedback on your draft:\n- [concepts] missing: catch\n\nThe dog runs.", "echo"),
+        ("The dog. Rewrite your draft so that it addresses every feedback item above.", "echo"),
+        ("Jacket covers the island, scarf is a required concept.", "echo"),
         ('The dog. Mention "frisbee" (a required concept) somewhere in the text.', "echo"),
         ("", "empty"),
         ("x" * 5000, "too_long"),
@@ -65,14 +73,33 @@ def test_a_refusal_is_no_draft() -> None:
     assert verdict is not None and verdict[0] == "refusal"
 
 
-@pytest.mark.parametrize("case", REAL, ids=[f"{c['model'][:20]}-{c['role']}" for c in REAL])
+DRAFTS = [c for c in REAL if c["role"] != "critic"]
+CRITIQUES = [c for c in REAL if c["role"] == "critic"]
+
+
+@pytest.mark.parametrize("case", DRAFTS, ids=[f"{c['model'][:20]}-{c['role']}" for c in DRAFTS])
 def test_recorded_real_replies(case: dict[str, Any]) -> None:
     cleaned = clean_reply(case["reply"])
-    verdict = DraftGuard(task=case["task"]).check(cleaned, None)
+    guard = DraftGuard(task=case["task"], feedback=feedback_of(case.get("attempts", [])))
+    verdict = guard.check(cleaned, None)
     if "reason" in case["expect"]:
         assert verdict is not None and verdict[0] == case["expect"]["reason"]
     else:
         assert verdict is None and cleaned == case["expect"]["draft"]
+    if "answer" in case["expect"]:
+        found = extract_answer(cleaned)
+        assert found is not None and found[0] == case["expect"]["answer"]
+
+
+@pytest.mark.parametrize(
+    "case", CRITIQUES, ids=[f"{c['model'][:20]}-critic-{n}" for n, c in enumerate(CRITIQUES)]
+)
+def test_recorded_real_critiques(case: dict[str, Any]) -> None:
+    critique, problems = read_critique(case["reply"])
+    assert critique.feedback == case["expect"]["feedback"]
+    assert problems[0] == case["expect"]["problem"]
+    if "score" in case["expect"]:
+        assert critique.score == case["expect"]["score"]
 
 
 def _run(*drafts: str, critiques: list[dict[str, Any]], **settings: Any) -> dict[str, Any]:
@@ -179,3 +206,79 @@ def test_an_echo_of_any_earlier_feedback_item_is_found_among_many() -> None:
         reply = f"The boats rest.  {echoed.upper()}   The gulls call."
         verdict = guard.check(reply, None)
         assert verdict is not None and verdict[0] == "echo", echoed
+
+
+def test_feedback_that_quotes_a_draft_is_not_feedback_a_reply_may_not_repeat() -> None:
+    draft = "The dog runs in the park all day long with a red frisbee."
+    attempts = [
+        {"draft": draft, "critique": {"feedback": [f"[llm] {draft}", "[concepts] Use catch."]}}
+    ]
+    assert feedback_of(attempts, ["Mention the word catch somewhere in the sentence."]) == [
+        "Mention the word catch somewhere in the sentence.",
+        "[concepts] Use catch.",
+    ]
+
+
+def test_a_tagged_feedback_item_is_an_echo_without_its_tag_too() -> None:
+    item = "[llm] Mention the river somewhere in the text, please."
+    guard = DraftGuard(task=TASK, feedback=[item])
+    verdict = guard.check("The dog. Mention the river somewhere in the text, please.", None)
+    assert verdict is not None and verdict[0] == "echo"
+
+
+class _ColdModel(FakeChatModel):
+    """A scripted model set to sample coldly, noting the temperature of each call."""
+
+    temperature: float = 0.2
+    seed: int = 7
+    temperatures: list[float] = []
+    seeds: list[int] = []
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        self.temperatures.append(kw.get("temperature", self.temperature))
+        self.seeds.append(kw.get("seed", self.seed))
+        return super()._generate(messages, stop, run_manager, **kw)
+
+
+def test_a_refine_reply_that_is_the_same_draft_is_asked_again_warmer() -> None:
+    model = _ColdModel(
+        script={
+            "generator": ["A dog in a park."],
+            "critic": [critique(["Add frisbee."], score=0.2), critique([], score=1.0, done=True)],
+            "refiner": ["A dog  in a park.", "A dog catches a frisbee in a park."],
+        },
+        temperatures=[],
+        seeds=[],
+    )
+    graph = create_self_refine_graph(model, settings=RefineContext(max_iterations=2)).compile()
+    result = graph.invoke({"task": TASK})
+    second = result["attempts"][1]
+    assert second["draft"] == "A dog catches a frisbee in a park."
+    assert [r["reason"] for r in second["rejected"]] == ["unchanged"]
+    first_ask, again = model.requests_for("refiner")
+    assert again.messages == first_ask.messages, "the same request, sampled again"
+    assert model.temperatures == [0.2, 0.2, 0.2, RESAMPLE_TEMPERATURE, 0.2]
+    assert model.seeds == [7, 7, 7, 7 + 1 + 1, 7], "a draw of its own: seed + 1 + iteration"
+
+
+def test_a_draft_changed_only_in_case_is_a_new_draft() -> None:
+    guard = DraftGuard(task=TASK, feedback=["Capitalise it."], previous="a dog.")
+    assert guard.check("A dog.", None) is None
+    assert guard.check(" a  dog. ", None) == (
+        "unchanged",
+        "the reply is the draft it was asked to change, unchanged",
+    )
+    assert DraftGuard(task=TASK, previous="a dog.").check("a dog.", None) is None  # no feedback
+
+
+def test_a_refiner_that_keeps_repeating_leaves_the_draft_and_the_run_stops_unchanged() -> None:
+    result = _run(
+        "A dog in a park.",
+        "A dog in a park.",
+        "A dog in a park.",
+        critiques=[critique(["Add frisbee."], score=0.2)],
+    )
+    second = result["attempts"][1]
+    assert second["draft"] == "A dog in a park."
+    assert [r["reason"] for r in second["rejected"]] == ["unchanged", "unchanged"]
+    assert result["stop_reason"] == "unchanged"

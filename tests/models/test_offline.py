@@ -112,3 +112,9 @@ def test_offline_model_does_not_pass_itself_off_as_a_language_model() -> None:
     assert "not a language model" in (offline_module.__doc__ or "")
     reply = model.invoke(generate_messages(PROMPTS, TASK))
     assert reply.response_metadata["model_name"] == "offline"
+
+
+def test_both_refine_forms_give_the_offline_model_the_same_draft_and_feedback() -> None:
+    runs = [refine(TASK, model="offline", refine_form=form) for form in ("single", "conversation")]
+    assert [a["draft"] for a in runs[0]["attempts"]] == [a["draft"] for a in runs[1]["attempts"]]
+    assert len(runs[0]["attempts"]) > 1

@@ -26,7 +26,9 @@ def _model() -> FakeChatModel:
             "critic": [
                 lambda messages: critique([f"Say more: {len(messages[-1].text)}"], score=0.2)
             ],
-            "refiner": [lambda messages: f"The keeper climbs, step {len(messages[-1].text)}."],
+            "refiner": [
+                lambda messages: f"The keeper climbs, step {sum(len(m.text) for m in messages)}."
+            ],
         }
     )
 

@@ -1,0 +1,95 @@
+"""The live line of `run` with a local model: reading the prompt, then writing, then gone."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from langchain_core.messages import HumanMessage
+
+from self_refine.cli.progress import TokenMeter
+from tests.fakes import FakeChatModel
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def shown(out: io.StringIO) -> str:
+    """What the terminal shows now: the text after the last carriage return, codes removed."""
+    return out.getvalue().rsplit("\r", 1)[-1].replace("\x1b[K", "")
+
+
+def test_reading_a_long_prompt_shows_the_seconds_waited_until_the_first_token() -> None:
+    out, clock = io.StringIO(), Clock()
+    meter = TokenMeter(out, clock=clock, tick_seconds=None)
+    meter.start("critique")
+    assert shown(out) == "  [critique] reading the prompt: 0 s"
+    clock.now += 12
+    meter.tick()
+    assert shown(out) == "  [critique] reading the prompt: 12 s"
+    meter.token("critique")
+    clock.now += 5
+    meter.tick()  # the model writes: the reading line is not drawn again
+    assert "reading" not in shown(out)
+    assert shown(out) == "  [critique] writing: 1 tokens, 0.0 tokens/s"
+
+
+def test_writing_shows_tokens_and_their_rate_redrawn_at_most_ten_times_a_second() -> None:
+    out, clock = io.StringIO(), Clock()
+    meter = TokenMeter(out, clock=clock, tick_seconds=None)
+    for _ in range(20):  # a token every 0.05 s; the line is drawn every 0.1 s
+        meter.token("refine")
+        clock.now += 0.05
+    clock.now -= 0.05
+    assert shown(out) == "  [refine] writing: 19 tokens, 21.1 tokens/s"  # 19 in 0.9 s
+    assert out.getvalue().count("\r") <= 11  # not once per token
+
+
+def test_a_new_step_counts_from_zero_and_clear_removes_the_line() -> None:
+    out, clock = io.StringIO(), Clock()
+    meter = TokenMeter(out, clock=clock, tick_seconds=None)
+    for _ in range(5):
+        clock.now += 0.2
+        meter.token("generate")
+    meter.clear()
+    assert out.getvalue().endswith("\r\x1b[K")
+    clock.now += 1
+    meter.token("critique")
+    assert shown(out) == "  [critique] writing: 1 tokens, 0.0 tokens/s"
+
+
+def test_clear_with_nothing_drawn_writes_nothing() -> None:
+    out = io.StringIO()
+    TokenMeter(out, tick_seconds=None).clear()
+    assert out.getvalue() == ""
+
+
+def test_the_ticker_redraws_while_reading_and_stops_on_close() -> None:
+    out = io.StringIO()
+    meter = TokenMeter(out, tick_seconds=0.01)
+    meter.start("generate")
+    deadline = time.monotonic() + 5
+    while out.getvalue().count("reading the prompt") < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert out.getvalue().count("reading the prompt") >= 3
+    meter.close()
+    assert meter._ticker is None
+    settled = out.getvalue()
+    time.sleep(0.05)
+    assert out.getvalue() == settled and settled.endswith("\r\x1b[K")
+
+
+def test_its_handler_starts_the_reading_line_when_a_model_call_begins() -> None:
+    out, clock = io.StringIO(), Clock()
+    meter = TokenMeter(out, clock=clock, tick_seconds=None)
+    model = FakeChatModel(script={"*": ["hello"]})
+    config = {"callbacks": [meter.handler()], "metadata": {"langgraph_node": "refine"}}
+    model.invoke([HumanMessage("hi")], config)
+    assert "  [refine] reading the prompt: 0 s" in out.getvalue()
