@@ -58,3 +58,11 @@ def test_api_reference_documents_the_public_names(site: Path) -> None:
     assert documented <= set(self_refine.__all__)
     anchors = set(re.findall(r'id="self_refine\.[\w.]*?\.(\w+)"', page))
     assert sorted(documented - anchors) == []
+
+
+def test_the_readmes_links_point_to_files_that_exist() -> None:
+    text = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)\s]+)\)", text) + re.findall(r'src="([^"]+)"', text)
+    local = [t.split("#")[0] for t in targets if not re.match(r"[a-z]+:", t)]
+    assert local, "the README links nothing of the repository"
+    assert [t for t in local if t and not (ROOT / t).exists()] == []
