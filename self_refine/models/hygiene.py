@@ -53,6 +53,7 @@ _INSTRUCTIONS = (
     "that reply cannot be used:",
     "(a required concept)",
     "is a required concept",
+    "keep the words already used",
     "role: generator",
     "role: refiner",
     "role: critic",

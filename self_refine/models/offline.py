@@ -157,7 +157,13 @@ def refine_text(draft: str, feedback: Sequence[str], edits_per_step: int) -> str
 def _finding(item: str) -> tuple[str, str] | str:
     """What an item asks for ("mention", "frisbee"), so a repeat of a note can be left out."""
     match = re.search(r"(\w+) (?:the \w+ )?\"([^\"]+)\"", item)
-    return (match.group(1).lower(), match.group(2).lower()) if match else item
+    if not match:
+        return item
+    verb = match.group(1).lower()
+    return ("mention" if verb in _SAME_AS_MENTION else verb), match.group(2).lower()
+
+
+_SAME_AS_MENTION = frozenset({"use", "include", "add"})
 
 
 def _feedback_items(block: str | None) -> list[str]:

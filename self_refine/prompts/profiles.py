@@ -225,6 +225,11 @@ CONSTRAINED_GENERATION = PromptSet(
         "naturally, fix what does not make sense, keep the text fluent. Reply with the "
         "sentences only."
     ),
+    revise=(
+        "Write the sentences again so that they use every word the task lists: add each "
+        "missing word named above and keep the words already there. Reply with the "
+        "sentences only."
+    ),
     critics=("concepts", "llm"),
 )
 

@@ -85,7 +85,7 @@ def test_demo_run_is_driven_to_verified_by_the_concepts_verifier(
         REFERENCE,
     )
     assert code == 0, err
-    assert '[concepts] Mention "frisbee" (a required concept).' in out
+    assert '[concepts] Use the word "frisbee".' in out
     assert "(concepts+offline)" in out
     assert "-> stop: verified" in out
     assert "Stopped: verified" in out

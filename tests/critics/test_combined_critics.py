@@ -75,13 +75,15 @@ def test_llm_critic_receives_the_verifier_findings_when_one_fails() -> None:
     assert len(critic.calls) == 1  # the refined draft passes, so the critic is asked once
     prompt = _prompt(critic)
     assert "Automatic checks found these problems; explain and extend them" in prompt
-    assert 'concepts: Mention "frisbee" (a required concept).' in prompt
-    assert 'concepts: Mention "park" (a required concept).' in prompt
+    assert 'concepts: Use the word "frisbee".' in prompt
+    assert 'concepts: Use the word "park".' in prompt
+    assert "concepts: Keep the words already used: dog." in prompt
     first = result["attempts"][0]["critique"]
     assert first["source"] == "concepts+llm"
     assert first["feedback"] == [
-        '[concepts] Mention "frisbee" (a required concept).',
-        '[concepts] Mention "park" (a required concept).',
+        '[concepts] Use the word "frisbee".',
+        '[concepts] Use the word "park".',
+        "[concepts] Keep the words already used: dog.",
         "[llm] The sentence is dull; add an action.",
     ]
     assert first["verified"] is False and first["done"] is False
@@ -111,8 +113,9 @@ def test_verifier_only_configuration_needs_no_llm() -> None:
     assert result["stop_reason"] == "verified"
     assert [a["critique"]["source"] for a in result["attempts"]] == ["concepts", "concepts"]
     assert result["attempts"][0]["critique"]["feedback"] == [
-        'Mention "frisbee" (a required concept).',
-        'Mention "park" (a required concept).',
+        'Use the word "frisbee".',
+        'Use the word "park".',
+        "Keep the words already used: dog.",
     ]
 
 
@@ -279,7 +282,7 @@ def test_combined_critic_with_several_verifiers() -> None:
         [
             'answer: The final answer "5" (read from "the answer is") is wrong; '
             "recheck the steps that lead to it.",
-            'concepts: Mention "four" (a required concept).',
+            'concepts: Use the word "four".',
         ]
     ]
     assert failing.critique.source == "answer+concepts+notes"

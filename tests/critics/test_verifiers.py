@@ -184,10 +184,13 @@ def test_concepts_verifier_lists_each_missing_concept_in_order() -> None:
         "Write a sentence.", "A dog runs.", {"concepts": ["dog", "frisbee", "run", "park"]}
     )
     assert critique.feedback == [
-        'Mention "frisbee" (a required concept).',
-        'Mention "park" (a required concept).',
+        'Use the word "frisbee".',
+        'Use the word "park".',
+        "Keep the words already used: dog, run.",
     ]
     assert critique.score == 0.5 and not critique.done
+    none_used = concepts("t", "A cat.", {"concepts": ["dog", "park"]})
+    assert none_used.feedback == ['Use the word "dog".', 'Use the word "park".']
 
 
 def test_concepts_verifier_passes_when_all_appear_and_accepts_a_comma_list() -> None:

@@ -102,8 +102,13 @@ def _prepare(reference: Any) -> list[str]:
 
 def _judge(task: str, draft: str, concepts: list[str]) -> Critique:
     missing = missing_concepts(draft, concepts)
+    kept = [c for c in concepts if c not in missing]
+    feedback = [f'Use the word "{c}".' for c in missing]
+    if missing and kept:
+        # Small models add the missing word and drop another: say which ones stay.
+        feedback.append(f"Keep the words already used: {', '.join(kept)}.")
     return Critique(
-        feedback=[f'Mention "{c}" (a required concept).' for c in missing],
+        feedback=feedback,
         score=round(1 - len(missing) / len(concepts), 3),
         done=not missing,
     )
