@@ -196,6 +196,10 @@ def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
         options["timeout"] = spec.timeout
     if spec.max_retries is not None:
         options["max_retries"] = spec.max_retries
+    from self_refine.models.loop_client import LoopLocalAsyncClient
+
+    # One model object serves every event loop of the process (it is cached above).
+    options["http_async_client"] = LoopLocalAsyncClient()
     return ChatOpenAI(**options)
 
 
