@@ -1,345 +1,31 @@
-"""The `self-refine` program: its commands.
+"""The `self-refine` program: its commands, and the exit code of each way it can end.
 
 Heavy imports (LangGraph, LangChain) happen inside the commands, so that
-`self-refine --help` answers at once. The arguments are in `cli_parser`, what
-the settings flags mean in `cli_settings`.
+`self-refine --help` answers at once. The arguments are in `cli/parser.py`, what
+the settings flags mean in `cli/settings.py`, the thread commands (run, resume,
+show) in `cli/threads.py`, batch and report in `cli/batch.py`.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sqlite3
 import sys
-import uuid
-from typing import Any
 
 from self_refine.cli.options import (
-    check_connection,
+    EXIT_FAILURE,
+    EXIT_USAGE,
     print_error,
-    trace_metadata,
     warn_key_on_command_line,
 )
 from self_refine.cli.parser import build_parser
-from self_refine.cli.safe_text import terminal_safe
-from self_refine.cli.settings import (
-    UsageError,
-    build_graph,
-    check_critics,
-    check_reachable,
-    read_reference,
-    run_settings,
-)
+from self_refine.cli.settings import UsageError, check_reachable, run_settings
+from self_refine.cli.threads import cmd_resume, cmd_run, cmd_show, database_failure
 from self_refine.errors import ThreadBusyError
 
 __all__ = ["main"]
 
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
 EXIT_BUSY = 75  # sysexits.h EX_TEMPFAIL: another process runs the thread; try again later
-
-
-def _stream(
-    args: argparse.Namespace, settings: dict[str, Any], thread_id: str, payload: Any
-) -> int:
-    """Run a new thread (payload: its input) or continue one (None), printing each step.
-
-    With --json, stdout holds only the JSON result; the notes go to stderr.
-    """
-    from self_refine.graphs import GRAPH_NAME, recursion_limit
-    from self_refine.persistence.locks import thread_lock
-    from self_refine.persistence.storage import ThreadSettings, open_checkpointer
-    from self_refine.redact import redact_url
-
-    db = redact_url(args.db)
-    notes = sys.stderr if args.json else sys.stdout
-    config: Any = {
-        "configurable": {"thread_id": thread_id},
-        "recursion_limit": recursion_limit(settings["max_iterations"]),
-        "tags": ["self-refine", "cli"],
-        "metadata": trace_metadata(settings),
-    }
-    # The thread's writer lock is held from the first read to the last write: a second
-    # `run` or `resume` of it is refused (ThreadBusyError) before it reads or writes.
-    with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):
-        graph = build_graph(settings, args.api_key).compile(checkpointer=saver, name=GRAPH_NAME)
-        current = graph.get_state(config)
-        started = bool(current.values)
-        if payload is None and not started:
-            raise UsageError(f"no thread {thread_id!r} in {db}: check the id and --db")
-        if payload is not None:
-            if started:
-                raise UsageError(
-                    f"thread {thread_id!r} already exists in {db}: continue it with "
-                    f"`self-refine resume {thread_id}` or choose another --thread-id"
-                )
-            ThreadSettings(args.db).save(thread_id, settings)  # replaces a stale row
-        print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
-        if payload is None and not current.next:
-            print(f"thread {thread_id} is already finished: nothing to resume", file=notes)
-            payload = _STOP
-        meter = _token_meter(settings, args)
-        try:
-            modes = ["updates", "messages"] if meter else ["updates"]
-            if meter:  # told when each model call starts, so prompt reading shows too
-                config = {**config, "callbacks": [meter.handler()]}
-            while payload is not _STOP:
-                chunks = graph.stream(payload, config, stream_mode=modes, durability="sync")
-                for mode, chunk in chunks:
-                    if mode == "messages":
-                        if meter:
-                            meter.token(chunk[1].get("langgraph_node", ""))
-                        continue
-                    if meter:
-                        meter.clear()
-                    for node, update in chunk.items():
-                        if not args.json:
-                            _print_step(node, update, thread_id)
-                payload = _answer_human_critic(graph.get_state(config), args)
-        except KeyboardInterrupt:
-            print(
-                "\nself-refine: interrupted; continue with: "
-                f"self-refine resume {thread_id} --db {db}",
-                file=sys.stderr,
-            )
-            return 130
-        except Exception as error:
-            _model_failure(error, settings, thread_id, args.db)
-        finally:
-            if meter:
-                meter.close()
-        state = graph.get_state(config)
-    _report(args, thread_id, state, db)
-    if state.interrupts:
-        print(
-            "self-refine: standard input ended while the human critic waited for a critique; "
-            f"the thread is saved: answer it with: self-refine resume {thread_id} --db {db}",
-            file=sys.stderr,
-        )
-        return EXIT_FAILURE
-    return 0
-
-
-def _token_meter(settings: dict[str, Any], args: argparse.Namespace) -> Any:
-    """A live tokens/s line on a terminal while an in-process (slow) local model writes."""
-    from self_refine.cli.progress import TokenMeter
-
-    models = [settings.get(k) or "" for k in ("model", "critic_model", "refiner_model")]
-    local = any(m == "local" or m.startswith("local:") for m in models)
-    return TokenMeter(sys.stderr) if local and sys.stderr.isatty() and not args.json else None
-
-
-def _print_step(node: str, update: Any, thread_id: str) -> None:
-    """Print one step; when the reader closed stdout, say so once and let the run finish."""
-    from self_refine.cli.closed_stdout import drop_closed_stdout
-    from self_refine.cli.console import print_update
-
-    try:
-        print_update(node, update, sys.stdout)
-    except BrokenPipeError:
-        drop_closed_stdout()
-        print(
-            f"note: stdout was closed; the run goes on to finish (see it with "
-            f"`self-refine show {thread_id}`)",
-            file=sys.stderr,
-        )
-
-
-def _report(args: argparse.Namespace, thread_id: str, state: Any, db: str) -> None:
-    """Print how the thread stands: its result, or what it waits for and how to go on."""
-    from self_refine.cli.console import print_result
-
-    notes = sys.stderr if args.json else sys.stdout
-    resume = f"self-refine resume {thread_id} --db {db}"
-    if state.interrupts:
-        print(f"waiting for a critique; answer it with: {resume}", file=notes)
-    elif state.next:
-        print(f"paused before {', '.join(state.next)}; continue with: {resume}", file=notes)
-    if args.json:
-        _print_json(thread_id, state)
-    elif not state.next:
-        print_result(state.values, sys.stdout)
-
-
-def _print_json(thread_id: str, state: Any) -> None:
-    """Print the thread's result as one JSON object; `next` names the steps still to run."""
-    import json
-
-    values = state.values
-    result = {k: values.get(k) for k in ("answer", "stop_reason", "iterations", "score")}
-    attempts = values.get("attempts")
-    print(
-        json.dumps({"thread_id": thread_id, **result, "attempts": attempts, "next": [*state.next]})
-    )
-
-
-_STOP = object()
-
-
-def _answer_human_critic(state: Any, args: argparse.Namespace) -> Any:
-    """Ask at the terminal for the critique the run waits for; the Command to resume, or _STOP."""
-    from langgraph.types import Command
-
-    from self_refine.cli.closed_stdout import PromptOutput, stdout_closed
-    from self_refine.cli.terminal import ask_critique
-    from self_refine.critics.human import HUMAN_CRITIQUE_KIND
-
-    pending = [i for i in state.interrupts if isinstance(i.value, dict)]
-    if not pending or pending[0].value.get("kind") != HUMAN_CRITIQUE_KIND:
-        return _STOP
-    out: Any = sys.stderr
-    if not args.json and not stdout_closed():
-        note = "note: stdout was closed; the human critic asks here, on stderr, from now on"
-        out = PromptOutput(sys.stdout, sys.stderr, note)
-    answer = ask_critique(pending[0].value, sys.stdin, out)
-    return _STOP if answer is None else Command(resume=answer)
-
-
-def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, db: str) -> None:
-    """Turn an error from a model call into one line naming the model, endpoint and fix."""
-    from self_refine.errors import ConfigError, ModelCallError
-    from self_refine.redact import redact_url
-
-    if isinstance(error, ConfigError):
-        raise error
-    resume = f"self-refine resume {thread_id} --db {redact_url(db)}"
-    if isinstance(error, sqlite3.Error):
-        raise _database_failure(error, db, resume) from None
-    if isinstance(error, ModelCallError):
-        raise RuntimeError(
-            f"{str(error).rstrip('.')}. Progress is saved; once the endpoint is back, "
-            f"continue with: {resume}"
-        ) from None
-    endpoint = redact_url(
-        settings.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
-    )
-    detail = " ".join(str(error).split())[:300].rstrip(".") or type(error).__name__
-    raise RuntimeError(
-        f"model {settings.get('model')!r} at {endpoint} failed: {type(error).__name__}: {detail}. "
-        f"Progress is saved; continue with: {resume}"
-    ) from error
-
-
-def _database_failure(error: BaseException, db: str, resume: str | None = None) -> Exception:
-    """One line for an SQLite error: a damaged file, a full disk, or another failure."""
-    from self_refine.errors import ConfigError
-    from self_refine.persistence.storage import damaged_message, is_damaged
-
-    if is_damaged(error):
-        return ConfigError(damaged_message(db, error))
-    reason = " ".join(str(error).split()) or type(error).__name__
-    fix = "free some disk space" if "full" in reason else "check the disk and the file"
-    then = f", then continue with: {resume}" if resume else ", then try again"
-    return RuntimeError(
-        f"the database {db!r} failed ({reason}); steps before this one are saved: {fix}{then}"
-    )
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    """Start a thread and stream its steps."""
-    from self_refine.state import validate_input
-
-    if not args.task.strip():
-        raise UsageError("the task is empty: give the text of the task in quotes")
-    if args.thread_id is not None and not args.thread_id.strip():
-        raise UsageError("--thread-id is empty: give the thread a name, or leave --thread-id out")
-    validate_input({"task": args.task})
-    settings = run_settings(args)
-    if args.draft is not None and not args.draft.strip():
-        raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
-    build_graph(settings, args.api_key)  # bad models, profiles, missing keys fail here
-    reference = read_reference(args.reference)
-    payload: dict[str, Any] = {"task": args.task}
-    if args.draft is not None:
-        payload["draft"] = args.draft
-    if reference is not None:
-        payload["reference"] = reference
-    validate_input(payload)  # e.g. a lone surrogate in the draft or the reference
-    check_critics(settings, reference)
-    check_reachable(settings)
-    warn_key_on_command_line(args)
-    return _stream(args, settings, args.thread_id or str(uuid.uuid4()), payload)
-
-
-def cmd_resume(args: argparse.Namespace) -> int:
-    """Continue a thread from its last checkpoint, with the settings it started with."""
-    from self_refine.persistence.storage import ThreadSettings
-    from self_refine.redact import redact_url
-
-    check_connection(args)
-    _require_db(args.db, args.thread_id)
-    settings = ThreadSettings(args.db).load(args.thread_id)
-    if settings is None:
-        raise UsageError(
-            f"no thread {args.thread_id!r} in {redact_url(args.db)}: check the id and --db"
-        )
-    for key in ("max_retries", "timeout", "max_tokens"):
-        if getattr(args, key) is not None:
-            settings[key] = getattr(args, key)
-    # Connection options mean what they mean for `run`: the flag, else the environment.
-    settings["base_url"] = (
-        args.base_url or os.environ.get("OPENAI_BASE_URL") or settings.get("base_url")
-    )
-    check_reachable(settings)
-    warn_key_on_command_line(args)
-    return _stream(args, settings, args.thread_id, None)
-
-
-def _require_db(db: str, thread_id: str) -> None:
-    """Raise UsageError when a SQLite checkpoint file does not exist (never create one to read)."""
-    from self_refine.persistence.postgres import is_postgres_url
-    from self_refine.redact import redact_url
-
-    if not is_postgres_url(db) and not os.path.exists(db):
-        raise UsageError(
-            f"no thread {thread_id!r} in {redact_url(db)}: no such database file; "
-            "check the id and --db (or SELF_REFINE_DB)"
-        )
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    """Print a thread's attempts."""
-    import json
-
-    from self_refine.cli.console import attempts_table
-    from self_refine.graphs import create_self_refine_graph
-    from self_refine.persistence.storage import open_checkpointer
-    from self_refine.redact import redact_url
-
-    _require_db(args.db, args.thread_id)
-    with open_checkpointer(args.db) as saver:
-        # Reading a thread needs the graph's channels, not its models: offline will do.
-        graph = create_self_refine_graph("offline").compile(checkpointer=saver)
-        config: Any = {"configurable": {"thread_id": args.thread_id}}
-        state = graph.get_state(config)
-        history = list(graph.get_state_history(config)) if args.html and state.values else []
-    if not state.values:
-        raise UsageError(
-            f"no thread {args.thread_id!r} in {redact_url(args.db)}: check the id and --db"
-        )
-    values = state.values
-    if args.html:
-        from self_refine.pages.render import write_thread_page
-        from self_refine.pages.thread import step_times, thread_view
-
-        page = thread_view(values, title=f"thread {args.thread_id}", steps=step_times(history))
-        print(f"page written to {write_thread_page(page, args.html)}", file=sys.stderr)
-    if args.json:
-        # "" is the channel's value before the first draft: say "no draft yet" as null.
-        print(json.dumps({**values, "draft": values.get("draft") or None}, default=str))
-        return 0
-    task = terminal_safe(values.get("task") or "")
-    print(f"thread {terminal_safe(args.thread_id)}\ntask: {task}\n")
-    print(attempts_table(values.get("attempts") or []))
-    if values.get("stop_reason"):
-        answer = terminal_safe(values.get("answer") or "")
-        print(f"stop reason: {values['stop_reason']}; answer:\n    {answer}")
-    else:
-        print(
-            f"not finished; continue with: self-refine resume {args.thread_id} "
-            f"--db {redact_url(args.db)}"
-        )
-    return 0
 
 
 def cmd_studio(args: argparse.Namespace) -> int:
@@ -414,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         print_error(RuntimeError(_busy_message(error, args)), args)
         return EXIT_BUSY
     except sqlite3.Error as error:
-        failure = _database_failure(error, getattr(args, "db", ""))
+        failure = database_failure(error, getattr(args, "db", ""))
         print_error(failure, args)
         return EXIT_FAILURE if isinstance(failure, RuntimeError) else EXIT_USAGE
     except BrokenPipeError:

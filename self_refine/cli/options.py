@@ -18,6 +18,8 @@ from self_refine.errors import ConfigError
 from self_refine.redact import redact
 
 __all__ = [
+    "EXIT_FAILURE",
+    "EXIT_USAGE",
     "add_connection_options",
     "check_connection",
     "check_settings",
@@ -26,6 +28,9 @@ __all__ = [
     "trace_metadata",
     "warn_key_on_command_line",
 ]
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
