@@ -23,16 +23,8 @@ def _make_run(*overrides: str) -> list[str]:
     """The arguments `make run` gives `self-refine` (read with `make -n`, nothing is run)."""
     # Not the variables of a `make test` this may run under: only the overrides given.
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "TASK")}
-    done = subprocess.run(
-        ["make", "-n", "run", *overrides],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    line = next(line for line in done.stdout.splitlines() if "bin/self-refine run " in line)
+    printed = _make_dry_run(["run", *overrides], env)
+    line = next(line for line in printed.splitlines() if "bin/self-refine run " in line)
     return shlex.split(line)[1:]
 
 
@@ -104,8 +96,13 @@ def _make_studio(**env_overrides: str) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS")}
     env.pop("SELF_REFINE_MODEL", None)
     env.update(env_overrides)
+    return _make_dry_run(["-W", "pyproject.toml", "studio"], env)
+
+
+def _make_dry_run(arguments: list[str], env: dict[str, str]) -> str:
+    """What `make -n ARGUMENTS` prints: the commands make would run, none of them run."""
     done = subprocess.run(
-        ["make", "-n", "-W", "pyproject.toml", "studio"],
+        ["make", "-n", *arguments],
         cwd=ROOT,
         env=env,
         capture_output=True,
