@@ -5,8 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 # Lint what exists: benchmarks/ may not be there yet.
 LINT_PATHS := self_refine tests docs/hooks $(wildcard benchmarks)
-TASK ?= Write one sentence about a dog in a park using the words: dog, frisbee, park, catch.
-REFERENCE ?= {"concepts": ["dog", "frisbee", "park", "catch"]}
+TASK ?= Write one or two natural sentences that use all of these words: train, pencil, compass, river.
+REFERENCE ?= {"concepts": ["train", "pencil", "compass", "river"]}
 # The model `make run` uses: the embedded local model (built and fetched on first use),
 # or MODEL=offline (the deterministic stand-in, nothing to build), or any model string.
 MODEL ?= local
