@@ -99,13 +99,14 @@ def _flat_known(text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _echo_key(item: str) -> tuple[str, str | None]:
-    """A feedback item flattened, and a word inside it (None when it has fewer than three).
+    """A feedback item without its [source] tag, flattened, and a word inside it.
 
-    A reply that contains the flattened item contains that inner word as a whole
-    word, so a reply without it cannot echo the item: most items are ruled out
-    by one set lookup instead of a search of the reply.
+    The word is None when the item has fewer than three. A reply that contains the
+    flattened item contains that inner word as a whole word, so a reply without it
+    cannot echo the item: most items are ruled out by one set lookup instead of a
+    search of the reply. Items come back at every step: each is worked out once.
     """
-    flat = _flat(item)
+    flat = _flat(_untagged(item))
     words = flat.split(" ")
     return flat, max(words[1:-1], key=len) if len(words) >= 3 else None
 
@@ -142,7 +143,7 @@ class DraftGuard:
             return "echo", "the reply repeats the task text"
         words = set(flat.split(" "))
         for item in self.feedback:
-            item_flat, inner = _echo_key(_untagged(item))
+            item_flat, inner = _echo_key(item)
             if len(item_flat) >= 30 and (inner is None or inner in words) and item_flat in flat:
                 return "echo", f"the reply repeats earlier feedback ({_short(item)!r})"
         if len(text) > self.limit:
@@ -163,22 +164,24 @@ def _short(text: str) -> str:
 def feedback_of(attempts: Sequence[Mapping[str, Any]], current: Sequence[str] = ()) -> list[str]:
     """The feedback a reply must not repeat: every item the attempts received, and `current`.
 
-    An item that quotes a draft (critics often repeat a sentence of the draft as an
-    "item") is left out: a new draft that keeps that sentence echoes the draft, not the
-    critic.
+    An item that quotes the draft it was given on (critics often repeat a sentence of
+    the draft as an "item") is left out: a new draft that keeps that sentence echoes
+    the draft, not the critic. `current` is feedback on the latest attempt's draft.
+    Each item is compared with its own draft only, so a step costs the same at the
+    fiftieth attempt as at the first.
     """
-    items = [*current]
-    drafts: list[str] = []
-    for attempt in attempts:
-        drafts.append(_flat(str(attempt.get("draft") or "")))
-        critique = attempt.get("critique")
-        if isinstance(critique, dict):
-            items += [str(f) for f in critique.get("feedback") or []]
-    return [
-        item
-        for item in dict.fromkeys(items)
-        if not any(_flat(_untagged(item)) in draft for draft in drafts)
-    ]
+    pairs = [(attempt.get("draft"), attempt.get("critique")) for attempt in attempts]
+    latest = pairs[-1][0] if pairs else None
+    kept: dict[str, None] = {}
+    for draft, items in [
+        (latest, list(current)),
+        *((d, c.get("feedback") or []) for d, c in pairs if isinstance(c, dict)),
+    ]:
+        flat_draft = _flat_known(str(draft or "")) if draft else None
+        for item in map(str, items):
+            if flat_draft is None or _echo_key(item)[0] not in flat_draft:
+                kept.setdefault(item, None)
+    return list(kept)
 
 
 _SOURCE_TAG = re.compile(r"^\s*\[[\w+.-]+\]\s*")

@@ -179,4 +179,10 @@ def _conversation(
 def feedback_turn(feedback: Sequence[str], prompts: PromptSet | None = None) -> str:
     """A user turn of the conversation form: the feedback, then what to do with it."""
     ask = (prompts.revise if prompts else "") or NEXT_DRAFT
+    return _feedback_turn(tuple(feedback), ask)
+
+
+@lru_cache(maxsize=1024)
+def _feedback_turn(feedback: tuple[str, ...], ask: str) -> str:
+    """A feedback turn, rendered once: every later refine request of its thread repeats it."""
     return f"{FEEDBACK_TURN}\n{format_feedback(feedback)}\n\n{ask}"
