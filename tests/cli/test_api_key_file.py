@@ -38,9 +38,7 @@ def _run(server: OpenAIServer, tmp_path: Path, *key_args: str) -> list[str]:
 def test_the_key_is_read_from_the_file(
     server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    key_file = tmp_path / "openai.key"
-    key_file.write_text(f"  {KEY}\n\n")  # surrounding blanks and a final newline are fine
-    key_file.chmod(0o600)
+    key_file = _key_file(tmp_path, f"  {KEY}\n\n", 0o600)  # blanks and a newline are fine
     assert main(_run(server, tmp_path, "--api-key-file", str(key_file))) == 0
     assert {r.headers["authorization"] for r in server.chat_requests()} == {f"Bearer {KEY}"}
     assert capsys.readouterr().err == ""
@@ -49,9 +47,7 @@ def test_the_key_is_read_from_the_file(
 def test_a_key_file_other_users_can_read_draws_a_warning(
     server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    key_file = tmp_path / "openai.key"
-    key_file.write_text(KEY)
-    key_file.chmod(0o644)
+    key_file = _key_file(tmp_path, KEY, 0o644)
     assert main(_run(server, tmp_path, "--api-key-file", str(key_file))) == 0
     err = capsys.readouterr().err
     assert f"{key_file} can be read by other users; chmod 600 {key_file}" in err
@@ -106,9 +102,7 @@ def test_key_flag_and_key_file_together_are_refused(
 def test_resume_takes_the_key_file_too(
     server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    key_file = tmp_path / "openai.key"
-    key_file.write_text(KEY)
-    key_file.chmod(0o600)
+    key_file = _key_file(tmp_path, KEY, 0o600)
     server.fail_next("500", times=1, role="refiner")
     first = _run(server, tmp_path, "--api-key-file", str(key_file), "--max-retries", "0")
     assert main([*first, "--thread-id", "t"]) == 1
@@ -116,3 +110,11 @@ def test_resume_takes_the_key_file_too(
     assert main(["resume", "t", "--db", db, "--api-key-file", str(key_file)]) == 0
     assert "Stopped:" in capsys.readouterr().out
     assert {r.headers["authorization"] for r in server.chat_requests()} == {f"Bearer {KEY}"}
+
+
+def _key_file(folder: Path, text: str, mode: int) -> Path:
+    """A key file holding `text`, with permission bits `mode`."""
+    key_file = folder / "openai.key"
+    key_file.write_text(text)
+    key_file.chmod(mode)
+    return key_file
