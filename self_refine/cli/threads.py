@@ -19,22 +19,22 @@ from self_refine.cli.options import (
     trace_metadata,
     warn_key_on_command_line,
 )
-from self_refine.cli.safe_text import terminal_safe
 from self_refine.cli.settings import (
     UsageError,
     build_graph,
-    check_critics,
     check_reachable,
+    check_start,
     read_reference,
-    run_settings,
+    run_context,
+    uses_local_model,
 )
+from self_refine.context import RefineContext
+from self_refine.redact import terminal_safe
 
 __all__ = ["cmd_resume", "cmd_run", "cmd_show", "database_failure"]
 
 
-def _stream(
-    args: argparse.Namespace, settings: dict[str, Any], thread_id: str, payload: Any
-) -> int:
+def _stream(args: argparse.Namespace, context: RefineContext, thread_id: str, payload: Any) -> int:
     """Run a new thread (payload: its input) or continue one (None), printing each step.
 
     With --json, stdout holds only the JSON result; the notes go to stderr.
@@ -48,14 +48,14 @@ def _stream(
     notes = sys.stderr if args.json else sys.stdout
     config: Any = {
         "configurable": {"thread_id": thread_id},
-        "recursion_limit": recursion_limit(settings["max_iterations"]),
+        "recursion_limit": recursion_limit(context.max_iterations),
         "tags": ["self-refine", "cli"],
-        "metadata": trace_metadata(settings),
+        "metadata": trace_metadata(context),
     }
     # The thread's writer lock is held from the first read to the last write: a second
     # `run` or `resume` of it is refused (ThreadBusyError) before it reads or writes.
     with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):
-        graph = build_graph(settings, args.api_key).compile(checkpointer=saver, name=GRAPH_NAME)
+        graph = build_graph().compile(checkpointer=saver, name=GRAPH_NAME)
         current = graph.get_state(config)
         started = bool(current.values)
         if payload is None and not started:
@@ -66,18 +66,20 @@ def _stream(
                     f"thread {thread_id!r} already exists in {db}: continue it with "
                     f"`self-refine resume {thread_id}` or choose another --thread-id"
                 )
-            ThreadSettings(args.db).save(thread_id, settings)  # replaces a stale row
+            ThreadSettings(args.db).save(thread_id, context.kept())  # replaces a stale row
         print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
         if payload is None and not current.next:
             print(f"thread {thread_id} is already finished: nothing to resume", file=notes)
             payload = _STOP
-        meter = _token_meter(settings, args)
+        meter = _token_meter(context, args)
         try:
             modes = ["updates", "messages"] if meter else ["updates"]
             if meter:  # told when each model call starts, so prompt reading shows too
                 config = {**config, "callbacks": [meter.handler()]}
             while payload is not _STOP:
-                chunks = graph.stream(payload, config, stream_mode=modes, durability="sync")
+                chunks = graph.stream(
+                    payload, config, context=context, stream_mode=modes, durability="sync"
+                )
                 for mode, chunk in chunks:
                     if mode == "messages":
                         if meter:
@@ -97,7 +99,7 @@ def _stream(
             )
             return 130
         except Exception as error:
-            _model_failure(error, settings, thread_id, args.db)
+            _model_failure(error, context, thread_id, args.db)
         finally:
             if meter:
                 meter.close()
@@ -113,12 +115,11 @@ def _stream(
     return 0
 
 
-def _token_meter(settings: dict[str, Any], args: argparse.Namespace) -> Any:
+def _token_meter(context: RefineContext, args: argparse.Namespace) -> Any:
     """A live tokens/s line on a terminal while an in-process (slow) local model writes."""
     from self_refine.cli.progress import TokenMeter
 
-    models = [settings.get(k) or "" for k in ("model", "critic_model", "refiner_model")]
-    local = any(m == "local" or m.startswith("local:") for m in models)
+    local = uses_local_model(context)
     return TokenMeter(sys.stderr) if local and sys.stderr.isatty() and not args.json else None
 
 
@@ -188,7 +189,7 @@ def _answer_human_critic(state: Any, args: argparse.Namespace) -> Any:
     return _STOP if answer is None else Command(resume=answer)
 
 
-def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, db: str) -> None:
+def _model_failure(error: Exception, context: RefineContext, thread_id: str, db: str) -> None:
     """Turn an error from a model call into one line naming the model, endpoint and fix."""
     from self_refine.errors import ConfigError, ModelCallError
     from self_refine.redact import redact_url
@@ -204,11 +205,11 @@ def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, d
             f"continue with: {resume}"
         ) from None
     endpoint = redact_url(
-        settings.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
+        context.base_url or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
     )
     detail = " ".join(str(error).split())[:300].rstrip(".") or type(error).__name__
     raise RuntimeError(
-        f"model {settings.get('model')!r} at {endpoint} failed: {type(error).__name__}: {detail}. "
+        f"model {context.model!r} at {endpoint} failed: {type(error).__name__}: {detail}. "
         f"Progress is saved; continue with: {resume}"
     ) from error
 
@@ -237,10 +238,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.thread_id is not None and not args.thread_id.strip():
         raise UsageError("--thread-id is empty: give the thread a name, or leave --thread-id out")
     validate_input({"task": args.task})
-    settings = run_settings(args)
+    context = run_context(args)
     if args.draft is not None and not args.draft.strip():
         raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
-    build_graph(settings, args.api_key)  # bad models, profiles, missing keys fail here
     reference = read_reference(args.reference)
     payload: dict[str, Any] = {"task": args.task}
     if args.draft is not None:
@@ -248,10 +248,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if reference is not None:
         payload["reference"] = reference
     validate_input(payload)  # e.g. a lone surrogate in the draft or the reference
-    check_critics(settings, reference)
-    check_reachable(settings)
+    # Bad models, profiles, critics for this reference, missing keys fail here.
+    check_start(build_graph(), context, payload)
+    check_reachable(context)
     warn_key_on_command_line(args)
-    return _stream(args, settings, args.thread_id or str(uuid.uuid4()), payload)
+    return _stream(args, context, args.thread_id or str(uuid.uuid4()), payload)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -261,21 +262,16 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     check_connection(args)
     _require_db(args.db, args.thread_id)
-    settings = ThreadSettings(args.db).load(args.thread_id)
-    if settings is None:
+    kept = ThreadSettings(args.db).load(args.thread_id)
+    if kept is None:
         raise UsageError(
             f"no thread {args.thread_id!r} in {redact_url(args.db)}: check the id and --db"
         )
-    for key in ("max_retries", "timeout", "max_tokens"):
-        if getattr(args, key) is not None:
-            settings[key] = getattr(args, key)
     # Connection options mean what they mean for `run`: the flag, else the environment.
-    settings["base_url"] = (
-        args.base_url or os.environ.get("OPENAI_BASE_URL") or settings.get("base_url")
-    )
-    check_reachable(settings)
+    context = run_context(args, kept)
+    check_reachable(context)
     warn_key_on_command_line(args)
-    return _stream(args, settings, args.thread_id, None)
+    return _stream(args, context, args.thread_id, None)
 
 
 def _require_db(db: str, thread_id: str) -> None:
@@ -295,14 +291,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     import json
 
     from self_refine.cli.console import attempts_table
-    from self_refine.graphs import create_self_refine_graph
+    from self_refine.graphs import GRAPH_NAME, create_self_refine_graph
     from self_refine.persistence.storage import open_checkpointer
     from self_refine.redact import redact_url
 
     _require_db(args.db, args.thread_id)
     with open_checkpointer(args.db) as saver:
-        # Reading a thread needs the graph's channels, not its models: offline will do.
-        graph = create_self_refine_graph("offline").compile(checkpointer=saver)
+        # Reading a thread needs the graph's channels, not its models.
+        graph = create_self_refine_graph(None).compile(checkpointer=saver, name=GRAPH_NAME)
         config: Any = {"configurable": {"thread_id": args.thread_id}}
         state = graph.get_state(config)
         history = list(graph.get_state_history(config)) if args.html and state.values else []

@@ -28,6 +28,7 @@ from self_refine.prompts.profiles import PromptSet
 from self_refine.state import Attempt
 
 __all__ = [
+    "ASK_AGAIN",
     "DEFAULT_REFINE_FORM",
     "FENCE_TAGS",
     "REFINE_FORMS",
@@ -36,6 +37,8 @@ __all__ = [
     "fence",
     "format_feedback",
     "generate_messages",
+    "instruction_phrases",
+    "normalized",
     "refine_messages",
     "unfence",
 ]
@@ -61,6 +64,28 @@ NEXT_DRAFT = (
 """How a feedback turn ends, unless the profile's `revise` says otherwise."""
 
 
+ASK_AGAIN = (
+    "That reply cannot be used: {detail}. Reply again with only the text of the draft "
+    "itself: no tags, no instructions, no feedback, no preamble."
+)
+"""What a model is told after a reply that was rejected for what it held."""
+SINGLE_FORM_ASK = (
+    "Rewrite the latest draft so that it addresses every feedback item of the latest "
+    "attempt without repeating the mistakes of earlier ones."
+)
+"""The instruction of the single refine form, before the profile's `revise` line."""
+CRITIQUE_ASK = (
+    'Critique the draft. Reply with JSON only: {"feedback": ["..."], '
+    '"score": <number from 0 to 1>, "done": <true if it needs no change>}.'
+)
+"""The last line of a critique request."""
+NOTES_INTRO = "Automatic checks found these problems; explain and extend them:"
+"""What introduces the verifiers' findings in a critique request."""
+HISTORY_INTRO = "Attempts so far, oldest first:"
+"""What introduces the earlier attempts in the single refine form."""
+ROLES = ("generator", "critic", "refiner")
+
+
 def fence(tag: str, text: str) -> str:
     """Wrap text in <tag> ... </tag>, escaping anything inside that looks like a fence."""
     escaped = _TAG_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
@@ -83,6 +108,60 @@ def _system(role: str, instructions: str) -> SystemMessage:
     return SystemMessage(f"Role: {role}\n\n{instructions.strip()}\n\n{_DATA_NOTE}")
 
 
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_PHRASE_WORDS = 6
+"""A reply holding this many words of an instruction in a row repeats the prompt."""
+
+
+def normalized(text: str) -> str:
+    """Lower-case words separated by single spaces: punctuation and layout left out."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def instruction_phrases(prompts: PromptSet | None = None) -> tuple[str, ...]:
+    """Every run of six words (shorter sentences whole, from four words) of the instructions
+    the loop sends with this profile (None: the library's own, without a profile's),
+    normalized: a reply that holds one repeats the prompt instead of answering it.
+    Worked out from the texts themselves, so it never falls behind a change of a prompt."""
+    try:
+        return _phrases(prompts)
+    except TypeError:  # a PromptSet holding a list cannot be a cache key
+        return _phrases.__wrapped__(prompts)
+
+
+@lru_cache(maxsize=64)
+def _phrases(prompts: PromptSet | None) -> tuple[str, ...]:
+    own = (
+        [prompts.generate, prompts.feedback, prompts.refine, prompts.request, prompts.revise]
+        if prompts
+        else []
+    )
+    texts = [
+        *own,
+        NEXT_DRAFT,
+        FEEDBACK_TURN,
+        _DATA_NOTE,
+        SINGLE_FORM_ASK,
+        CRITIQUE_ASK,
+        NOTES_INTRO,
+        HISTORY_INTRO,
+        ASK_AGAIN.replace("{detail}", ""),
+        *(f"Role: {role}" for role in ROLES),
+    ]
+    found: dict[str, None] = {}
+    for text in texts:
+        for sentence in _SENTENCE_END.split(text):
+            words = normalized(sentence).split()
+            if len(words) < _PHRASE_WORDS:
+                if len(words) >= 4 or sentence.startswith("Role:"):
+                    found.setdefault(" ".join(words), None)
+                continue
+            for start in range(len(words) - _PHRASE_WORDS + 1):
+                found.setdefault(" ".join(words[start : start + _PHRASE_WORDS]), None)
+    return tuple(found)
+
+
 def generate_messages(prompts: PromptSet, task: str) -> list[BaseMessage]:
     """Messages asking for a first draft of the task."""
     return [
@@ -97,14 +176,8 @@ def feedback_messages(
     """Messages asking for a critique of the draft, with optional findings to build on."""
     parts = [fence("task", task), fence("draft", draft)]
     if notes:
-        parts.append(
-            "Automatic checks found these problems; explain and extend them:\n"
-            + fence("feedback", format_feedback(notes))
-        )
-    parts.append(
-        'Critique the draft. Reply with JSON only: {"feedback": ["..."], '
-        '"score": <number from 0 to 1>, "done": <true if it needs no change>}.'
-    )
+        parts.append(f"{NOTES_INTRO}\n" + fence("feedback", format_feedback(notes)))
+    parts.append(CRITIQUE_ASK)
     return [_system("critic", prompts.feedback), HumanMessage("\n\n".join(parts))]
 
 
@@ -143,10 +216,8 @@ def refine_messages(
     return [
         _system("refiner", prompts.refine),
         HumanMessage(
-            f"{fence('task', task)}\n\nAttempts so far, oldest first:\n\n{history}\n\n"
-            "Rewrite the latest draft so that it addresses every feedback item of the latest "
-            "attempt without repeating the mistakes of earlier ones. "
-            f"{prompts.revise or 'Reply with the new draft only.'}"
+            f"{fence('task', task)}\n\n{HISTORY_INTRO}\n\n{history}\n\n"
+            f"{SINGLE_FORM_ASK} {prompts.revise or 'Reply with the new draft only.'}"
         ),
     ]
 
