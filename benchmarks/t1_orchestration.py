@@ -82,8 +82,9 @@ def graph_run(saver: Saver, iterations: int) -> Timed:
             )
         )
         elapsed = clock.read()
-    if steps != 2 * iterations + 3:
-        raise RuntimeError(f"expected {2 * iterations + 3} steps, got {steps}")
+    expected = 2 * iterations + 4  # begin, generate, critique, (refine, critique) x n, finalize
+    if steps != expected:
+        raise RuntimeError(f"expected {expected} steps, got {steps}")
     return elapsed
 
 
