@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from self_refine.prompts.render import instruction_phrases, normalized
+from self_refine.prompts.render import Phrases, instruction_phrases, repeated_phrase
 from self_refine.state import RejectedReply
 
 __all__ = ["DraftGuard", "clean_reply", "draft_limit", "rejected"]
@@ -104,7 +104,7 @@ class DraftGuard:
     previous: str | None = None
     """The draft the reply should change (refine steps); a reply that is this draft again,
     while there is feedback to act on, is no new draft."""
-    instructions: tuple[str, ...] = field(default_factory=instruction_phrases)
+    instructions: Phrases = field(default_factory=instruction_phrases)
     """Phrases of the instructions sent, normalized (`prompts.render.instruction_phrases`;
     by default the library's own, without a profile's)."""
 
@@ -119,8 +119,7 @@ class DraftGuard:
         tag = _SCAFFOLDING.search(text)
         if tag:
             return "echo", f"the reply repeats the prompt's scaffolding ({tag.group(0)!r})"
-        spaced = f" {normalized(text)} "
-        said = next((i for i in self.instructions if f" {i} " in spaced), None)
+        said = repeated_phrase(text, self.instructions)
         if said:
             return "echo", f"the reply repeats the prompt's instructions ({said!r})"
         flat = _flat(text)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
@@ -31,6 +31,7 @@ __all__ = [
     "ASK_AGAIN",
     "DEFAULT_REFINE_FORM",
     "FENCE_TAGS",
+    "Phrases",
     "REFINE_FORMS",
     "RefineForm",
     "feedback_messages",
@@ -40,6 +41,7 @@ __all__ = [
     "instruction_phrases",
     "normalized",
     "refine_messages",
+    "repeated_phrase",
     "unfence",
 ]
 
@@ -119,19 +121,40 @@ def normalized(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
-def instruction_phrases(prompts: PromptSet | None = None) -> tuple[str, ...]:
-    """Every run of six words (shorter sentences whole, from four words) of the instructions
-    the loop sends with this profile (None: the library's own, without a profile's),
-    normalized: a reply that holds one repeats the prompt instead of answering it.
-    Worked out from the texts themselves, so it never falls behind a change of a prompt."""
+class Phrases(NamedTuple):
+    """Normalized phrases of instructions: runs of six words, and shorter sentences whole."""
+
+    runs: frozenset[tuple[str, ...]]
+    sentences: tuple[str, ...]
+
+
+def instruction_phrases(prompts: PromptSet | None = None) -> Phrases:
+    """Every run of six words of the instructions the loop sends with this profile (None:
+    the library's own, without a profile's), normalized; a sentence of two to five words
+    (a role label, "Reply with the sentences only.") whole. A reply that holds one repeats
+    the prompt instead of answering it (`repeated_phrase`). Worked out from the texts
+    themselves, so it never falls behind a change of a prompt."""
     try:
         return _phrases(prompts)
     except TypeError:  # a PromptSet holding a list cannot be a cache key
         return _phrases.__wrapped__(prompts)
 
 
+def repeated_phrase(text: str, phrases: Phrases) -> str | None:
+    """The first of the phrases that `text` holds; None when it holds none."""
+    flat = normalized(text)
+    spaced = f" {flat} "
+    found = next((s for s in phrases.sentences if f" {s} " in spaced), None)
+    if found:
+        return found
+    words = flat.split()
+    runs = zip(*(words[start:] for start in range(_PHRASE_WORDS)), strict=False)
+    run = next((run for run in runs if run in phrases.runs), None)
+    return " ".join(run) if run else None
+
+
 @lru_cache(maxsize=64)
-def _phrases(prompts: PromptSet | None) -> tuple[str, ...]:
+def _phrases(prompts: PromptSet | None) -> Phrases:
     own = (
         [prompts.generate, prompts.feedback, prompts.refine, prompts.request, prompts.revise]
         if prompts
@@ -147,19 +170,19 @@ def _phrases(prompts: PromptSet | None) -> tuple[str, ...]:
         NOTES_INTRO,
         HISTORY_INTRO,
         ASK_AGAIN.replace("{detail}", ""),
-        *(f"Role: {role}" for role in ROLES),
     ]
-    found: dict[str, None] = {}
+    runs: set[tuple[str, ...]] = set()
+    sentences = {f"role {role}": None for role in ROLES}
     for text in texts:
         for sentence in _SENTENCE_END.split(text):
-            words = normalized(sentence).split()
+            words = tuple(normalized(sentence).split())
             if len(words) < _PHRASE_WORDS:
-                if len(words) >= 4 or sentence.startswith("Role:"):
-                    found.setdefault(" ".join(words), None)
+                if len(words) >= 4:
+                    sentences.setdefault(" ".join(words), None)
                 continue
             for start in range(len(words) - _PHRASE_WORDS + 1):
-                found.setdefault(" ".join(words[start : start + _PHRASE_WORDS]), None)
-    return tuple(found)
+                runs.add(words[start : start + _PHRASE_WORDS])
+    return Phrases(frozenset(runs), tuple(sentences))
 
 
 def generate_messages(prompts: PromptSet, task: str) -> list[BaseMessage]:
