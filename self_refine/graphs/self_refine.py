@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable
 from langgraph.graph import END, START
 
 from self_refine.context import FIELD_NAMES, RefineContext
@@ -17,6 +18,7 @@ from self_refine.critics import critic_names, resolve_critics
 from self_refine.errors import ConfigError
 from self_refine.graphs.checked import CheckedStateGraph
 from self_refine.models.resolve import check_model
+from self_refine.models.roles import as_role
 from self_refine.nodes import (
     Loop,
     Role,
@@ -36,7 +38,8 @@ from self_refine.stopping import StopPolicy
 
 __all__ = ["GRAPH_NAME", "Roles", "create_self_refine_graph", "group_options", "recursion_limit"]
 
-ModelLike = BaseChatModel | str
+ModelLike = BaseChatModel | Runnable[Any, Any] | str
+"""A chat model, a model string, or any runnable a role can be (see `models/roles.py`)."""
 
 GRAPH_NAME = "self_refine"
 """The name to compile the graph with: its trace in LangSmith carries this name."""
@@ -55,7 +58,9 @@ def recursion_limit(max_iterations: int) -> int:
 class Roles:
     """A model per role, where a role should not use the graph's main model.
 
-    Each may be a LangChain chat model or a model string; None means the main model.
+    Each may be a LangChain chat model, a model string, a `Runnable` from messages to a
+    message, or a compiled graph with `messages` state (an agent such as
+    `create_react_agent`'s, compiled without a checkpointer); None means the main model.
     """
 
     generator: ModelLike | None = None
@@ -185,6 +190,8 @@ def create_self_refine_graph(
     }
     for spec in role_models.values():
         check_model(spec, base_url=settings.base_url)  # strings of no known form fail here
+    # A runnable is wrapped once, so every run calls (and every critic notes) one object.
+    role_models = {role: as_role(spec) for role, spec in role_models.items()}
     if isinstance(critics, str):
         critics = critic_names(critics)
     if critics:

@@ -41,7 +41,7 @@ __all__ = ["Loop", "Role", "RunPlan", "critic_specs", "role_model"]
 
 Role = Literal["generator", "critic", "refiner"]
 
-ModelLike = BaseChatModel | str
+ModelLike = BaseChatModel | Runnable[Any, Any] | str
 
 _ENVIRONMENT = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
 """What a model given as a string reads when the settings do not say: part of a plan's key."""
