@@ -7,7 +7,9 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NotRequired, Required
 
+from langchain_core.messages import AIMessage
 from langgraph.channels.delta import DeltaChannel
+from langgraph.channels.ephemeral_value import EphemeralValue
 from langgraph.types import Overwrite
 from pydantic import BaseModel, Field, field_validator
 
@@ -23,6 +25,7 @@ __all__ = [
     "RefineState",
     "RejectedReply",
     "Usage",
+    "ANSWER_NAME",
     "MAX_TASK_CHARS",
     "RUN_CONTEXT",
     "add_usage",
@@ -169,6 +172,13 @@ CritiqueValue = Annotated[dict[str, Any], DeltaChannel(_latest, snapshot_frequen
 #   walks about as far back as task does.
 KeptSettings = Annotated[dict[str, Any], DeltaChannel(_latest, snapshot_frequency=10)]
 
+# - answer_message: the answer as a message, for the messages stream; written by finalize
+#   and cleared by the next step, so a thread stores it once, in its run's last checkpoint.
+AnswerMessage = Annotated[AIMessage | None, EphemeralValue(Any)]
+
+ANSWER_NAME = "answer"
+"""The name of the message that carries a run's answer on the `messages` stream."""
+
 RUN_CONTEXT = "run_context"
 """The state key that keeps a run's context (never a secret) for its resumes."""
 
@@ -209,6 +219,7 @@ class RefineState(TypedDict, total=False):
     ask_again: bool
     usage: Usage
     answer: str
+    answer_message: AnswerMessage
     best: Attempt | None
     last: Attempt | None
     iterations: int

@@ -18,7 +18,7 @@ from langgraph.pregel import Pregel
 from self_refine.context import MAX_ITERATIONS_LIMIT
 from self_refine.errors import ConfigError
 from self_refine.graphs.self_refine import GRAPH_NAME, recursion_limit
-from self_refine.state import RefineInput, RefineOutput, validate_input
+from self_refine.state import ANSWER_NAME, RefineInput, RefineOutput, validate_input
 
 __all__ = ["InputMapper", "OutputMapper", "refine_node", "reply_from_output", "task_from_messages"]
 
@@ -73,12 +73,13 @@ def task_from_messages(state: Any) -> RefineInput:
 def reply_from_output(state: Any, output: RefineOutput) -> dict[str, Any]:
     """Default output mapping: the answer as an AI message, replacing the draft reply if any.
 
-    The message's `response_metadata["self_refine"]` carries the stop reason,
-    the number of refine steps and the answer's score.
+    The message, named "answer", has in its `response_metadata["self_refine"]` the
+    stop reason, the number of refine steps and the answer's score.
     """
     draft = _draft_message(_messages(state))
     reply = AIMessage(
         output["answer"],
+        name=ANSWER_NAME,
         response_metadata={
             "self_refine": {
                 "stop_reason": output["stop_reason"],

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from self_refine.context import RefineContext
 from self_refine.nodes.plan import Loop
 from self_refine.nodes.runnable import Node
-from self_refine.state import Attempt, RefineState
+from self_refine.state import ANSWER_NAME, Attempt, RefineState
 
 __all__ = ["make_finalize", "pick_best"]
 
@@ -29,7 +30,12 @@ def pick_best(attempts: list[Attempt]) -> Attempt | None:
 
 
 def make_finalize(loop: Loop) -> Node:
-    """Build the node that chooses the answer ("best" or "last")."""
+    """Build the node that chooses the answer ("best" or "last") and sends it as a message.
+
+    The message (an `AIMessage` named "answer", in the node's output) is what
+    `stream_mode="messages"` shows last: a chat front end can show the drafts'
+    tokens as progress and this message as the reply.
+    """
 
     def finalize(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Choose the answer among the attempts."""
@@ -37,12 +43,21 @@ def make_finalize(loop: Loop) -> Node:
         last = attempts[-1] if attempts else None
         best = pick_best(attempts)
         chosen = last if loop.settings_for(state, runtime).select == "last" else best
+        answer = chosen["draft"] if chosen else state.get("draft", "")
+        score = chosen["critique"].get("score") if chosen else None
+        outcome = {"stop_reason": state.get("stop_reason"), "iterations": state.get("iteration", 0)}
         return {
-            "answer": chosen["draft"] if chosen else state.get("draft", ""),
+            "answer": answer,
+            # The answer as the run's last message on the messages stream (see the state).
+            "answer_message": AIMessage(
+                answer,
+                name=ANSWER_NAME,
+                response_metadata={"self_refine": {**outcome, "score": score}},
+            ),
             "best": best,
             "last": last,
             "iterations": state.get("iteration", 0),
-            "score": chosen["critique"].get("score") if chosen else None,
+            "score": score,
             # The working draft is cleared, so that new input on this thread starts
             # over from its own draft (or generates one) rather than this run's.
             "draft": "",
