@@ -11,6 +11,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Durability
 
+from self_refine.content import TaskContent
 from self_refine.context import RefineContext, settings_of
 from self_refine.errors import ConfigError
 from self_refine.graphs.self_refine import (
@@ -25,7 +26,7 @@ __all__ = ["arefine", "refine"]
 
 
 def _prepare(
-    task: str,
+    task: TaskContent,
     model: BaseChatModel | str,
     draft: str | None,
     reference: Any,
@@ -65,7 +66,7 @@ def _durability(checkpointer: BaseCheckpointSaver[Any] | None) -> Durability | N
 
 
 def refine(
-    task: str,
+    task: TaskContent,
     *,
     model: BaseChatModel | str,
     draft: str | None = None,
@@ -76,6 +77,11 @@ def refine(
     **options: Any,
 ) -> RefineOutput:
     """Refine a response to `task` and return the answer with every attempt.
+
+    `task` is its text, or message content: a list of text and image blocks, e.g.
+    `[{"type": "text", "text": "..."}, {"type": "image", "url": "https://..."}]`,
+    which reaches every model request as given (models that read text only are
+    refused before the first call).
 
     `options` are `create_self_refine_graph`'s keyword arguments (`roles`,
     `settings`, `critics`, `stop`, `prompts`), or for short the fields of
@@ -92,7 +98,7 @@ def refine(
 
 
 async def arefine(
-    task: str,
+    task: TaskContent,
     *,
     model: BaseChatModel | str,
     draft: str | None = None,

@@ -17,6 +17,8 @@ from pydantic import BaseModel, Field, field_validator
 # typing_extensions' TypedDict on Python < 3.12.
 from typing_extensions import TypedDict
 
+from self_refine.content import TaskContent, task_problem
+
 __all__ = [
     "Attempt",
     "Critique",
@@ -184,9 +186,13 @@ RUN_CONTEXT = "run_context"
 
 
 class RefineInput(TypedDict, total=False):
-    """What a caller passes in: a task, and optionally a draft to start from."""
+    """What a caller passes in: a task, and optionally a draft to start from.
 
-    task: Required[str]
+    The task is its text, or message content: a list of text and image blocks
+    (see `self_refine.content`).
+    """
+
+    task: Required[TaskContent]
     draft: str
     reference: Any
     id: str
@@ -204,6 +210,8 @@ class RefineState(TypedDict, total=False):
     was rejected, while the node that asked for it asks once more.
     """
 
+    # The task's text or content blocks (RefineInput says which): the channel is typed by
+    # what it reads before its first write, "".
     task: Required[Text]
     run_context: KeptSettings
     draft: Text
@@ -306,13 +314,17 @@ def validate_input(state: Any) -> None:
     from self_refine.errors import ConfigError
 
     task = state.get("task") if isinstance(state, dict) else None
-    if not isinstance(task, str):
+    if isinstance(task, list):
+        if why := task_problem(task, MAX_TASK_CHARS):
+            raise ConfigError(why)
+    elif not isinstance(task, str):
         raise ConfigError(
-            f"task must be a string, got {type(task).__name__}: pass {{'task': '...'}}"
+            f"task must be a string, got {type(task).__name__}: pass {{'task': '...'}} "
+            "(or a list of text and image blocks)"
         )
-    if not task.strip():
+    elif not task.strip():
         raise ConfigError("task is empty: give the text of the task to refine a response for")
-    if len(task) > MAX_TASK_CHARS:
+    elif len(task) > MAX_TASK_CHARS:
         raise ConfigError(
             f"task is {len(task):,} characters, over the limit of {MAX_TASK_CHARS:,}: "
             "shorten it or pass the long material as a draft or reference"

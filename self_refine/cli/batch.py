@@ -19,6 +19,7 @@ from self_refine.batch.runner import run_key
 from self_refine.cli.paths import check_writable, refuse_same_files
 from self_refine.cli.progress import Progress
 from self_refine.cli.settings import build_graph, uses_local_model
+from self_refine.content import has_images
 from self_refine.context import RESULT_FIELDS, RefineContext
 from self_refine.errors import ConfigError
 from self_refine.redact import redact, terminal_safe
@@ -137,7 +138,10 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
     builder = None
     if not args.server:
         builder = build_graph()
-        builder.loop.plan_for(context).check_models()
+        plan = builder.loop.plan_for(context)
+        plan.check_models()
+        if any(has_images(item.task) for item in items):
+            plan.check_images()  # a text-only model fails here, before any item starts
     try:
         result = asyncio.run(batch.run(items, shown, builder=builder))
     except KeyboardInterrupt:

@@ -28,6 +28,7 @@ from self_refine.cli.settings import (
     run_context,
     uses_local_model,
 )
+from self_refine.content import describe_task
 from self_refine.context import RefineContext
 from self_refine.redact import terminal_safe
 
@@ -317,7 +318,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         # "" is the channel's value before the first draft: say "no draft yet" as null.
         print(json.dumps({**values, "draft": values.get("draft") or None}, default=str))
         return 0
-    task = terminal_safe(values.get("task") or "")
+    task = terminal_safe(describe_task(values.get("task")))
     print(f"thread {terminal_safe(args.thread_id)}\ntask: {task}\n")
     print(attempts_table(values.get("attempts") or []))
     if values.get("stop_reason"):

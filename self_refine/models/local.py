@@ -23,7 +23,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -150,6 +150,9 @@ class LocalChatModel(BaseChatModel):
         description="Keep what the model has read between calls (False: read every prompt "
         "from the start; for measuring what reuse saves).",
     )
+
+    accepts_images: ClassVar[bool] = False
+    """The known models read text only: a task with images is refused before the first call."""
 
     @property
     def _llm_type(self) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -213,6 +213,8 @@ class OfflineModel(BaseChatModel):
     """Deterministic rule-based stand-in for a chat model (see the module docstring)."""
 
     edits_per_step: int = 2
+    accepts_images: ClassVar[bool] = False
+    """It reads text only: a task with images is refused before the first call."""
 
     @property
     def _llm_type(self) -> str:

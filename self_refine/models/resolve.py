@@ -108,8 +108,8 @@ def check_model(
 
 
 _NOT_A_MODEL = (
-    "model must be a model string, a LangChain chat model, a Runnable from messages to a "
-    "message, or a compiled graph with 'messages' (an agent); got {kind}"
+    "model must be a model string or a LangChain chat model (or a Runnable from messages "
+    "to a message, or a compiled graph with 'messages' such as an agent), got {kind}"
 )
 
 KNOWN_FORMS = (

@@ -18,6 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.runtime import Runtime
 
+from self_refine.content import TaskContent, has_images, task_text
 from self_refine.context import RefineContext, context_changes, settings_of
 from self_refine.critics import (
     CombinedCritic,
@@ -31,6 +32,7 @@ from self_refine.critics import (
 from self_refine.errors import ConfigError
 from self_refine.models.calls import trace_config
 from self_refine.models.hygiene import DraftGuard, draft_limit
+from self_refine.models.images import refuse_images
 from self_refine.models.resolve import resolve_model
 from self_refine.prompts import PromptSet, get_profile
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm, instruction_phrases
@@ -107,10 +109,20 @@ class RunPlan:
             self.model("generator")
         self.model("refiner")
 
+    def check_images(self, *, generates: bool = True) -> None:
+        """Raise ConfigError now if a model the run calls cannot read a task's images."""
+        roles: list[Role] = ["generator", "refiner"] if generates else ["refiner"]
+        for role in roles:
+            refuse_images(role, self.model(role))
+        explainer = self.critic.critic.explainer
+        if isinstance(explainer, LLMCritic):
+            refuse_images("critic", explainer.model)
+
     def guard(
-        self, task: str, feedback: Sequence[str] = (), previous: str | None = None
+        self, task: TaskContent, feedback: Sequence[str] = (), previous: str | None = None
     ) -> DraftGuard:
         """What a draft reply is held against before it becomes the draft."""
+        task = task_text(task)
         return DraftGuard(
             task=task,
             feedback=tuple(feedback),
@@ -185,7 +197,10 @@ class Loop:
         """
         plan = self.plan_for(settings)
         plan.critic.critic.check(payload.get("reference"))
-        plan.check_models(generates=not (payload.get("draft") or "").strip())
+        generates = not (payload.get("draft") or "").strip()
+        plan.check_models(generates=generates)
+        if has_images(payload.get("task")):
+            plan.check_images(generates=generates)
         if not saved and isinstance(plan.critic.critic.explainer, HumanCritic):
             raise ConfigError(
                 "the human critic needs a checkpointer to resume the run with the answer: "
