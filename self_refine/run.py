@@ -84,17 +84,16 @@ def refine(
     refused before the first call).
 
     `options` are `create_self_refine_graph`'s keyword arguments (`roles`,
-    `settings`, `critics`, `stop`, `prompts`), or for short the fields of
+    `settings`, `critics`, `stop`, `prompts`, `response_format`: then the output's
+    `structured_response` is the answer as a validated instance), or for short the fields of
     `Roles` and `RefineContext` as flat keywords (`critic_model=`,
     `max_iterations=`, `score_threshold=`, ...).
     """
     graph, payload, config = _prepare(
         task, model, draft, reference, context, checkpointer, thread_id, options
     )
-    return cast(
-        RefineOutput,
-        graph.invoke(payload, config, context=context, durability=_durability(checkpointer)),
-    )
+    output = graph.invoke(payload, config, context=context, durability=_durability(checkpointer))
+    return _typed(graph, output)
 
 
 async def arefine(
@@ -115,4 +114,12 @@ async def arefine(
     output = await graph.ainvoke(
         payload, config, context=context, durability=_durability(checkpointer)
     )
+    return _typed(graph, output)
+
+
+def _typed(graph: Any, output: Any) -> RefineOutput:
+    """The output, its `structured_response` as the validated instance (a pydantic object)."""
+    answer_format = graph.builder.loop.response_format
+    if answer_format is not None and output.get("structured_response") is not None:
+        output["structured_response"] = answer_format.instance(output["structured_response"])
     return cast(RefineOutput, output)

@@ -228,6 +228,8 @@ class RefineState(TypedDict, total=False):
     usage: Usage
     answer: str
     answer_message: AnswerMessage
+    structured_response: Any
+    structured_error: str | None
     best: Attempt | None
     last: Attempt | None
     iterations: int
@@ -235,7 +237,12 @@ class RefineState(TypedDict, total=False):
 
 
 class RefineOutput(TypedDict):
-    """What a caller gets back."""
+    """What a caller gets back.
+
+    With a response format, `structured_response` is the answer's JSON value (None
+    when no draft matched the format; `structured_error` then says so and why);
+    `refine()` hands back the validated instance instead (a pydantic object).
+    """
 
     answer: str
     best: Attempt | None
@@ -246,6 +253,8 @@ class RefineOutput(TypedDict):
     score: float | None
     usage: Usage
     id: NotRequired[str]
+    structured_response: NotRequired[Any]
+    structured_error: NotRequired[str | None]
 
 
 SelectMode = Literal["best", "last"]

@@ -35,13 +35,16 @@ class BatchResult:
     """Refined answers in input order, one record per item, and the batch's statistics.
 
     An item whose refinement failed keeps its given answer ("" when none was
-    given); `errors` maps its position to the reason.
+    given); `errors` maps its position to the reason. With a `response_format`,
+    `structured` holds each answer as a validated instance (None where no draft
+    matched the format, or the item failed); the records hold its JSON.
     """
 
     answers: list[str]
     records: list[dict[str, Any] | None]
     summary: dict[str, Any]
     errors: dict[int, str] = field(default_factory=dict)
+    structured: list[Any] = field(default_factory=list)
 
 
 def _column(name: str, values: Sequence[Any] | None, size: int) -> list[Any]:
@@ -178,7 +181,13 @@ async def arefine_batch(
     ]
     summary = summarize(r for r in ordered if r is not None)
     summary["failed"] = len(errors)
-    return BatchResult(refined, ordered, summary, errors)
+    answer_format = builder.loop.response_format
+    structured = (
+        [answer_format.instance((r or {}).get("structured_response")) for r in ordered]
+        if answer_format is not None
+        else []
+    )
+    return BatchResult(refined, ordered, summary, errors, structured)
 
 
 def _secrets(model: Any, settings: RefineContext, models: Iterable[Any]) -> list[str]:

@@ -226,6 +226,9 @@ class BatchRunner:
             attempts=[{**a, "correct": correct(a["draft"])} for a in attempts],
             thread_id=thread_id,
         )
+        for typed in ("structured_response", "structured_error"):
+            if typed in values:
+                record[typed] = values[typed]
         if self.key:
             record["run_key"] = self.key
         return record

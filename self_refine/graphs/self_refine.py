@@ -15,6 +15,7 @@ from langgraph.graph import END, START
 
 from self_refine.context import FIELD_NAMES, RefineContext
 from self_refine.critics import critic_names, resolve_critics
+from self_refine.critics.typed import ResponseFormat
 from self_refine.errors import ConfigError
 from self_refine.graphs.checked import CheckedStateGraph
 from self_refine.models.resolve import check_model
@@ -69,7 +70,9 @@ class Roles:
 
 
 _ROLE_KEYWORDS = {f"{role}_model": role for role in ("generator", "critic", "refiner")}
-_FACTORY_KEYWORDS = frozenset({"roles", "critics", "stop", "prompts", "settings"})
+_FACTORY_KEYWORDS = frozenset(
+    {"roles", "critics", "stop", "prompts", "settings", "response_format"}
+)
 _SETTING_KEYWORDS = frozenset(FIELD_NAMES) - {"model", "critics", *_ROLE_KEYWORDS}
 """The settings a flat keyword may give: every field of RefineContext but the models and
 critics (a factory argument, which may hold objects)."""
@@ -142,6 +145,7 @@ def create_self_refine_graph(
     stop: StopPolicy | Sequence[StopPolicy] | None = None,
     prompts: PromptSet | None = None,
     settings: RefineContext | None = None,
+    response_format: Any = None,
     **deprecated: Any,
 ) -> CheckedStateGraph:
     """Build the (uncompiled) generate -> critique -> refine loop.
@@ -163,6 +167,12 @@ def create_self_refine_graph(
     (configure a model instance yourself); the key is never stored. Compile the
     result with the checkpointer of your choice, and name it:
     `.compile(checkpointer=..., name=GRAPH_NAME)`.
+
+    `response_format` (a pydantic model class, a TypedDict or a JSON schema) makes
+    the answer typed: drafts are asked for as JSON of it (json_schema, else
+    json_object, else plain text, as the model takes), a draft that does not
+    validate gets the validation errors as its critique, and the output holds
+    `structured_response` (the answer's JSON value) beside `answer`.
 
     The flat keywords of version 0.1 (`critic_model=`, `max_iterations=`, ...)
     and model strings in `settings` still work and warn: pass `roles=Roles(critic=...)`
@@ -192,6 +202,13 @@ def create_self_refine_graph(
         check_model(spec, base_url=settings.base_url)  # strings of no known form fail here
     # A runnable is wrapped once, so every run calls (and every critic notes) one object.
     role_models = {role: as_role(spec) for role, spec in role_models.items()}
+    answer_format = None
+    if response_format is not None:
+        answer_format = (
+            response_format
+            if isinstance(response_format, ResponseFormat)
+            else ResponseFormat(response_format)  # a bad schema fails here
+        )
     if isinstance(critics, str):
         critics = critic_names(critics)
     if critics:
@@ -204,6 +221,7 @@ def create_self_refine_graph(
         critics=tuple(critics),
         stop=tuple(stop) if stop is not None else None,
         prompts=prompts,
+        response_format=answer_format,
     )
     builder = CheckedStateGraph(
         loop,

@@ -19,6 +19,7 @@ through tool calling, and builds one `Llama` per chat model. Here:
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 from collections.abc import Iterator
@@ -275,15 +276,27 @@ class LocalChatModel(BaseChatModel):
         include_raw: bool = False,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, Any]:
-        """Replies constrained by llama.cpp's JSON-schema grammar, parsed into `schema`."""
-        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
-            raise ConfigError("the local model's structured output takes a pydantic model class")
-        fmt = {"type": "json_object", "schema": bounded_lists(schema.model_json_schema())}
+        """Replies constrained by llama.cpp's JSON-schema grammar, parsed into `schema`.
+
+        A pydantic class's lists are bounded to a few items (critiques); a JSON
+        schema (a dict, a typed answer's) is used as given and its JSON value returned.
+        """
+        if isinstance(schema, dict):
+            fmt = {"type": "json_object", "schema": schema}
+        elif isinstance(schema, type) and issubclass(schema, BaseModel):
+            fmt = {"type": "json_object", "schema": bounded_lists(schema.model_json_schema())}
+        else:
+            raise ConfigError(
+                "the local model's structured output takes a pydantic model class or a JSON schema"
+            )
         bound = self.bind(response_format=fmt)
 
         def parse(raw: BaseMessage) -> Any:
             try:
-                parsed = schema.model_validate_json(raw.text)
+                if isinstance(schema, dict):
+                    parsed = json.loads(raw.text)
+                else:
+                    parsed = schema.model_validate_json(raw.text)
             except ValueError as error:
                 if not include_raw:
                     raise

@@ -190,12 +190,16 @@ def json_reply_parser(schema: Any, *, include_raw: bool = False) -> RunnableLamb
 
     With `include_raw`, the result is {"raw", "parsed", "parsing_error"} and a
     reply that does not fit the schema gives `parsed=None` instead of raising.
+    A JSON schema (a dict) gives the parsed JSON value, unchecked.
     """
 
     def parse(message: AIMessage) -> Any:
         try:
-            parsed = schema.model_validate_json(message.text)
-        except ValidationError as error:
+            if isinstance(schema, dict):
+                parsed = json.loads(message.text)
+            else:
+                parsed = schema.model_validate_json(message.text)
+        except (ValidationError, ValueError) as error:
             if include_raw:
                 return {"raw": message, "parsed": None, "parsing_error": error}
             raise

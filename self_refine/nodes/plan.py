@@ -12,7 +12,7 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -29,11 +29,13 @@ from self_refine.critics import (
     LLMCritic,
     resolve_critics,
 )
+from self_refine.critics.typed import ResponseFormat, TypedAnswerCritic
 from self_refine.errors import ConfigError
 from self_refine.models.calls import trace_config
 from self_refine.models.hygiene import DraftGuard, draft_limit
 from self_refine.models.images import refuse_images
 from self_refine.models.resolve import resolve_model
+from self_refine.models.structured import StructuredDrafts
 from self_refine.prompts import PromptSet, get_profile
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm, instruction_phrases
 from self_refine.state import RUN_CONTEXT
@@ -93,6 +95,8 @@ class RunPlan:
     critic: CriticRun
     writes_code: bool
     models: Mapping[Role, ModelLike | None] = field(repr=False)
+    answer_format: ResponseFormat | None = None
+    """The graph's response format: drafts are asked for as JSON of its schema."""
 
     @property
     def profile(self) -> str:
@@ -100,8 +104,15 @@ class RunPlan:
         return self.prompts.name
 
     def model(self, role: Role) -> BaseChatModel:
-        """The model for a role: the settings' model for it, their `model`, else the graph's."""
-        return role_model(role, self.settings, self.models)
+        """The model for a role: the settings' model for it, their `model`, else the graph's.
+
+        With a response format, the generator and the refiner are asked for JSON of
+        its schema (`StructuredDrafts`).
+        """
+        model = role_model(role, self.settings, self.models)
+        if self.answer_format is None or role == "critic":
+            return model
+        return cast(BaseChatModel, StructuredDrafts(model, self.answer_format.schema))
 
     def check_models(self, *, generates: bool = True) -> None:
         """Raise ConfigError now if a model the run calls cannot be had (a missing key, say)."""
@@ -150,6 +161,7 @@ class Loop:
     critics: tuple[Any, ...] = ()
     stop: tuple[StopPolicy, ...] | None = None
     prompts: PromptSet | None = None
+    response_format: ResponseFormat | None = None
     _plans: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -211,6 +223,9 @@ class Loop:
     def _plan(self, settings: RefineContext, _environment: tuple[str | None, ...]) -> RunPlan:
         prompts = self.prompts or get_profile(settings.profile)
         critics = resolve_critics(critic_specs(settings, self.critics, prompts))
+        answer_format = self.response_format
+        if answer_format is not None:
+            prompts = answer_format.prompts(prompts)
         explainer: Critic | None = None
         if critics.explainer == "human":
             explainer = HumanCritic()
@@ -232,9 +247,14 @@ class Loop:
                     max_tokens_total=settings.max_tokens_total,
                 )
             ),
-            critic=CriticRun(CombinedCritic(critics.verifiers, explainer)),
+            critic=CriticRun(
+                TypedAnswerCritic(critics.verifiers, explainer, answer_format)
+                if answer_format is not None
+                else CombinedCritic(critics.verifiers, explainer)
+            ),
             writes_code=prompts.name.startswith("code") or "python_tests" in prompts.critics,
             models=self.models,
+            answer_format=answer_format,
         )
 
 

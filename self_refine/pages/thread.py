@@ -162,4 +162,7 @@ def thread_view(
             k: int(usage.get(k, 0)) for k in ("input_tokens", "output_tokens", "total_tokens")
         },
         "steps": list(steps) if steps else None,
+        "typed": "structured_response" in values,
+        "structured_response": values.get("structured_response"),
+        "structured_error": values.get("structured_error"),
     }
