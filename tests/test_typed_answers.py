@@ -146,8 +146,10 @@ def test_the_cli_keeps_the_schema_with_the_thread(
 
     kept = ThreadSettings(".self-refine/checkpoints.sqlite").load("cat")
     assert kept is not None and kept["response_format"] == SCHEMA
-    assert main(["show", "cat"]) == 0
+    assert main(["show", "cat", "--html", "cat.html"]) == 0
     assert "response format: no draft matched" in capsys.readouterr().out
+    page = (workdir / "cat.html").read_text()
+    assert "<h3>Structured response</h3>" in page and "no draft matched" in page
 
 
 def test_a_schema_file_that_is_no_schema_is_a_one_line_usage_error(
@@ -157,3 +159,12 @@ def test_a_schema_file_that_is_no_schema_is_a_one_line_usage_error(
     assert main(["run", "Describe a cat.", "--response-format", "bad.json"]) == 2
     err = capsys.readouterr().err
     assert "must hold a JSON schema object" in err and err.count("\n") <= 2
+
+
+def test_a_page_shows_the_structured_response_as_json() -> None:
+    from self_refine.pages.render import render_page
+    from self_refine.pages.thread import thread_view
+
+    result = refine(TASK, model=_model(), response_format=SCHEMA)
+    html = render_page("thread.html.j2", thread_view(dict(result), title="cat"))
+    assert '<pre class="structured">{\n  &#34;name&#34;: &#34;Tom&#34;,\n  &#34;age&#34;: 3\n}' in html

@@ -17,7 +17,14 @@ from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import create_react_agent
 from typing_extensions import TypedDict
 
-from self_refine import ConfigError, Roles, arefine, create_self_refine_graph, refine
+from self_refine import (
+    ConfigError,
+    ModelCallError,
+    Roles,
+    arefine,
+    create_self_refine_graph,
+    refine,
+)
 from tests.fakes import FakeChatModel, critique
 
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
@@ -143,6 +150,15 @@ def test_an_agents_empty_reply_is_asked_again_as_a_step() -> None:
     ):
         steps += list(update)
     assert steps[:4] == ["begin", "generate", "generate", "critique"]
+
+
+def test_a_failing_endpoint_inside_an_agent_is_a_one_line_model_call_error() -> None:
+    model = FakeChatModel(script={"generator": [ConnectionError("connection refused")]})
+    agent = create_react_agent(model, [multiply], name="calculator")
+    with pytest.raises(ModelCallError, match="the generator model 'calculator' .* failed: "):
+        refine(
+            TASK, model="offline", reference=REFERENCE, critics=["answer"], generator_model=agent
+        )
 
 
 def test_the_thread_lock_is_held_once_around_an_agents_nested_run(tmp_path: Path) -> None:
