@@ -47,14 +47,15 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MODES = ("json_schema", "json_object", "plain")
-"""How a critique is asked for, best first: a JSON schema the server enforces, a JSON
-object (the schema is in the prompt), plain text read by the lenient parser."""
+"""How structured output is asked for, best first: a JSON schema the server enforces, a
+JSON object (the schema is in the prompt), plain text read leniently."""
 
 
 @dataclass
 class ModelNote:
-    """What the critic learned about one model: the best way of asking that it takes,
-    the structured-output runnables built for it, and what failed on the way."""
+    """What was learned about one model: the best way of asking that it takes, the
+    structured-output runnables built for it (critiques' by mode, drafts' by schema and
+    mode), and what failed on the way."""
 
     model: BaseChatModel
     structured: dict[str, Any] = field(default_factory=dict)
@@ -65,7 +66,7 @@ class ModelNote:
     gate: threading.Lock = field(default_factory=threading.Lock)
     agates: dict[int, asyncio.Lock] = field(default_factory=dict)
     """Until the mode is settled, one call at a time tries it (per event loop for async
-    calls), so concurrent critiques of a batch do not all try a way the server refuses."""
+    calls), so concurrent calls of a batch do not all try a way the server refuses."""
 
 
 @contextmanager
