@@ -334,7 +334,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"page written to {write_thread_page(page, args.html)}", file=sys.stderr)
     if args.json:
         # "" is the channel's value before the first draft: say "no draft yet" as null.
-        print(json.dumps({**values, "draft": values.get("draft") or None}, default=str))
+        # The answer's message is for the messages stream: the answer is in "answer".
+        shown = {k: v for k, v in values.items() if k != "answer_message"}
+        print(json.dumps({**shown, "draft": values.get("draft") or None}, default=str))
         return 0
     task = terminal_safe(describe_task(values.get("task")))
     print(f"thread {terminal_safe(args.thread_id)}\ntask: {task}\n")
