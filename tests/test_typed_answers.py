@@ -167,5 +167,5 @@ def test_a_page_shows_the_structured_response_as_json() -> None:
 
     result = refine(TASK, model=_model(), response_format=SCHEMA)
     html = render_page("thread.html.j2", thread_view(dict(result), title="cat"))
-    shown = '{\n  &#34;name&#34;: &#34;Tom&#34;,\n  &#34;age&#34;: 3\n}'
+    shown = "{\n  &#34;name&#34;: &#34;Tom&#34;,\n  &#34;age&#34;: 3\n}"
     assert f'<pre class="structured">{shown}' in html
