@@ -19,6 +19,7 @@ from self_refine.cli.options import (
     trace_metadata,
     warn_key_on_command_line,
 )
+from self_refine.cli.paths import check_writable, refuse_overlaps
 from self_refine.cli.safe_text import terminal_safe
 from self_refine.cli.settings import (
     UsageError,
@@ -237,6 +238,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.thread_id is not None and not args.thread_id.strip():
         raise UsageError("--thread-id is empty: give the thread a name, or leave --thread-id out")
     validate_input({"task": args.task})
+    reference_file = args.reference[1:] if (args.reference or "").startswith("@") else None
+    refuse_overlaps([], [("--reference", reference_file), *_key_file(args)], db=args.db)
     settings = run_settings(args)
     if args.draft is not None and not args.draft.strip():
         raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
@@ -260,6 +263,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from self_refine.redact import redact_url
 
     check_connection(args)
+    refuse_overlaps([], _key_file(args), db=args.db)
     _require_db(args.db, args.thread_id)
     settings = ThreadSettings(args.db).load(args.thread_id)
     if settings is None:
@@ -276,6 +280,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
     check_reachable(settings)
     warn_key_on_command_line(args)
     return _stream(args, settings, args.thread_id, None)
+
+
+def _key_file(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    return [("--api-key-file", getattr(args, "api_key_file", None))]
 
 
 def _require_db(db: str, thread_id: str) -> None:
@@ -299,6 +307,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     from self_refine.persistence.storage import open_checkpointer
     from self_refine.redact import redact_url
 
+    refuse_overlaps([("--html", args.html)], db=args.db)
+    check_writable(args.html, "the page --html")
     _require_db(args.db, args.thread_id)
     with open_checkpointer(args.db) as saver:
         # Reading a thread needs the graph's channels, not its models: offline will do.

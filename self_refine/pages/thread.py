@@ -74,6 +74,17 @@ def _why(attempts: Sequence[dict[str, Any]], picked: int | None) -> str:
     return f"attempt {picked}"
 
 
+def _rejected(given: Any) -> list[dict[str, str]]:
+    """The rejected replies as the page shows them: reason, detail, reply, each as text."""
+    entries = given if isinstance(given, list) else [given] if given else []
+    return [
+        {k: str(e.get(k) or "") for k in ("reason", "detail", "reply")}
+        if isinstance(e, dict)
+        else {"reason": "unknown", "detail": "", "reply": str(e)}
+        for e in entries
+    ]
+
+
 def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per attempt: draft diffed against the previous one, items, rejected replies."""
     views = []
@@ -98,7 +109,7 @@ def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 ],
                 "problems": problems,
                 "parse_fallback": any(p.startswith(_PLAIN_TEXT) for p in problems),
-                "rejected": list(attempt.get("rejected") or []),
+                "rejected": _rejected(attempt.get("rejected")),
                 "tokens": int((attempt.get("usage") or {}).get("total_tokens", 0)),
                 "correct": attempt.get("correct"),
             }
