@@ -27,6 +27,7 @@ from self_refine.batch.io import (
 from self_refine.batch.job import BatchJob
 from self_refine.batch.metrics import Summary
 from self_refine.errors import BatchStoppedError, ConfigError
+from self_refine.persistence.storage import check_database
 
 __all__ = ["BatchEvents", "FileBatch", "FileBatchResult"]
 
@@ -119,6 +120,8 @@ class FileBatch:
             return
         if self.server:
             check_server(self.server)
+        elif self.db:
+            check_database(self.db)
         summary = Summary()
         wanted = {item.id for item in items}
         verdicts: list[tuple[Any, Any]] = []

@@ -215,12 +215,19 @@ def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, d
 
 
 def database_failure(error: BaseException, db: str, resume: str | None = None) -> Exception:
-    """One line for an SQLite error: a damaged file, a full disk, or another failure."""
+    """One line for an SQLite error: a damaged file, one not writable, a full disk, or another."""
     from self_refine.errors import ConfigError
-    from self_refine.persistence.storage import damaged_message, is_damaged
+    from self_refine.persistence.storage import (
+        damaged_message,
+        is_damaged,
+        not_writable_message,
+        write_refused,
+    )
 
     if is_damaged(error):
         return ConfigError(damaged_message(db, error))
+    if why := write_refused(db, error):
+        return ConfigError(not_writable_message(db, why))
     reason = " ".join(str(error).split()) or type(error).__name__
     fix = "free some disk space" if "full" in reason else "check the disk and the file"
     then = f", then continue with: {resume}" if resume else ", then try again"
@@ -231,6 +238,7 @@ def database_failure(error: BaseException, db: str, resume: str | None = None) -
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Start a thread and stream its steps."""
+    from self_refine.persistence.storage import check_database
     from self_refine.state import validate_input
 
     if not args.task.strip():
@@ -240,6 +248,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     validate_input({"task": args.task})
     reference_file = args.reference[1:] if (args.reference or "").startswith("@") else None
     refuse_overlaps([], [("--reference", reference_file), *_key_file(args)], db=args.db)
+    check_database(args.db)
     settings = run_settings(args)
     if args.draft is not None and not args.draft.strip():
         raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
@@ -259,12 +268,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     """Continue a thread from its last checkpoint, with the settings it started with."""
-    from self_refine.persistence.storage import ThreadSettings
+    from self_refine.persistence.storage import ThreadSettings, check_database
     from self_refine.redact import redact_url
 
     check_connection(args)
     refuse_overlaps([], _key_file(args), db=args.db)
     _require_db(args.db, args.thread_id)
+    check_database(args.db)
     settings = ThreadSettings(args.db).load(args.thread_id)
     if settings is None:
         raise UsageError(
@@ -310,7 +320,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     refuse_overlaps([("--html", args.html)], db=args.db)
     check_writable(args.html, "the page --html")
     _require_db(args.db, args.thread_id)
-    with open_checkpointer(args.db) as saver:
+    with open_checkpointer(args.db, read_only=True) as saver:
         # Reading a thread needs the graph's channels, not its models: offline will do.
         graph = create_self_refine_graph("offline").compile(checkpointer=saver)
         config: Any = {"configurable": {"thread_id": args.thread_id}}
