@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from self_refine.errors import ConfigError
-from self_refine.state import MAX_TASK_CHARS, lone_surrogate
+from self_refine.state import MAX_TASK_CHARS, lone_surrogate, reference_problem
 
 __all__ = [
     "result_record",
@@ -103,6 +103,8 @@ def _item(obj: Any, line: int) -> BatchItem:
     draft = obj.get("draft")
     if draft is not None and not isinstance(draft, str):
         raise ValueError(f'"draft" must be a string, got {_kind(draft)}')
+    if why := reference_problem(obj.get("reference")):
+        raise ValueError(why)
     for key, value in obj.items():
         if why := lone_surrogate(key, "a key") or lone_surrogate(value, f'"{key}"'):
             raise ValueError(why)

@@ -78,13 +78,14 @@ COMMANDS = {
 
 
 def _busy_message(error: ThreadBusyError, args: argparse.Namespace) -> str:
+    from self_refine.cli.safe_text import shell_command
     from self_refine.redact import redact_url
 
     thread = error.thread_id
+    show = shell_command("self-refine", "show", thread, "--db", redact_url(args.db))
     return (
         f"thread {thread!r} is being run by another self-refine process ({error.holder}): "
-        f"wait for it to finish, then try again; see how far it got with: "
-        f"self-refine show {thread} --db {redact_url(args.db)}"
+        f"wait for it to finish, then try again; see how far it got with: {show}"
     )
 
 

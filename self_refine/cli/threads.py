@@ -20,7 +20,7 @@ from self_refine.cli.options import (
     warn_key_on_command_line,
 )
 from self_refine.cli.paths import check_writable, refuse_overlaps
-from self_refine.cli.safe_text import terminal_safe
+from self_refine.cli.safe_text import shell_command, terminal_safe
 from self_refine.cli.settings import (
     UsageError,
     build_graph,
@@ -55,6 +55,7 @@ def _stream(
     }
     # The thread's writer lock is held from the first read to the last write: a second
     # `run` or `resume` of it is refused (ThreadBusyError) before it reads or writes.
+    resume = shell_command("self-refine", "resume", thread_id, "--db", db)
     with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):
         graph = build_graph(settings, args.api_key).compile(checkpointer=saver, name=GRAPH_NAME)
         current = graph.get_state(config)
@@ -65,7 +66,8 @@ def _stream(
             if started:
                 raise UsageError(
                     f"thread {thread_id!r} already exists in {db}: continue it with "
-                    f"`self-refine resume {thread_id}` or choose another --thread-id"
+                    f"`{shell_command('self-refine', 'resume', thread_id)}` or choose another "
+                    "--thread-id"
                 )
             ThreadSettings(args.db).save(thread_id, settings)  # replaces a stale row
         print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
@@ -91,14 +93,10 @@ def _stream(
                             _print_step(node, update, thread_id)
                 payload = _answer_human_critic(graph.get_state(config), args)
         except KeyboardInterrupt:
-            print(
-                "\nself-refine: interrupted; continue with: "
-                f"self-refine resume {thread_id} --db {db}",
-                file=sys.stderr,
-            )
+            print(f"\nself-refine: interrupted; continue with: {resume}", file=sys.stderr)
             return 130
         except Exception as error:
-            _model_failure(error, settings, thread_id, args.db)
+            _model_failure(error, settings, resume if _saved(graph, config) else None, args.db)
         finally:
             if meter:
                 meter.close()
@@ -107,7 +105,7 @@ def _stream(
     if state.interrupts:
         print(
             "self-refine: standard input ended while the human critic waited for a critique; "
-            f"the thread is saved: answer it with: self-refine resume {thread_id} --db {db}",
+            f"the thread is saved: answer it with: {resume}",
             file=sys.stderr,
         )
         return EXIT_FAILURE
@@ -134,7 +132,7 @@ def _print_step(node: str, update: Any, thread_id: str) -> None:
         drop_closed_stdout()
         print(
             f"note: stdout was closed; the run goes on to finish (see it with "
-            f"`self-refine show {thread_id}`)",
+            f"`{shell_command('self-refine', 'show', thread_id)}`)",
             file=sys.stderr,
         )
 
@@ -144,7 +142,7 @@ def _report(args: argparse.Namespace, thread_id: str, state: Any, db: str) -> No
     from self_refine.cli.console import print_result
 
     notes = sys.stderr if args.json else sys.stdout
-    resume = f"self-refine resume {thread_id} --db {db}"
+    resume = shell_command("self-refine", "resume", thread_id, "--db", db)
     if state.interrupts:
         print(f"waiting for a critique; answer it with: {resume}", file=notes)
     elif state.next:
@@ -189,29 +187,62 @@ def _answer_human_critic(state: Any, args: argparse.Namespace) -> Any:
     return _STOP if answer is None else Command(resume=answer)
 
 
-def _model_failure(error: Exception, settings: dict[str, Any], thread_id: str, db: str) -> None:
-    """Turn an error from a model call into one line naming the model, endpoint and fix."""
+def _saved(graph: Any, config: Any) -> bool:
+    """Whether the thread has a checkpoint to continue from (the failed step may be its first)."""
+    try:
+        return bool(graph.get_state(config).values)
+    except Exception:  # noqa: BLE001 - the storage itself may be what failed
+        return False
+
+
+def _raised_in_model_call(error: BaseException) -> bool:
+    """Whether `error` came out of a chat model's call (LangChain's chat-model code raised it)."""
+    trace = error.__traceback__
+    while trace is not None:
+        if _MODEL_CODE in trace.tb_frame.f_code.co_filename:
+            return True
+        trace = trace.tb_next
+    return False
+
+
+_MODEL_CODE = os.path.join("langchain_core", "language_models", "")
+
+
+def _model_failure(
+    error: Exception, settings: dict[str, Any], resume: str | None, db: str
+) -> None:
+    """Turn an error of the run into one line: what failed, and how to go on.
+
+    Only an error from a model call names the model and its endpoint; `resume`
+    (None when no thread was saved) is offered only when there is a thread to continue.
+    """
     from self_refine.errors import ConfigError, ModelCallError
     from self_refine.redact import redact_url
 
     if isinstance(error, ConfigError):
         raise error
-    resume = f"self-refine resume {thread_id} --db {redact_url(db)}"
     if isinstance(error, sqlite3.Error):
         raise database_failure(error, db, resume) from None
     if isinstance(error, ModelCallError):
-        raise RuntimeError(
-            f"{str(error).rstrip('.')}. Progress is saved; once the endpoint is back, "
-            f"continue with: {resume}"
-        ) from None
-    endpoint = redact_url(
-        settings.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
+        tail = (
+            f"Progress is saved; once the endpoint is back, continue with: {resume}"
+            if resume
+            else "No thread was saved: once the endpoint is back, run the command again"
+        )
+        raise RuntimeError(f"{str(error).rstrip('.')}. {tail}") from None
+    then = (
+        f"Progress is saved; continue with: {resume}"
+        if resume
+        else "No thread was saved: run the command again"
     )
     detail = " ".join(str(error).split())[:300].rstrip(".") or type(error).__name__
-    raise RuntimeError(
-        f"model {settings.get('model')!r} at {endpoint} failed: {type(error).__name__}: {detail}. "
-        f"Progress is saved; continue with: {resume}"
-    ) from error
+    what = "the run"
+    if _raised_in_model_call(error):
+        endpoint = redact_url(
+            settings.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
+        )
+        what = f"model {settings.get('model')!r} at {endpoint}"
+    raise RuntimeError(f"{what} failed: {type(error).__name__}: {detail}. {then}") from error
 
 
 def database_failure(error: BaseException, db: str, resume: str | None = None) -> Exception:
@@ -348,8 +379,6 @@ def cmd_show(args: argparse.Namespace) -> int:
         answer = terminal_safe(values.get("answer") or "")
         print(f"stop reason: {values['stop_reason']}; answer:\n    {answer}")
     else:
-        print(
-            f"not finished; continue with: self-refine resume {args.thread_id} "
-            f"--db {redact_url(args.db)}"
-        )
+        resume = shell_command("self-refine", "resume", args.thread_id, "--db", redact_url(args.db))
+        print(f"not finished; continue with: {resume}")
     return 0
