@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from self_refine.pages.charts import line_chart
-from self_refine.pages.diff import word_diff
+from self_refine.pages.diff import compare_drafts
 
 __all__ = ["PERSON_OR_MODEL", "attempt_views", "step_times", "thread_view"]
 
@@ -94,11 +94,13 @@ def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         critique = attempt.get("critique") or {}
         problems = [str(p) for p in attempt.get("problems") or []]
         by_verifier = critique.get("verified") is not None
+        compared = compare_drafts(before, attempt["draft"]) if before is not None else None
         views.append(
             {
                 "iteration": attempt["iteration"],
                 "draft": attempt["draft"],
-                "diff": word_diff(before, attempt["draft"]) if before is not None else None,
+                "diff": compared.segments if compared else None,
+                "diff_note": compared.coarse if compared else None,
                 "score": critique.get("score"),
                 "done": bool(critique.get("done")),
                 "verified": critique.get("verified"),
