@@ -75,23 +75,25 @@ def check_writable(path: str | None, label: str, *, fix: str = "choose another p
 
 
 _DATABASE_PARTS = (
-    ("", "the database --db"),
+    ("", "the database"),
     ("-wal", "the database's write-ahead log"),
     ("-shm", "the database's shared memory file"),
     ("-journal", "the database's journal"),
 )
 
 
-def _database_paths(db: str | None) -> list[tuple[str, str, bool]]:
-    """(what, path, is a folder) of every file an SQLite database at `db` is made of."""
+def _database_paths(db: str | None) -> list[tuple[str, str, str, bool]]:
+    """(what, path as shown, path compared, is a folder) of each file an SQLite database is."""
     from self_refine.persistence.lock_files import lock_folder
     from self_refine.persistence.postgres import is_postgres_url
 
     if not db or is_postgres_url(db) or db.strip() == ":memory:":
         return []
-    path = os.path.realpath(os.path.expanduser(db))  # SQLite follows links to name its files
-    found = [(what, path + suffix, False) for suffix, what in _DATABASE_PARTS]
-    return [*found, ("the database's lock folder", str(lock_folder(path)), True)]
+    given = os.path.expanduser(db)
+    real = os.path.realpath(given)  # SQLite follows links to name its files
+    found = [(what, given + suffix, real + suffix, False) for suffix, what in _DATABASE_PARTS]
+    folder = ("the database's lock folder", given + "-locks", str(lock_folder(real)), True)
+    return [*found, folder]
 
 
 def _same(first: str, second: str) -> bool:
@@ -122,14 +124,16 @@ def refuse_overlaps(
     Called before any work, so nothing the user has is overwritten.
     """
     written = [(flag, path) for flag, path in writes if path and path != STREAM]
-    others = [*written, *((flag, path) for flag, path in reads if path and path != STREAM)]
-    for what, path, folder in _database_paths(db):
-        for flag, other in others:
+    read = [(flag, path) for flag, path in reads if path and path != STREAM]
+    for what, shown, path, folder in _database_paths(db):
+        for flag, other in [*written, *read]:
             if _same(other, path) or (folder and _inside(other, path)):
+                verb = "would overwrite" if (flag, other) in written else "is"
                 raise ConfigError(
-                    f"{flag} {other!r} is {what} ({path!r}): give {flag} a path of its own, "
-                    "so that the threads in the database are not lost"
+                    f"{flag} {other!r} {verb} {what} ({shown!r}): give {flag} a path of its "
+                    "own, so that the threads in the database are not lost"
                 )
+    others = [*written, *read]
     for index, (flag, path) in enumerate(written):
         for other_flag, other_path in others[index + 1 :]:
             if _same(path, other_path):

@@ -208,9 +208,7 @@ def _raised_in_model_call(error: BaseException) -> bool:
 _MODEL_CODE = os.path.join("langchain_core", "language_models", "")
 
 
-def _model_failure(
-    error: Exception, settings: dict[str, Any], resume: str | None, db: str
-) -> None:
+def _model_failure(error: Exception, settings: dict[str, Any], resume: str | None, db: str) -> None:
     """Turn an error of the run into one line: what failed, and how to go on.
 
     Only an error from a model call names the model and its endpoint; `resume`
