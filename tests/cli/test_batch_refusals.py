@@ -7,6 +7,7 @@ project's results, and be a regular file. What was there is left byte for byte.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -207,3 +208,16 @@ def test_dash_output_has_no_page_to_read_back(
     argv = ["batch", "in.jsonl", "-o", "-", "--html", "p.html", "--model", "offline"]
     assert main([*argv, "--db", "c.sqlite"]) == 2
     assert "-o -" in capsys.readouterr().err
+
+
+def test_an_error_without_a_message_still_says_what_it_was(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = importlib.import_module("self_refine.cli.main")
+
+    def out_of_memory(args: object) -> int:
+        raise MemoryError
+
+    monkeypatch.setitem(program.COMMANDS, "profiles", out_of_memory)
+    assert main(["profiles"]) == 1
+    assert capsys.readouterr().err == "self-refine: error: MemoryError, with no message\n"
