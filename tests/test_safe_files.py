@@ -21,7 +21,7 @@ from self_refine.cli.main import main
 from self_refine.models import fetch
 from self_refine.models.fetch import KnownModel
 from self_refine.safe_files import replace_file
-from tests.conftest import read_only
+from tests.conftest import read_only, run_cli
 
 PRECIOUS = b"my notes, which nothing may overwrite\n"
 
@@ -160,3 +160,13 @@ def test_replace_file_leaves_the_old_file_whole_when_the_write_fails(tmp_path: P
         replace_file(target, "not bytes")  # type: ignore[arg-type]
     assert target.read_bytes() == PRECIOUS
     assert [p.name for p in tmp_path.iterdir()] == ["marker"]
+
+
+def test_a_lock_folder_that_cannot_be_written_is_named(tmp_path: Path) -> None:
+    (tmp_path / "c.sqlite-locks").mkdir()
+    argv = ["run", "a task", "--model", "offline", "--thread-id", "t1", "--db", "c.sqlite"]
+    with read_only(tmp_path / "c.sqlite-locks") as prefix:
+        done = run_cli(*argv, cwd=tmp_path, prefix=prefix)
+    assert done.returncode == 2, done.stderr
+    assert "cannot create the thread lock file" in done.stderr
+    assert done.stderr.count("\n") == 1

@@ -57,8 +57,11 @@ def _open_lock_file(folder_fd: int, name: str, shown: Path) -> tuple[int, bool]:
     create = os.O_RDWR | os.O_CREAT
     try:
         return open_own_file(folder_fd, name, create, shown=str(shown), mode=0o666), True
-    except PermissionError:
-        return open_own_file(folder_fd, name, os.O_RDONLY, shown=str(shown)), False
+    except PermissionError as refused:
+        try:
+            return open_own_file(folder_fd, name, os.O_RDONLY, shown=str(shown)), False
+        except FileNotFoundError:
+            raise refused from None  # a folder we may not write, and no file yet: not a race
 
 
 def _same_file(folder_fd: int, name: str, fd: int) -> bool:
