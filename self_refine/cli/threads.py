@@ -228,18 +228,21 @@ def _model_failure(error: Exception, settings: dict[str, Any], resume: str | Non
             else "No thread was saved: once the endpoint is back, run the command again"
         )
         raise RuntimeError(f"{str(error).rstrip('.')}. {tail}") from None
-    then = (
-        f"Progress is saved; continue with: {resume}"
-        if resume
-        else "No thread was saved: run the command again"
-    )
     detail = " ".join(str(error).split())[:300].rstrip(".") or type(error).__name__
-    what = "the run"
     if _raised_in_model_call(error):
         endpoint = redact_url(
             settings.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
         )
         what = f"model {settings.get('model')!r} at {endpoint}"
+        then = "No thread was saved: run the command again once the model works"
+    else:
+        what = "the run"
+        then = (
+            "No thread was saved, and the same command would fail alike: check the task and "
+            "the reference, or report the error"
+        )
+    if resume:
+        then = f"Progress is saved; continue with: {resume}"
     raise RuntimeError(f"{what} failed: {type(error).__name__}: {detail}. {then}") from error
 
 

@@ -158,7 +158,13 @@ def read_only_connection(db: str) -> sqlite3.Connection:
     except sqlite3.Error as error:
         wal = path.with_name(path.name + "-wal")
         unwritable = not os.access(path.absolute().parent, os.W_OK)
-        if _code(error) != _SQLITE_CANTOPEN or not unwritable or wal.exists():
+        if _code(error) == _SQLITE_CANTOPEN and unwritable and wal.exists():
+            raise ConfigError(
+                f"the database {str(path)!r} has changes in {str(wal)!r} that SQLite cannot "
+                "read in a read-only folder: copy both files to a writable folder and read "
+                "them there"
+            ) from None
+        if _code(error) != _SQLITE_CANTOPEN or not unwritable:
             raise ConfigError(failure_message(str(path), error)) from None
     try:
         return _opened(uri + "&immutable=1")

@@ -7,6 +7,8 @@ writable and name it, before any work; `report` says so of a plot it cannot writ
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import read_only, run_cli
@@ -87,3 +89,26 @@ def test_report_says_its_plot_is_not_writable(tmp_path: Path) -> None:
     assert f"cannot write the plot {str(shelf / 'r.png')!r}" in plotted.stderr
     assert "is not writable" in plotted.stderr and plotted.stderr.count("\n") == 1
     assert plain.returncode == 0, plain.stderr
+
+
+_LEAVE_A_WAL = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1])
+conn.execute("PRAGMA journal_mode=WAL")
+conn.execute("CREATE TABLE IF NOT EXISTS notes (text TEXT)")
+conn.execute("INSERT INTO notes VALUES ('not yet in the main file')")
+conn.commit()
+os._exit(0)  # no close: the write-ahead log stays beside the database
+"""
+
+
+def test_changes_left_in_a_write_ahead_log_are_named_not_skipped(tmp_path: Path) -> None:
+    shelf = _made(tmp_path)
+    db = shelf / "p.sqlite"
+    subprocess.run([sys.executable, "-c", _LEAVE_A_WAL, str(db)], check=True)
+    (shelf / "p.sqlite-shm").unlink()
+    assert (shelf / "p.sqlite-wal").stat().st_size > 0
+    with read_only(shelf) as prefix:
+        shown = run_cli("show", "t1", "--db", str(db), cwd=tmp_path, prefix=prefix)
+    assert shown.returncode == 2
+    assert "has changes in" in shown.stderr and "copy both files" in shown.stderr
