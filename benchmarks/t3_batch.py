@@ -59,7 +59,7 @@ def _command(way: str, url: str, items: int, folder: str) -> list[str]:
     return [sys.executable, "-m", "benchmarks.batch_runs", way, url, str(items), folder]
 
 
-def _measure(way: str, items: int) -> dict[str, Any]:
+def measure(way: str, items: int) -> dict[str, Any]:
     """Run one batch against a fresh server; its wall and CPU seconds and the calls served."""
     with tempfile.TemporaryDirectory(prefix="self-refine-bench-") as name:
         folder = Path(name)
@@ -98,7 +98,7 @@ def run(quick: bool) -> list[Row]:
     runs: dict[str, list[dict[str, Any]]] = {way: [] for way in WAYS}
     for _ in range(repeats):
         for way in WAYS:
-            runs[way].append(_measure(way, items))
+            runs[way].append(measure(way, items))
     got = {
         way: {key: median([r[key] for r in results]) for key in results[0]}
         for way, results in runs.items()

@@ -1,20 +1,50 @@
-"""Per-run settings, shown and edited in LangGraph Studio as the context schema."""
+"""Per-run settings: `RefineContext`, the graph's context schema (Studio's form).
+
+One frozen dataclass with real defaults is the only way to give per-run settings.
+A run's settings are, in this order:
+
+1. the call's context: a `RefineContext` is the call's settings, whole; a dict (what
+   a server, Studio or a JSON client sends) or a parent graph's own dataclass names
+   the fields it changes (`context_changes`): over the settings its run began with
+   when the call continues a run, over the graph's settings when it starts one;
+2. for a call that brings none (a resume, a continuation with None), the settings
+   its run began with, kept in the thread (`RefineContext.kept`, never a secret);
+3. else the graph's settings (`create_self_refine_graph(settings=...)`).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from self_refine.errors import ConfigError
+from self_refine.models import DEFAULT_MAX_TOKENS
 
-__all__ = ["DEFAULT_MAX_TOKENS", "MAX_ITERATIONS_LIMIT", "RefineContext"]
+__all__ = [
+    "CONNECTION_FIELDS",
+    "DEFAULT_MAX_ITERATIONS",
+    "DEFAULT_MAX_TOKENS",
+    "FIELD_NAMES",
+    "MAX_ITERATIONS_LIMIT",
+    "RESULT_FIELDS",
+    "ROLE_MODEL_FIELDS",
+    "RefineContext",
+    "check_context_names",
+    "context_changes",
+    "settings_of",
+]
+
+DEFAULT_MAX_ITERATIONS = 3
+"""Refine steps a run may take when its settings do not say."""
 
 MAX_ITERATIONS_LIMIT = 50
 """Upper bound on `max_iterations`, so the graph's recursion limit stays finite."""
 
-DEFAULT_MAX_TOKENS = 1024
-"""Most tokens a reply may have when `max_tokens` is not set: every call is bounded."""
+ROLE_MODEL_FIELDS = ("generator_model", "critic_model", "refiner_model")
+"""The fields that name one role's model."""
 
 
 def _describe(text: str) -> dict[str, str]:
@@ -37,20 +67,32 @@ def _check_number(
         raise ConfigError(f"{name} must be {allowed}, got {value!r}")
 
 
-@dataclass(kw_only=True)
-class RefineContext:
-    """Settings for one refinement run.
+def _names(value: Any) -> tuple[str, ...]:
+    """Critic names from a list or a "name,name" string; ConfigError for anything else."""
+    if isinstance(value, str):
+        return tuple(name.strip() for name in value.split(",") if name.strip())
+    if isinstance(value, list | tuple) and all(isinstance(name, str) for name in value):
+        return tuple(value)
+    raise ConfigError(
+        'critics must be a list of names such as ["concepts", "llm"], '
+        f'or one string "concepts,llm"; got {value!r}'
+    )
 
-    Every field may be left empty (None): it then falls back to what the
-    graph's factory was given, so a run needs no context at all.
+
+@dataclass(frozen=True, kw_only=True)
+class RefineContext:
+    """Settings for one refinement run, each with its default.
+
+    Build one with the fields to change (`RefineContext(max_iterations=5)`), or
+    change a few of another's with `dataclasses.replace(settings, profile="math")`.
     """
 
     model: str | None = field(
         default=None,
         metadata=_describe(
             'Model for all three roles unless overridden: "offline" (the deterministic '
-            'stand-in), "gpt-4o-mini", "openai:gpt-4o-mini", or another "provider:model". '
-            "Empty: the model the graph was built with."
+            'stand-in), "local" (the embedded model), "gpt-4o-mini", "openai:gpt-4o-mini", '
+            'or another "provider:model". Empty: the model the graph was built with.'
         ),
     )
     generator_model: str | None = field(
@@ -69,7 +111,7 @@ class RefineContext:
             "e.g. http://127.0.0.1:8000/v1. Empty: OPENAI_BASE_URL or OpenAI itself."
         ),
     )
-    critics: list[str] | None = field(
+    critics: tuple[str, ...] | None = field(
         default=None,
         metadata=_describe(
             'Who critiques each draft, by name: verifiers ("answer", "python_tests", '
@@ -78,20 +120,24 @@ class RefineContext:
             "\"name,name\". Empty: the graph's critics, else the profile's defaults."
         ),
     )
-    max_iterations: int | None = field(
-        default=None,
+    max_iterations: int = field(
+        default=DEFAULT_MAX_ITERATIONS,
         metadata=_describe(
             f"Most refine steps a run may take (1..{MAX_ITERATIONS_LIMIT}); always in force, "
-            "whatever the critic says. Empty: the graph's default (3 unless built otherwise)."
+            "whatever the critic says."
         ),
     )
     score_threshold: float | None = field(
         default=None,
-        metadata=_describe("Stop when the critique's score is at or above this (0..1)."),
+        metadata=_describe(
+            "Stop when the critique's score is at or above this (0..1). Empty: no threshold."
+        ),
     )
     patience: int | None = field(
         default=None,
-        metadata=_describe("Stop when the best score has not improved for this many rounds."),
+        metadata=_describe(
+            "Stop when the best score has not improved for this many rounds. Empty: never."
+        ),
     )
     history_window: int | None = field(
         default=None,
@@ -110,19 +156,16 @@ class RefineContext:
             'form, else "conversation".'
         ),
     )
-    select: Literal["best", "last"] | None = field(
-        default=None,
+    select: Literal["best", "last"] = field(
+        default="best",
         metadata=_describe(
             'Which draft is the answer: "best" (highest score; ties go to the earlier, then '
-            'the shorter draft) or "last". '
-            'Empty: "best".'
+            'the shorter draft) or "last".'
         ),
     )
-    profile: str | None = field(
-        default=None,
-        metadata=_describe(
-            "Prompt set for the kind of task (see `self-refine profiles`). Empty: general."
-        ),
+    profile: str = field(
+        default="general",
+        metadata=_describe("Prompt set for the kind of task (see `self-refine profiles`)."),
     )
     max_retries: int | None = field(
         default=None,
@@ -139,11 +182,11 @@ class RefineContext:
             "retried). Empty: the client's default (600 for OpenAI)."
         ),
     )
-    max_tokens: int | None = field(
-        default=None,
+    max_tokens: int = field(
+        default=DEFAULT_MAX_TOKENS,
         metadata=_describe(
             "Most tokens one model reply may have (drafts and critiques), sent with every "
-            f"call to a model given as a string. Empty: {DEFAULT_MAX_TOKENS}."
+            "call to a model given as a string."
         ),
     )
     max_draft_chars: int | None = field(
@@ -170,14 +213,16 @@ class RefineContext:
     )
 
     def __post_init__(self) -> None:
-        self.validate()
-
-    def validate(self) -> None:
         """Raise ConfigError naming the bad setting and what is allowed.
 
-        A `critics` string ("concepts,llm", as a dict context or a server client
-        may give it) is split into its names first.
+        A setting given as None takes its default; a `critics` list or "name,name"
+        string is kept as a tuple, so a context can never change after it is built.
         """
+        for name, default in _DEFAULTS.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, default)
+        if self.critics is not None:
+            object.__setattr__(self, "critics", _names(self.critics))
         _check_number("max_iterations", self.max_iterations, 1, MAX_ITERATIONS_LIMIT, integer=True)
         _check_number("score_threshold", self.score_threshold, 0, 1)
         _check_number("patience", self.patience, 1, None, integer=True)
@@ -193,46 +238,20 @@ class RefineContext:
             raise ConfigError(
                 f'refine_form must be "conversation" or "single", got {self.refine_form!r}'
             )
-        if self.select is not None and self.select not in ("best", "last"):
+        if self.select not in ("best", "last"):
             raise ConfigError(f'select must be "best" or "last", got {self.select!r}')
-        for name in ("model", "generator_model", "critic_model", "refiner_model", "profile"):
+        for name in ("model", *ROLE_MODEL_FIELDS, "base_url", "api_key"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ConfigError(f"{name} must be a string, got {type(value).__name__}")
-        if self.api_key is not None and not isinstance(self.api_key, str):
-            raise ConfigError(f"api_key must be a string, got {type(self.api_key).__name__}")
-        self._check_critics()
-
-    def _check_critics(self) -> None:
-        """Raise ConfigError unless critics is empty or a list of names the graph can run."""
-        if self.critics is None:
-            return
-        from self_refine.critics.resolve import critic_names, resolve_critics  # heavy: lazily
-
-        if isinstance(self.critics, str):
-            self.critics = critic_names(self.critics)
-        names = self.critics
-        if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
-            raise ConfigError(
-                'critics must be a list of names such as ["concepts", "llm"], '
-                f'or one string "concepts,llm"; got {names!r}'
-            )
-        if names:
-            resolve_critics(names)
-
-    def over(self, base: RefineContext) -> RefineContext:
-        """Return `base` with every setting this context gives (not None) laid over it."""
-        given = {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(self)
-            if getattr(self, f.name) is not None
-        }
-        return dataclasses.replace(base, **given)
+        if not isinstance(self.profile, str) or not self.profile:
+            raise ConfigError(f"profile must be a profile's name, got {self.profile!r}")
 
     def kept(self) -> dict[str, Any]:
-        """The settings this context gives, as a run's thread keeps them: never a secret.
+        """These settings as a run's thread keeps them for its resumes: never a secret.
 
-        The API key is left out, and a password in `base_url` is masked.
+        Empty fields and the API key are left out, and a password in `base_url` is
+        masked.
         """
         from self_refine.redact import redact_url
 
@@ -247,27 +266,74 @@ class RefineContext:
             kept["critics"] = list(kept["critics"])
         return kept
 
-    def over_kept(self, kept: dict[str, Any]) -> RefineContext:
-        """This call's context laid over the settings its run was started with (`kept`)."""
-        from self_refine.redact import url_has_password
+    @classmethod
+    def from_kept(cls, kept: Mapping[str, Any]) -> RefineContext:
+        """The settings a run began with, read back from what its thread kept.
 
-        if self.base_url is None and url_has_password(kept.get("base_url") or ""):
+        A kept `base_url` whose password was masked cannot be used: the call must
+        give its context again.
+        """
+        from self_refine.redact import redact_url, url_has_password
+
+        url = kept.get("base_url") or ""
+        if url_has_password(url) and redact_url(url) == url:  # its password is the mask
             raise ConfigError(
                 "the run's base_url carries a password, which is never stored: "
                 "give base_url again in the context of this call"
             )
-        return self.over(RefineContext(**kept))
+        return cls(**kept)
 
-    @classmethod
-    def coerce(cls, value: Any) -> RefineContext:
-        """Read a context that may be ours, a dict, None, or a parent graph's own."""
-        if isinstance(value, cls):
-            return value
-        names = {f.name for f in dataclasses.fields(cls)}
-        if isinstance(value, dict):
-            known = {k: v for k, v in value.items() if k in names and v is not None}
-        elif value is not None and dataclasses.is_dataclass(value):
-            known = {k: getattr(value, k) for k in names if getattr(value, k, None) is not None}
-        else:
-            known = {}
-        return cls(**known)
+
+FIELD_NAMES = tuple(f.name for f in dataclasses.fields(RefineContext))
+"""Every setting's one name."""
+
+CONNECTION_FIELDS = ("base_url", "api_key", "max_retries", "timeout", "max_tokens")
+"""The settings that say how a model is reached rather than what a run does."""
+
+RESULT_FIELDS = tuple(name for name in FIELD_NAMES if name not in CONNECTION_FIELDS)
+"""The settings that shape a run's results: a batch rerun with others gets new threads."""
+
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RefineContext) if f.default is not None}
+"""The settings whose default is a value, not empty."""
+
+
+def check_context_names(given: Mapping[str, Any]) -> None:
+    """Raise ConfigError naming an unknown setting and the closest valid name."""
+    for key in given:
+        if key not in FIELD_NAMES:
+            close = difflib.get_close_matches(str(key), FIELD_NAMES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(
+                f"unknown context field {key!r}{hint}; valid fields: "
+                f"{', '.join(sorted(FIELD_NAMES))}"
+            )
+
+
+def context_changes(context: Any) -> dict[str, Any]:
+    """The settings a dict, or another dataclass (a parent graph's own context), gives.
+
+    A dict's names are checked; its None values and a dataclass's other fields
+    are left out. Anything else gives none.
+    """
+    if isinstance(context, Mapping):
+        check_context_names(context)
+        return {key: value for key, value in context.items() if value is not None}
+    if context is not None and dataclasses.is_dataclass(context):
+        return {
+            name: value
+            for name in FIELD_NAMES
+            if (value := getattr(context, name, None)) is not None
+        }
+    return {}
+
+
+def settings_of(context: Any, base: RefineContext) -> RefineContext:
+    """A call's settings from the context it brings (see the module docstring).
+
+    A `RefineContext` is the call's settings; a dict or another dataclass sets
+    the fields it names over `base`; None and anything else leave `base` as it is.
+    """
+    if isinstance(context, RefineContext):
+        return context
+    changes = context_changes(context)
+    return dataclasses.replace(base, **changes) if changes else base

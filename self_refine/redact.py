@@ -1,13 +1,27 @@
-"""Keep secrets out of text that leaves the process: API keys, and passwords in URLs."""
+"""Text that leaves the process, made safe to show: secrets masked, control characters escaped.
+
+API keys and passwords in URLs never reach a trace, a log, an error or a page
+(`redact`, `redact_url`); text from a task or a model never acts on a terminal
+(`terminal_safe`); a command shown to be pasted back pastes as itself (`shell_command`).
+"""
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MASK", "model_secrets", "redact", "redact_url", "url_has_password"]
+__all__ = [
+    "MASK",
+    "model_secrets",
+    "redact",
+    "redact_url",
+    "shell_command",
+    "terminal_safe",
+    "url_has_password",
+]
 
 MASK = "***"
 _MIN_SECRET_CHARS = 6
@@ -83,3 +97,24 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     for secret in usable:
         text = _mask_echoed_keys(text, secret)
     return redact_url(text)
+
+
+# C0 controls except tab and newline, DEL, and C1 controls (0x80-0x9f, e.g. the 8-bit CSI).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """Show control characters as visible escapes (ESC as \\x1b), so none acts on the terminal.
+
+    Defuses every ESC/CSI/OSC sequence (colours, cursor moves, window titles,
+    hyperlinks) because its introducer is no longer a control character; a
+    Windows line end stays a line end.
+    """
+    text = text.replace("\r\n", "\n")
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def shell_command(*words: str) -> str:
+    """A command to show the user: each word quoted for a POSIX shell, so a thread id or a
+    path with spaces, quotes or `;` pastes back as itself; control characters as escapes."""
+    return terminal_safe(" ".join(shlex.quote(word) for word in words))

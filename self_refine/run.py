@@ -11,7 +11,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Durability
 
-from self_refine.context import RefineContext
+from self_refine.context import RefineContext, settings_of
 from self_refine.errors import ConfigError
 from self_refine.graphs.self_refine import (
     GRAPH_NAME,
@@ -20,7 +20,6 @@ from self_refine.graphs.self_refine import (
     recursion_limit,
 )
 from self_refine.state import RefineInput, RefineOutput, validate_input
-from self_refine.stopping import DEFAULT_MAX_ITERATIONS
 
 __all__ = ["arefine", "refine"]
 
@@ -50,13 +49,9 @@ def _prepare(
     graph = create_self_refine_graph(model, **options).compile(
         checkpointer=checkpointer, name=GRAPH_NAME
     )
-    defaults = options.get("settings")
-    max_iterations = max(
-        (defaults.max_iterations if defaults else None) or DEFAULT_MAX_ITERATIONS,
-        (context.max_iterations if context else None) or 0,
-    )
+    settings = settings_of(context, options.get("settings") or RefineContext())
     config: RunnableConfig = {
-        "recursion_limit": recursion_limit(max_iterations),
+        "recursion_limit": recursion_limit(settings.max_iterations),
         "tags": ["self-refine"],
     }
     if checkpointer is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, NotRequired, Required, cast
+from typing import Annotated, Any, Literal, NotRequired, Required
 
 from langgraph.channels.delta import DeltaChannel
 from langgraph.types import Overwrite
@@ -28,9 +28,8 @@ __all__ = [
     "MAX_TASK_CHARS",
     "RUN_CONTEXT",
     "add_usage",
-    "fresh_view",
     "lone_surrogate",
-    "start_over_update",
+    "start_over",
     "starts_over",
     "reference_problem",
     "validate_input",
@@ -169,8 +168,8 @@ def _latest(current: Any, writes: Sequence[Any]) -> Any:
 AttemptLog = Annotated[list[Attempt], DeltaChannel(_append_attempts, snapshot_frequency=1000)]
 Text = Annotated[str, DeltaChannel(_latest, snapshot_frequency=10)]
 CritiqueValue = Annotated[dict[str, Any], DeltaChannel(_latest, snapshot_frequency=10)]
-# - run_context: written with the input, in the same step as task, so reading it
-#   walks no further back than task does.
+# - run_context: written once per run, by the step after the input's, so reading it
+#   walks about as far back as task does.
 KeptSettings = Annotated[dict[str, Any], DeltaChannel(_latest, snapshot_frequency=10)]
 
 RUN_CONTEXT = "run_context"
@@ -189,10 +188,13 @@ class RefineInput(TypedDict, total=False):
 class RefineState(TypedDict, total=False):
     """The loop's working state, checkpointed after every step.
 
-    `run_context` is the context the run was started with (`RefineContext.kept`:
-    the fields it gave, no API key, no URL password), written with the input
-    and read back by the nodes when a later call (a resume, a continuation with
-    None) brings no context of its own.
+    `run_context` holds the settings the run began with (`RefineContext.kept`: no
+    API key, no URL password; empty when its call brought no context), written by
+    the `begin` node and read back by the others when a later call (a resume, a
+    continuation with None) brings no context of its own. `draft_usage`,
+    `draft_problems` and `draft_rejected` describe the draft in the making until
+    the critique records them in its attempt; `ask_again` is True after a reply
+    was rejected, while the node that asked for it asks once more.
     """
 
     task: Required[Text]
@@ -207,6 +209,7 @@ class RefineState(TypedDict, total=False):
     draft_usage: Usage
     draft_problems: list[str]
     draft_rejected: list[RejectedReply]
+    ask_again: bool
     usage: Usage
     answer: str
     best: Attempt | None
@@ -233,31 +236,23 @@ SelectMode = Literal["best", "last"]
 
 
 def starts_over(state: Any) -> bool:
-    """True when a node runs first in a new refinement on a thread whose last run finished.
-
-    Only the first node of a run can see a stop reason: every later step is
-    preceded by one that cleared it.
-    """
+    """True when new input arrived on a thread whose last run finished (it has a stop reason)."""
     return bool(state.get("stop_reason"))
 
 
-def fresh_view(state: RefineState) -> RefineState:
-    """The state as a new refinement sees it: the earlier run's bookkeeping left out."""
-    if not starts_over(state):
-        return state
-    view = cast(RefineState, dict(state))
-    kept_apart = ("draft_usage", "draft_problems", "draft_rejected")
-    for key in ("attempts", "iteration", "usage", *kept_apart, "critique"):
-        view.pop(key, None)  # type: ignore[misc]
-    return view
-
-
-def start_over_update(state: Any, attempts: list[Attempt]) -> dict[str, Any]:
-    """The writes that replace an earlier run's attempts and outputs, when starting over."""
-    if not starts_over(state):
-        return {"attempts": attempts}
+def start_over() -> dict[str, Any]:
+    """The writes that clear an earlier run's attempts, bookkeeping and outputs from a thread."""
+    nothing = add_usage()
     return {
-        "attempts": Overwrite(attempts),
+        "attempts": Overwrite([]),
+        "critique": {},
+        "iteration": 0,
+        "stop_reason": None,
+        "usage": nothing,
+        "draft_usage": nothing,
+        "draft_problems": [],
+        "draft_rejected": [],
+        "ask_again": False,
         "answer": "",
         "best": None,
         "last": None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.state import Attempt, Usage
 
@@ -19,7 +18,6 @@ __all__ = [
     "TokenBudget",
     "Unchanged",
     "Verified",
-    "DEFAULT_MAX_ITERATIONS",
     "DEFAULT_POLICIES",
     "policies_for",
     "first_stop",
@@ -34,8 +32,6 @@ class StopView:
     iteration: int
     usage: Usage
 
-
-DEFAULT_MAX_ITERATIONS = 3
 
 StopPolicy = Callable[[StopView], "str | None"]
 """A callable returning a stop reason, or None to go on."""
@@ -155,23 +151,27 @@ DEFAULT_POLICIES: tuple[StopPolicy, ...] = (CriticDone(), Unchanged())
 
 def policies_for(
     stop: Sequence[StopPolicy] | None,
-    ctx: RefineContext,
     defaults: Sequence[StopPolicy] = DEFAULT_POLICIES,
+    *,
+    max_iterations: int,
+    score_threshold: float | None = None,
+    patience: int | None = None,
+    max_tokens_total: int | None = None,
 ) -> list[StopPolicy]:
     """The policies in force for a run, in order: `verified` first, the iteration cap last.
 
     `stop` (the factory's) replaces `defaults` (the profile's: critic done,
-    draft unchanged, ...); the context's `score_threshold`, `patience` and
-    `max_tokens_total` add their policies when set.
+    draft unchanged, ...); `score_threshold`, `patience` and `max_tokens_total`
+    add their policies when set.
     """
     policies: list[StopPolicy] = [Verified(), *(stop if stop is not None else defaults)]
-    if ctx.score_threshold is not None:
-        policies.append(ScoreThreshold(ctx.score_threshold))
-    if ctx.patience is not None:
-        policies.append(NoImprovement(ctx.patience))
-    if ctx.max_tokens_total is not None:
-        policies.append(TokenBudget(ctx.max_tokens_total))
-    policies.append(MaxIterations(ctx.max_iterations or DEFAULT_MAX_ITERATIONS))
+    if score_threshold is not None:
+        policies.append(ScoreThreshold(score_threshold))
+    if patience is not None:
+        policies.append(NoImprovement(patience))
+    if max_tokens_total is not None:
+        policies.append(TokenBudget(max_tokens_total))
+    policies.append(MaxIterations(max_iterations))
     return policies
 
 

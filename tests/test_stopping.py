@@ -173,7 +173,8 @@ class TestAnswerSelection:
         graph = create_self_refine_graph(
             self.model(*self.SCORES), settings=RefineContext(max_iterations=2)
         ).compile()
-        result = graph.invoke({"task": "task"}, context=RefineContext(select="last"))
+        # A dict names the settings it changes: the graph's two iterations hold.
+        result = graph.invoke({"task": "task"}, context={"select": "last"})
         assert result["answer"] == "draft 2"
 
 

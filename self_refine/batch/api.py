@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,14 +15,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from self_refine.batch.engines import LocalEngine
 from self_refine.batch.io import BatchItem, append_jsonl
-from self_refine.batch.job import BatchJob, run_critics
+from self_refine.batch.job import BatchJob
 from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import summarize
 from self_refine.batch.runner import run_key
-from self_refine.context import RefineContext
+from self_refine.context import RefineContext, settings_of
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError
-from self_refine.graphs.self_refine import create_self_refine_graph, group_options
+from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph, group_options
 from self_refine.redact import model_secrets, redact
 
 __all__ = ["BatchResult", "arefine_batch", "refine_batch"]
@@ -120,20 +120,13 @@ async def arefine_batch(
     """
     items = _items(tasks, answers, references, correct, ids)
     given = options
-    options = group_options(options)
-    defaults = options.get("settings")
-    critics = run_critics(
-        context,
-        critics=options.get("critics") or (),
-        prompts=options.get("prompts"),
-        defaults=defaults,
-    )
+    builder = create_self_refine_graph(model, **group_options(options))
+    settings = settings_of(context, builder.loop.settings)
     job = BatchJob(
-        context,
-        critics,
+        settings,
+        builder.loop.critic_specs(settings),
         list(DEFAULT_VERIFIERS if verifiers is None else verifiers),
         refine_only_incorrect=refine_only_incorrect,
-        select=(context.select if context else None) or (defaults.select if defaults else None),
         concurrency=concurrency,
     )
     refused = job.check(items)[1]
@@ -153,7 +146,8 @@ async def arefine_batch(
         from langgraph.checkpoint.memory import InMemorySaver
 
         checkpointer = InMemorySaver()
-    graph = create_self_refine_graph(model, **options).compile(checkpointer=checkpointer)
+    builder.loop.plan_for(settings).check_models()
+    graph = builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
     records: dict[int, dict[str, Any]] = {}
     errors: dict[int, str] = {}
     position = {item.id: index for index, item in enumerate(items)}
@@ -161,12 +155,12 @@ async def arefine_batch(
     async def keep(item: BatchItem, record: dict[str, Any]) -> None:
         records[position[item.id]] = record
 
-    secrets = _secrets(model, context, options)
+    secrets = _secrets(model, settings, builder.loop.models.values())
 
     async def fail(item: BatchItem, error: Exception) -> None:
         errors[position[item.id]] = redact(f"{type(error).__name__}: {error}", secrets)
 
-    await job.run(LocalEngine(graph, context=context), items, on_record=keep, on_error=fail)
+    await job.run(LocalEngine(graph, context=settings), items, on_record=keep, on_error=fail)
     ordered = [records.get(index) for index in range(len(items))]
     if log is not None:
         await asyncio.to_thread(append_jsonl, log, [r for r in ordered if r is not None])
@@ -179,16 +173,10 @@ async def arefine_batch(
     return BatchResult(refined, ordered, summary, errors)
 
 
-def _secrets(model: Any, context: RefineContext | None, options: dict[str, Any]) -> list[str]:
-    """Every key the batch's models and contexts hold, to mask in the errors it keeps."""
-    found = [
-        getattr(settings, "api_key", None) or ""
-        for settings in (context, options.get("settings"))
-        if settings is not None
-    ]
-    roles = options.get("roles")
-    models = [model, *(getattr(roles, name, None) for name in ("generator", "critic", "refiner"))]
-    for each in models:
+def _secrets(model: Any, settings: RefineContext, models: Iterable[Any]) -> list[str]:
+    """Every key the batch's models and settings hold, to mask in the errors it keeps."""
+    found = [settings.api_key or ""]
+    for each in (model, *models):
         if isinstance(each, BaseChatModel):
             found += model_secrets(each)
     return [secret for secret in found if secret]

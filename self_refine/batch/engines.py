@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from self_refine.batch.runner import Engine, ThreadView
 from self_refine.context import MAX_ITERATIONS_LIMIT, RefineContext
 from self_refine.errors import ConfigError, install_hint
-from self_refine.graphs import recursion_limit
+from self_refine.graphs import GRAPH_NAME, recursion_limit
 from self_refine.persistence.locks import athread_lock
 
 __all__ = [
@@ -60,7 +60,7 @@ async def open_engine(
     from self_refine.persistence.storage import open_async_checkpointer
 
     async with open_async_checkpointer(db, pool_size=pool_size) as saver:
-        yield LocalEngine(builder.compile(checkpointer=saver))
+        yield LocalEngine(builder.compile(checkpointer=saver, name=GRAPH_NAME), context=context)
 
 
 class LocalEngine:
@@ -178,7 +178,13 @@ class ServerEngine:
 
 
 def _context_dict(context: RefineContext | None) -> dict[str, Any] | None:
+    """The context as the server's run takes it: JSON, never the API key (the server's own
+    environment holds the key it calls models with, and a run's context is stored)."""
     if context is None:
         return None
-    given = {k: v for k, v in dataclasses.asdict(context).items() if v is not None}
+    given = {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in dataclasses.asdict(context).items()
+        if v is not None and k != "api_key"
+    }
     return given or None

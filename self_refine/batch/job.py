@@ -17,48 +17,27 @@ from self_refine.batch.runner import BatchRunner, Engine
 from self_refine.context import RefineContext
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError
-from self_refine.prompts import PromptSet, get_profile
+from self_refine.nodes.plan import critic_specs
 
-__all__ = ["BatchJob", "run_critics"]
-
-
-def run_critics(
-    context: RefineContext | None,
-    *,
-    critics: Sequence[Any] = (),
-    prompts: PromptSet | None = None,
-    defaults: RefineContext | None = None,
-) -> list[Any]:
-    """The critics each run will use: the context's, else the factory's, else the profile's.
-
-    The same rule as the critique node's; `critics`, `prompts` and `defaults`
-    are what the graph's factory was given.
-    """
-    if context is not None and context.critics:
-        return list(context.critics)
-    if critics:
-        return list(critics)
-    profile = (context.profile if context else None) or (defaults.profile if defaults else None)
-    return list((prompts or get_profile(profile or "general")).critics)
+__all__ = ["BatchJob"]
 
 
 @dataclass
 class BatchJob:
     """How a batch judges and refines its items, whatever they come from.
 
-    `context` is every run's context; `critics` are the runs' critics (default:
+    `context` is every run's settings; `critics` are the runs' critics (default:
     the context's, else the profile's), against which each item's reference is
     checked up front; `verifiers` tell right from wrong (names or callables;
-    empty: nothing is judged); `select` defaults to the context's, else "best";
-    `key` fingerprints the settings that shape results (the items' thread ids
-    derive from it); at most `concurrency` model calls run at once.
+    empty: nothing is judged); `key` fingerprints the settings that shape
+    results (the items' thread ids derive from it); at most `concurrency` model
+    calls run at once.
     """
 
-    context: RefineContext | None = None
+    context: RefineContext = field(default_factory=RefineContext)
     critics: Sequence[Any] | None = None
     verifiers: Sequence[str | Verifier] = DEFAULT_VERIFIERS
     refine_only_incorrect: bool = False
-    select: str | None = None
     key: str = ""
     concurrency: int = 8
     judge: VerifierJudge | None = field(init=False)
@@ -68,14 +47,13 @@ class BatchJob:
         if self.concurrency < 1:
             raise ConfigError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.critics is None:
-            self.critics = run_critics(self.context)
+            self.critics = critic_specs(self.context)
         self._references = ReferenceCheck(self.verifiers, self.critics)  # bad lists fail here
         if self._references.critics.explainer == "human":
             raise ConfigError(
                 "the human critic asks a person about every draft, which a batch cannot do: "
                 "refine those tasks one at a time, or choose another critic for the batch"
             )
-        self.select = self.select or (self.context.select if self.context else None) or "best"
         self.judge = VerifierJudge(self.verifiers) if self.verifiers else None
 
     def check(self, items: Sequence[BatchItem]) -> tuple[list[BatchItem], list[tuple[int, str]]]:
@@ -106,7 +84,7 @@ class BatchJob:
             engine,
             judge=self.judge,
             refine_only_incorrect=self.refine_only_incorrect,
-            select=self.select or "best",
+            select=self.context.select,
             key=self.key,
         )
         await runner.run_all(

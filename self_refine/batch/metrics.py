@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from self_refine.cli.safe_text import terminal_safe
+from self_refine.redact import terminal_safe
 
 __all__ = ["TRANSITIONS", "Summary", "format_summary", "summarize"]
 

@@ -19,26 +19,12 @@ from self_refine.batch.metrics import format_summary, summarize
 from self_refine.batch.runner import run_key
 from self_refine.cli.paths import check_writable, refuse_overlaps
 from self_refine.cli.progress import Progress
-from self_refine.cli.safe_text import terminal_safe
-from self_refine.cli.settings import SETTING_KEYS, build_graph
-from self_refine.context import RefineContext
+from self_refine.cli.settings import build_graph, uses_local_model
+from self_refine.context import RESULT_FIELDS, RefineContext
 from self_refine.errors import ConfigError
-from self_refine.redact import redact
+from self_refine.redact import redact, terminal_safe
 
 __all__ = ["batch_command", "report_command"]
-
-RESULT_SETTINGS = tuple(
-    key for key in SETTING_KEYS if key not in ("base_url", "max_retries", "timeout", "max_tokens")
-)
-"""Settings that shape results: a rerun with others gets new threads (see thread_id_for)."""
-
-
-def _context(args: argparse.Namespace) -> RefineContext:
-    """The run's settings as a RefineContext (which checks their ranges)."""
-    return RefineContext(
-        **{name: getattr(args, name) for name in RESULT_SETTINGS},
-        base_url=args.base_url,
-    )
 
 
 def _verifier_names(text: str | None) -> list[str]:
@@ -70,7 +56,7 @@ def _job(args: argparse.Namespace, context: RefineContext) -> BatchJob:
             "--refine-only-incorrect needs verifiers to tell correct drafts apart: "
             "leave --verifiers out, or name some (e.g. --verifiers answer)"
         )
-    settings = {name: getattr(args, name) for name in RESULT_SETTINGS}
+    settings = {name: getattr(context, name) for name in RESULT_FIELDS}
     settings.update(refine_only_incorrect=args.refine_only_incorrect, verifiers=verifiers)
     return BatchJob(
         context,
@@ -79,11 +65,6 @@ def _job(args: argparse.Namespace, context: RefineContext) -> BatchJob:
         key=run_key(settings),
         concurrency=args.concurrency,
     )
-
-
-def _uses_local_model(args: argparse.Namespace) -> bool:
-    models = [getattr(args, k, None) or "" for k in ("model", "critic_model", "refiner_model")]
-    return any(m == "local" or m.startswith("local:") for m in models)
 
 
 def _warn(message: str) -> None:
@@ -128,10 +109,10 @@ class _Shown:
             self.progress.close()
 
 
-def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
     """Refine every item of a JSONL file into an output file; resumable.
 
-    `settings` are the checked settings flags (`cli_settings.run_settings`).
+    `context` is every item's settings, from the flags (`cli.settings.run_context`).
     """
     stream = args.output == STDOUT
     refuse_overlaps(
@@ -148,12 +129,11 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         check_writable(args.output, "-o", fix="choose another -o path, or -o - for standard output")
     check_writable(args.summary, "--summary")
     check_writable(args.html, "the page --html")
-    context = _context(args)
     shown = _Shown([args.api_key])
     batch = FileBatch(
         _job(args, context), args.input, args.output, args.shard, db=args.db, server=args.server
     )
-    if args.concurrency > 1 and _uses_local_model(args):
+    if args.concurrency > 1 and uses_local_model(context):
         _warn(
             f"--concurrency {args.concurrency} with a local model: its one instance answers one "
             "call at a time, so items overlap but the batch is no faster"
@@ -161,7 +141,10 @@ def batch_command(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     items = batch.read(shown)
     batch.prepare(items)  # a server that is down, an -o file that is not results: no work
     # Bad models and missing keys fail here, after the input and output are known to be usable.
-    builder = None if args.server else build_graph(settings, args.api_key)
+    builder = None
+    if not args.server:
+        builder = build_graph()
+        builder.loop.plan_for(context).check_models()
     try:
         result = asyncio.run(batch.run(items, shown, builder=builder))
     except KeyboardInterrupt:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from itertools import zip_longest
 from typing import Any, TextIO
 
-from self_refine.cli.safe_text import terminal_safe
+from self_refine.redact import terminal_safe
 from self_refine.state import Attempt
 
 __all__ = ["attempts_table", "print_result", "print_update", "shown_feedback"]
@@ -44,7 +44,11 @@ def _score(value: Any) -> str:
 def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
     """Print one node's update as it arrives from graph.stream(stream_mode="updates")."""
     update = update or {}
-    if node in ("generate", "refine") and "draft" in update:
+    if node in ("generate", "refine") and update.get("ask_again"):
+        reply = (update.get("draft_rejected") or [{}])[-1]
+        reason = terminal_safe(str(reply.get("reason", "rejected")))
+        print(f"[{node}] reply rejected ({reason}); asking again", file=out)
+    elif node in ("generate", "refine") and "draft" in update:
         label = "first draft" if node == "generate" else f"draft {update.get('iteration')}"
         print(f"[{node}] {label}:\n{_indent(update['draft'])}", file=out)
     elif node == "critique" and update.get("attempts"):

@@ -19,7 +19,7 @@ from self_refine.cli.options import (
     warn_key_on_command_line,
 )
 from self_refine.cli.parser import build_parser
-from self_refine.cli.settings import UsageError, check_reachable, run_settings
+from self_refine.cli.settings import UsageError, check_reachable, run_context
 from self_refine.cli.threads import cmd_resume, cmd_run, cmd_show, database_failure
 from self_refine.errors import ThreadBusyError
 
@@ -51,12 +51,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
     """Refine a JSONL file of items."""
     from self_refine.cli.batch import batch_command
 
-    settings = run_settings(args)
-    args.critics = settings["critics"]
+    context = run_context(args)
     if not args.server:
-        check_reachable(settings)
+        check_reachable(context)
     warn_key_on_command_line(args)
-    return batch_command(args, settings)
+    return batch_command(args, context)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -78,8 +77,7 @@ COMMANDS = {
 
 
 def _busy_message(error: ThreadBusyError, args: argparse.Namespace) -> str:
-    from self_refine.cli.safe_text import shell_command
-    from self_refine.redact import redact_url
+    from self_refine.redact import redact_url, shell_command
 
     thread = error.thread_id
     show = shell_command("self-refine", "show", thread, "--db", redact_url(args.db))

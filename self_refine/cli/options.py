@@ -12,10 +12,9 @@ import stat
 import sys
 from typing import Any
 
-from self_refine.cli.safe_text import terminal_safe
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
-from self_refine.redact import redact
+from self_refine.redact import redact, terminal_safe
 
 __all__ = [
     "EXIT_FAILURE",
@@ -63,10 +62,10 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_settings(settings: dict[str, Any]) -> None:
-    """Raise ConfigError, naming the flag, for settings that RefineContext refuses."""
+def check_settings(settings: dict[str, Any]) -> RefineContext:
+    """The settings as a RefineContext; ConfigError, naming the flag, for those it refuses."""
     try:
-        RefineContext(**settings)
+        return RefineContext(**settings)
     except ConfigError as error:
         name, _, rest = str(error).partition(" ")
         if name not in settings:
@@ -129,14 +128,14 @@ def read_key_file(path: str) -> str:
     return lines[0]
 
 
-def trace_metadata(settings: dict[str, Any]) -> dict[str, Any]:
+def trace_metadata(context: RefineContext) -> dict[str, Any]:
     """What a trace of this run is labelled with: its profile and model names."""
-    model = settings.get("model")
+    model = context.model
     return {
-        "profile": settings.get("profile"),
-        "generator_model": model,
-        "critic_model": settings.get("critic_model") or model,
-        "refiner_model": settings.get("refiner_model") or model,
+        "profile": context.profile,
+        "generator_model": context.generator_model or model,
+        "critic_model": context.critic_model or model,
+        "refiner_model": context.refiner_model or model,
     }
 
 

@@ -10,8 +10,12 @@ import os
 from typing import Any, NoReturn
 
 from self_refine.cli.options import add_connection_options
+from self_refine.context import RefineContext
 
 __all__ = ["build_parser"]
+
+_DEFAULT = RefineContext()
+"""Each setting's default, shown in the help; a flag left out leaves the setting to it."""
 
 
 def _add_settings(parser: argparse.ArgumentParser) -> None:
@@ -29,18 +33,21 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         "--base-url",
         help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (env OPENAI_BASE_URL)",
     )
-    parser.add_argument("--max-iterations", type=int, default=3, help="most refine steps (3)")
+    parser.add_argument(
+        "--max-iterations", type=int, help=f"most refine steps ({_DEFAULT.max_iterations})"
+    )
     parser.add_argument("--score-threshold", type=float, help="stop at this score (0..1)")
     parser.add_argument("--patience", type=int, help="stop after N rounds without a better score")
     parser.add_argument(
         "--history-window", type=int, help="earlier attempts the refine prompt carries (all)"
     )
-    parser.add_argument("--select", choices=("best", "last"), default="best", help="answer pick")
+    parser.add_argument(
+        "--select", choices=("best", "last"), help=f"answer pick ({_DEFAULT.select})"
+    )
     parser.add_argument(
         "--profile",
-        default="general",
-        help="prompt set and default critics for the kind of task (general); "
-        "see `self-refine profiles`",
+        help="prompt set and default critics for the kind of task "
+        f"({_DEFAULT.profile}); see `self-refine profiles`",
     )
     parser.add_argument(
         "--critics",

@@ -1,4 +1,4 @@
-"""What the settings flags of `run` and `batch` mean: their checks, --reference, the graph.
+"""What the settings flags of `run` and `batch` mean: the run's context, --reference, the graph.
 
 Every check here runs before any model call and before the program writes
 anything. Heavy imports happen inside the functions.
@@ -13,58 +13,53 @@ from typing import Any
 from urllib.parse import urlparse
 
 from self_refine.cli.options import check_connection, check_settings
-from self_refine.redact import redact_url
+from self_refine.context import FIELD_NAMES, ROLE_MODEL_FIELDS, RefineContext
+from self_refine.redact import redact_url, url_has_password
 
 __all__ = [
-    "SETTING_KEYS",
     "UsageError",
     "build_graph",
-    "check_critics",
     "check_reachable",
+    "check_start",
     "critic_list",
     "read_reference",
-    "run_settings",
+    "run_context",
+    "uses_local_model",
 ]
-
-SETTING_KEYS = (
-    "model",
-    "critic_model",
-    "refiner_model",
-    "base_url",
-    "max_iterations",
-    "score_threshold",
-    "patience",
-    "history_window",
-    "select",
-    "profile",
-    "critics",
-    "max_retries",
-    "timeout",
-    "max_tokens",
-    "max_tokens_total",
-)
-"""The settings a thread runs with, saved beside its checkpoints for `resume`."""
 
 
 class UsageError(Exception):
     """A command-line mistake; exit code 2."""
 
 
-def run_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The settings flags as a checked dict, with the effective base URL (flag, else env)."""
-    settings = {key: getattr(args, key) for key in SETTING_KEYS}
-    settings["base_url"] = args.base_url or os.environ.get("OPENAI_BASE_URL") or None
+def run_context(args: argparse.Namespace, kept: dict[str, Any] | None = None) -> RefineContext:
+    """The run's settings: the settings flags given, over `kept` (a thread's) or the defaults.
+
+    The base URL is the flag, else OPENAI_BASE_URL, else the kept one; the API key
+    is the flag's (or its file's), else the environment's at call time. Checked as
+    RefineContext checks them, the error naming the flag.
+    """
     check_connection(args)
-    _refuse_blank_models(settings)
-    if settings["critics"] is not None:
-        settings["critics"] = critic_list(settings["critics"])
-    check_settings(settings)
-    return settings
+    given = {
+        name: value for name in FIELD_NAMES if (value := getattr(args, name, None)) is not None
+    }
+    base_url = getattr(args, "base_url", None) or os.environ.get("OPENAI_BASE_URL")
+    if base_url:
+        given["base_url"] = base_url
+    _refuse_blank_models(given)
+    if "critics" in given:
+        given["critics"] = critic_list(given["critics"])
+    if kept and "base_url" not in given and url_has_password(kept.get("base_url") or ""):
+        raise UsageError(
+            "the thread's base URL carries a password, which is never stored: give it "
+            "again with --base-url (or OPENAI_BASE_URL)"
+        )
+    return check_settings({**(kept or {}), **given})
 
 
 def _refuse_blank_models(settings: dict[str, Any]) -> None:
     """Refuse an empty or blank model name, which would otherwise reach the graph."""
-    for key in ("model", "critic_model", "refiner_model"):
+    for key in ("model", *ROLE_MODEL_FIELDS):
         value = settings.get(key)
         if value is not None and not str(value).strip():
             flag = "--" + key.replace("_", "-")
@@ -72,6 +67,12 @@ def _refuse_blank_models(settings: dict[str, Any]) -> None:
                 f"{flag} is empty: name a model (e.g. {flag} offline, {flag} gpt-4o-mini), "
                 "or leave the flag out"
             )
+
+
+def uses_local_model(context: RefineContext) -> bool:
+    """True when a role runs the embedded local model (one call at a time, slow on a CPU)."""
+    models = [getattr(context, name) or "" for name in ("model", *ROLE_MODEL_FIELDS)]
+    return any(m == "local" or m.startswith("local:") for m in models)
 
 
 def critic_list(text: str) -> list[str]:
@@ -133,22 +134,13 @@ def read_reference(text: str | None) -> dict[str, Any] | None:
     return value
 
 
-def check_critics(settings: dict[str, Any], reference: Any) -> None:
-    """Fail before any model call when the critics cannot judge drafts for this reference."""
-    from self_refine.critics import resolve_critics
-    from self_refine.prompts import get_profile
-
-    names = settings.get("critics") or get_profile(settings["profile"]).critics
-    resolve_critics(names).check(reference)
-
-
-def check_reachable(settings: dict[str, Any]) -> None:
+def check_reachable(context: RefineContext) -> None:
     """Fail fast, before any model call, when the server at the base URL cannot be reached.
 
-    The base URL is the settings', else OPENAI_BASE_URL; runs that use only
+    The base URL is the context's, else OPENAI_BASE_URL; runs that use only
     the offline model have their URL's form checked, but never connect.
     """
-    base_url = settings.get("base_url") or os.environ.get("OPENAI_BASE_URL")
+    base_url = context.base_url or os.environ.get("OPENAI_BASE_URL")
     if not base_url:
         return
     shown = redact_url(base_url)
@@ -156,7 +148,7 @@ def check_reachable(settings: dict[str, Any]) -> None:
     parsed = urlparse(base_url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise UsageError(f"{source} must look like http://HOST:PORT/v1, got {shown!r}")
-    models = [settings.get(role) for role in ("model", "critic_model", "refiner_model")]
+    models = [getattr(context, name) for name in ("model", *ROLE_MODEL_FIELDS)]
     if all(model in (None, "offline") for model in models):
         return
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
@@ -168,37 +160,17 @@ def check_reachable(settings: dict[str, Any]) -> None:
         ) from None
 
 
-def build_graph(settings: dict[str, Any], api_key: str | None = None) -> Any:
-    """The uncompiled graph for these settings; bad models, profiles, missing keys fail here."""
-    from self_refine.context import RefineContext
-    from self_refine.graphs import Roles, create_self_refine_graph
-    from self_refine.models.resolve import resolve_model
+def build_graph() -> Any:
+    """The uncompiled graph of the command line: its models and settings come with the context."""
+    from self_refine.graphs import create_self_refine_graph
 
-    def model(name: str | None) -> Any:
-        if not name:
-            return None
-        return resolve_model(
-            name,
-            base_url=settings["base_url"],
-            timeout=settings.get("timeout"),
-            max_retries=settings.get("max_retries"),
-            api_key=api_key,
-            max_tokens=settings.get("max_tokens"),
-        )
+    return create_self_refine_graph(None)
 
-    return create_self_refine_graph(
-        model(settings["model"]),
-        roles=Roles(
-            critic=model(settings["critic_model"]), refiner=model(settings["refiner_model"])
-        ),
-        critics=settings.get("critics") or (),
-        settings=RefineContext(
-            max_iterations=settings["max_iterations"],
-            score_threshold=settings["score_threshold"],
-            patience=settings["patience"],
-            history_window=settings["history_window"],
-            select=settings["select"],
-            profile=settings["profile"],
-            max_tokens_total=settings.get("max_tokens_total"),
-        ),
-    )
+
+def check_start(graph: Any, context: RefineContext, payload: dict[str, Any]) -> None:
+    """Fail before any model call or write when a run of `context` cannot start on `payload`.
+
+    Unknown profiles, critics that cannot judge the reference, model strings of no
+    known form and missing keys are found here.
+    """
+    graph.loop.check_start(payload, context, saved=True)

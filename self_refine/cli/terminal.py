@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any, TextIO
 
-from self_refine.cli.safe_text import terminal_safe
+from self_refine.redact import terminal_safe
 
 __all__ = ["ask_critique"]
 

@@ -20,22 +20,22 @@ from self_refine.cli.options import (
     warn_key_on_command_line,
 )
 from self_refine.cli.paths import check_writable, refuse_overlaps
-from self_refine.cli.safe_text import shell_command, terminal_safe
 from self_refine.cli.settings import (
     UsageError,
     build_graph,
-    check_critics,
     check_reachable,
+    check_start,
     read_reference,
-    run_settings,
+    run_context,
+    uses_local_model,
 )
+from self_refine.context import RefineContext
+from self_refine.redact import shell_command, terminal_safe
 
 __all__ = ["cmd_resume", "cmd_run", "cmd_show", "database_failure"]
 
 
-def _stream(
-    args: argparse.Namespace, settings: dict[str, Any], thread_id: str, payload: Any
-) -> int:
+def _stream(args: argparse.Namespace, context: RefineContext, thread_id: str, payload: Any) -> int:
     """Run a new thread (payload: its input) or continue one (None), printing each step.
 
     With --json, stdout holds only the JSON result; the notes go to stderr.
@@ -49,15 +49,15 @@ def _stream(
     notes = sys.stderr if args.json else sys.stdout
     config: Any = {
         "configurable": {"thread_id": thread_id},
-        "recursion_limit": recursion_limit(settings["max_iterations"]),
+        "recursion_limit": recursion_limit(context.max_iterations),
         "tags": ["self-refine", "cli"],
-        "metadata": trace_metadata(settings),
+        "metadata": trace_metadata(context),
     }
     # The thread's writer lock is held from the first read to the last write: a second
     # `run` or `resume` of it is refused (ThreadBusyError) before it reads or writes.
     resume = shell_command("self-refine", "resume", thread_id, "--db", db)
     with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):
-        graph = build_graph(settings, args.api_key).compile(checkpointer=saver, name=GRAPH_NAME)
+        graph = build_graph().compile(checkpointer=saver, name=GRAPH_NAME)
         current = graph.get_state(config)
         started = bool(current.values)
         if payload is None and not started:
@@ -69,18 +69,20 @@ def _stream(
                     f"`{shell_command('self-refine', 'resume', thread_id)}` or choose another "
                     "--thread-id"
                 )
-            ThreadSettings(args.db).save(thread_id, settings)  # replaces a stale row
+            ThreadSettings(args.db).save(thread_id, context.kept())  # replaces a stale row
         print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
         if payload is None and not current.next:
             print(f"thread {thread_id} is already finished: nothing to resume", file=notes)
             payload = _STOP
-        meter = _token_meter(settings, args)
+        meter = _token_meter(context, args)
         try:
             modes = ["updates", "messages"] if meter else ["updates"]
             if meter:  # told when each model call starts, so prompt reading shows too
                 config = {**config, "callbacks": [meter.handler()]}
             while payload is not _STOP:
-                chunks = graph.stream(payload, config, stream_mode=modes, durability="sync")
+                chunks = graph.stream(
+                    payload, config, context=context, stream_mode=modes, durability="sync"
+                )
                 for mode, chunk in chunks:
                     if mode == "messages":
                         if meter:
@@ -96,7 +98,7 @@ def _stream(
             print(f"\nself-refine: interrupted; continue with: {resume}", file=sys.stderr)
             return 130
         except Exception as error:
-            _model_failure(error, settings, resume if _saved(graph, config) else None, args.db)
+            _model_failure(error, context, resume if _saved(graph, config) else None, args.db)
         finally:
             if meter:
                 meter.close()
@@ -112,12 +114,11 @@ def _stream(
     return 0
 
 
-def _token_meter(settings: dict[str, Any], args: argparse.Namespace) -> Any:
+def _token_meter(context: RefineContext, args: argparse.Namespace) -> Any:
     """A live tokens/s line on a terminal while an in-process (slow) local model writes."""
     from self_refine.cli.progress import TokenMeter
 
-    models = [settings.get(k) or "" for k in ("model", "critic_model", "refiner_model")]
-    local = any(m == "local" or m.startswith("local:") for m in models)
+    local = uses_local_model(context)
     return TokenMeter(sys.stderr) if local and sys.stderr.isatty() and not args.json else None
 
 
@@ -208,7 +209,7 @@ def _raised_in_model_call(error: BaseException) -> bool:
 _MODEL_CODE = os.path.join("langchain_core", "language_models", "")
 
 
-def _model_failure(error: Exception, settings: dict[str, Any], resume: str | None, db: str) -> None:
+def _model_failure(error: Exception, context: RefineContext, resume: str | None, db: str) -> None:
     """Turn an error of the run into one line: what failed, and how to go on.
 
     Only an error from a model call names the model and its endpoint; `resume`
@@ -231,9 +232,9 @@ def _model_failure(error: Exception, settings: dict[str, Any], resume: str | Non
     detail = " ".join(str(error).split())[:300].rstrip(".") or type(error).__name__
     if _raised_in_model_call(error):
         endpoint = redact_url(
-            settings.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
+            context.base_url or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
         )
-        what = f"model {settings.get('model')!r} at {endpoint}"
+        what = f"model {context.model!r} at {endpoint}"
         then = "No thread was saved: run the command again once the model works"
     else:
         what = "the run"
@@ -281,10 +282,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     reference_file = args.reference[1:] if (args.reference or "").startswith("@") else None
     refuse_overlaps([], [("--reference", reference_file), *_key_file(args)], db=args.db)
     check_database(args.db)
-    settings = run_settings(args)
+    context = run_context(args)
     if args.draft is not None and not args.draft.strip():
         raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
-    build_graph(settings, args.api_key)  # bad models, profiles, missing keys fail here
     reference = read_reference(args.reference)
     payload: dict[str, Any] = {"task": args.task}
     if args.draft is not None:
@@ -292,10 +292,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if reference is not None:
         payload["reference"] = reference
     validate_input(payload)  # e.g. a lone surrogate in the draft or the reference
-    check_critics(settings, reference)
-    check_reachable(settings)
+    # Bad models, profiles, critics for this reference, missing keys fail here.
+    check_start(build_graph(), context, payload)
+    check_reachable(context)
     warn_key_on_command_line(args)
-    return _stream(args, settings, args.thread_id or str(uuid.uuid4()), payload)
+    return _stream(args, context, args.thread_id or str(uuid.uuid4()), payload)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -307,21 +308,16 @@ def cmd_resume(args: argparse.Namespace) -> int:
     refuse_overlaps([], _key_file(args), db=args.db)
     _require_db(args.db, args.thread_id)
     check_database(args.db)
-    settings = ThreadSettings(args.db).load(args.thread_id)
-    if settings is None:
+    kept = ThreadSettings(args.db).load(args.thread_id)
+    if kept is None:
         raise UsageError(
             f"no thread {args.thread_id!r} in {redact_url(args.db)}: check the id and --db"
         )
-    for key in ("max_retries", "timeout", "max_tokens"):
-        if getattr(args, key) is not None:
-            settings[key] = getattr(args, key)
     # Connection options mean what they mean for `run`: the flag, else the environment.
-    settings["base_url"] = (
-        args.base_url or os.environ.get("OPENAI_BASE_URL") or settings.get("base_url")
-    )
-    check_reachable(settings)
+    context = run_context(args, kept)
+    check_reachable(context)
     warn_key_on_command_line(args)
-    return _stream(args, settings, args.thread_id, None)
+    return _stream(args, context, args.thread_id, None)
 
 
 def _key_file(args: argparse.Namespace) -> list[tuple[str, str | None]]:
@@ -345,7 +341,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     import json
 
     from self_refine.cli.console import attempts_table
-    from self_refine.graphs import create_self_refine_graph
+    from self_refine.graphs import GRAPH_NAME, create_self_refine_graph
     from self_refine.persistence.storage import open_checkpointer
     from self_refine.redact import redact_url
 
@@ -353,8 +349,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     check_writable(args.html, "the page --html")
     _require_db(args.db, args.thread_id)
     with open_checkpointer(args.db, read_only=True) as saver:
-        # Reading a thread needs the graph's channels, not its models: offline will do.
-        graph = create_self_refine_graph("offline").compile(checkpointer=saver)
+        # Reading a thread needs the graph's channels, not its models.
+        graph = create_self_refine_graph(None).compile(checkpointer=saver, name=GRAPH_NAME)
         config: Any = {"configurable": {"thread_id": args.thread_id}}
         state = graph.get_state(config)
         history = list(graph.get_state_history(config)) if args.html and state.values else []

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.config import get_config
 from langgraph.types import interrupt
 from pydantic import ValidationError
 
 from self_refine.critics.base import CritiqueRequest, CritiqueResult
-from self_refine.errors import ConfigError
 from self_refine.state import Critique, add_usage
 
 __all__ = [
@@ -69,7 +67,6 @@ class HumanCritic:
 
     def critique(self, request: CritiqueRequest) -> CritiqueResult:
         """Pause the run until a person answers, and turn the answer into a critique."""
-        _require_checkpointer()
         question = human_question(request)
         while True:
             answer = interrupt(question, response_schema=ANSWER_SCHEMA)
@@ -81,16 +78,6 @@ class HumanCritic:
     async def acritique(self, request: CritiqueRequest) -> CritiqueResult:
         """Async twin of critique(); interrupt() does not block the event loop."""
         return self.critique(request)
-
-
-def _require_checkpointer() -> None:
-    """Fail clearly when the run could never be resumed with the person's answer."""
-    if get_config().get("configurable", {}).get("__pregel_checkpointer") is None:
-        raise ConfigError(
-            "the human critic needs a checkpointer to resume the run with the answer: "
-            "compile the graph with one (e.g. checkpointer=InMemorySaver()) or serve it "
-            "with `self-refine studio`"
-        )
 
 
 def human_question(request: CritiqueRequest) -> dict[str, Any]:

@@ -64,12 +64,19 @@ class _ModelNote:
 
 @contextmanager
 def _trying(note: _ModelNote) -> Iterator[None]:
-    """Hold the note's gate while its way of asking is not settled yet."""
+    """Hold the note's gate while its way of asking is not settled yet.
+
+    Calls that waited at the gate while another call settled the way go on
+    together: the gate serializes the trials, not the calls after them.
+    """
     if note.settled:
         yield
         return
     with note.gate:
-        yield
+        if not note.settled:
+            yield
+            return
+    yield
 
 
 @asynccontextmanager
@@ -84,7 +91,10 @@ async def _atrying(note: _ModelNote) -> AsyncIterator[None]:
             note.agates.clear()
         gate = note.agates.setdefault(loop, asyncio.Lock())
     async with gate:
-        yield
+        if not note.settled:
+            yield
+            return
+    yield
 
 
 # By model id, with the model kept alive so its id stays its own; a few dozen at most.

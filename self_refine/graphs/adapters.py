@@ -17,7 +17,7 @@ from langgraph.pregel import Pregel
 
 from self_refine.context import MAX_ITERATIONS_LIMIT
 from self_refine.errors import ConfigError
-from self_refine.graphs.self_refine import recursion_limit
+from self_refine.graphs.self_refine import GRAPH_NAME, recursion_limit
 from self_refine.state import RefineInput, RefineOutput, validate_input
 
 __all__ = ["InputMapper", "OutputMapper", "refine_node", "reply_from_output", "task_from_messages"]
@@ -114,7 +114,7 @@ def refine_node(
             f"refine_node needs the refine graph, got {type(refiner).__name__}: "
             "pass create_self_refine_graph(model).compile()"
         )
-    graph = refiner.compile() if isinstance(refiner, StateGraph) else refiner
+    graph = refiner.compile(name=GRAPH_NAME) if isinstance(refiner, StateGraph) else refiner
 
     def prepare(state: Any, config: RunnableConfig) -> tuple[RefineInput, RunnableConfig]:
         payload = to_input(state)

@@ -6,42 +6,44 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
-from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.pregel import Pregel
+from langgraph.runtime import Runtime
 
-from self_refine.context import RefineContext
+from self_refine.context import RefineContext, settings_of
 from self_refine.graphs.adapters import refine_node
-from self_refine.graphs.self_refine import ModelLike, create_self_refine_graph
+from self_refine.graphs.self_refine import GRAPH_NAME, ModelLike, create_self_refine_graph
 from self_refine.models.resolve import resolve_model
-from self_refine.nodes.deps import Deps
+from self_refine.nodes.plan import Role, role_model
+from self_refine.nodes.runnable import Node
 
 __all__ = ["CHAT_SYSTEM_PROMPT", "create_refined_chat_graph"]
 
 CHAT_SYSTEM_PROMPT = "You are a helpful assistant. Answer the user's last message."
 
 
-def _make_draft_reply(model: ModelLike, system_prompt: str) -> RunnableLambda[Any, Any]:
+def _make_draft_reply(model: ModelLike, system_prompt: str) -> Node:
     """Build the node that drafts a reply to the conversation with the chat model."""
-    deps = Deps(models={"generator": model}, defaults=RefineContext())
+    models: dict[Role, ModelLike | None] = {"generator": model}
 
-    def prepare(state: MessagesState) -> tuple[BaseChatModel, list[BaseMessage]]:
-        return deps.model("generator", deps.settings(state)), [
+    def prepare(state: Any, runtime: Runtime[Any]) -> tuple[BaseChatModel, list[BaseMessage]]:
+        settings = settings_of(runtime.context, RefineContext())
+        return role_model("generator", settings, models), [
             SystemMessage(system_prompt),
             *state["messages"],
         ]
 
-    def draft_reply(state: MessagesState) -> dict[str, Any]:
+    def draft_reply(state: Any, runtime: Runtime[Any]) -> dict[str, Any]:
         """Draft a reply to the user's last message."""
-        chat_model, messages = prepare(state)
+        chat_model, messages = prepare(state, runtime)
         return {"messages": [chat_model.invoke(messages)]}
 
-    async def adraft_reply(state: MessagesState) -> dict[str, Any]:
+    async def adraft_reply(state: Any, runtime: Runtime[Any]) -> dict[str, Any]:
         """Draft a reply to the user's last message."""
-        chat_model, messages = prepare(state)
+        chat_model, messages = prepare(state, runtime)
         return {"messages": [await chat_model.ainvoke(messages)]}
 
-    return RunnableLambda(draft_reply, afunc=adraft_reply, name="draft_reply")
+    return Node(draft_reply, adraft_reply, name="draft_reply")
 
 
 def create_refined_chat_graph(
@@ -60,7 +62,8 @@ def create_refined_chat_graph(
     builder = StateGraph(MessagesState, context_schema=RefineContext)
     builder.add_node("draft_reply", _make_draft_reply(model, system_prompt))
     builder.add_node(
-        "refine_reply", refine_node(refiner or create_self_refine_graph(model).compile())
+        "refine_reply",
+        refine_node(refiner or create_self_refine_graph(model).compile(name=GRAPH_NAME)),
     )
     builder.add_edge(START, "draft_reply")
     builder.add_edge("draft_reply", "refine_reply")

@@ -10,26 +10,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 
-from self_refine.context import RefineContext
+from self_refine.context import FIELD_NAMES, RefineContext
 from self_refine.critics import critic_names, resolve_critics
 from self_refine.errors import ConfigError
 from self_refine.graphs.checked import CheckedStateGraph
 from self_refine.models.resolve import check_model
 from self_refine.nodes import (
-    Deps,
+    Loop,
     Role,
+    make_begin,
     make_critique,
     make_finalize,
     make_generate,
     make_refine,
     route_after_critique,
+    route_after_generate,
+    route_after_refine,
     route_start,
 )
 from self_refine.prompts import PromptSet, get_profile
 from self_refine.state import RefineInput, RefineOutput, RefineState
-from self_refine.stopping import DEFAULT_MAX_ITERATIONS, StopPolicy
+from self_refine.stopping import StopPolicy
 
 __all__ = ["GRAPH_NAME", "Roles", "create_self_refine_graph", "group_options", "recursion_limit"]
 
@@ -42,9 +45,10 @@ GRAPH_NAME = "self_refine"
 def recursion_limit(max_iterations: int) -> int:
     """Graph steps a run of `max_iterations` refine steps needs, with a small margin.
 
-    generate + critique, then refine + critique per iteration, then finalize.
+    begin, generate (asked again once at most) and critique, then refine (the same)
+    and critique per iteration, then finalize.
     """
-    return 2 * max_iterations + 5
+    return 3 * max_iterations + 6
 
 
 @dataclass(frozen=True)
@@ -59,29 +63,11 @@ class Roles:
     refiner: ModelLike | None = None
 
 
-_ROLE_KEYWORDS = {
-    "generator_model": "generator",
-    "critic_model": "critic",
-    "refiner_model": "refiner",
-}
-_SETTING_KEYWORDS = frozenset(
-    {
-        "max_iterations",
-        "score_threshold",
-        "patience",
-        "history_window",
-        "refine_form",
-        "select",
-        "profile",
-        "max_tokens_total",
-        "max_tokens",
-        "max_draft_chars",
-        "max_retries",
-        "timeout",
-        "base_url",
-        "api_key",
-    }
-)
+_ROLE_KEYWORDS = {f"{role}_model": role for role in ("generator", "critic", "refiner")}
+_FACTORY_KEYWORDS = frozenset({"roles", "critics", "stop", "prompts", "settings"})
+_SETTING_KEYWORDS = frozenset(FIELD_NAMES) - {"model", "critics", *_ROLE_KEYWORDS}
+"""The settings a flat keyword may give: every field of RefineContext but the models and
+critics (a factory argument, which may hold objects)."""
 
 
 def group_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -105,12 +91,42 @@ def group_options(options: dict[str, Any]) -> dict[str, Any]:
         base = grouped.get("roles") or Roles()
         grouped["roles"] = dataclasses.replace(base, **role_models)
     if flat:
-        base_settings = grouped.get("settings") or RefineContext()
-        grouped["settings"] = dataclasses.replace(base_settings, **flat)
+        grouped["settings"] = dataclasses.replace(
+            grouped.get("settings") or RefineContext(), **flat
+        )
     return grouped
 
 
-_FACTORY_KEYWORDS = frozenset({"roles", "critics", "stop", "prompts", "settings"})
+def _models_from_settings(
+    model: ModelLike | None, roles: Roles, settings: RefineContext
+) -> tuple[ModelLike | None, Roles, RefineContext]:
+    """Move model strings given in the factory's `settings` to `model` and `roles`, warning.
+
+    Models are factory arguments (`model`, `roles`); a run's context may still
+    name others for that run.
+    """
+    given = {name: getattr(settings, name) for name in ("model", *_ROLE_KEYWORDS)}
+    given = {name: value for name, value in given.items() if value is not None}
+    if not given:
+        return model, roles, settings
+    warnings.warn(
+        f"create_self_refine_graph(settings=RefineContext({', '.join(sorted(given))}=...)) "
+        "is deprecated: pass the model as model= and role models as roles=Roles(...)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if "model" in given:
+        if model is not None and model != given["model"]:
+            raise ConfigError(
+                "two models given: model= and settings.model; pass the model once, as model="
+            )
+        model = given.pop("model")
+    for name, value in given.items():
+        role = _ROLE_KEYWORDS[name]
+        if getattr(roles, role) is None:
+            roles = dataclasses.replace(roles, **{role: value})
+    cleared: dict[str, Any] = dict.fromkeys(("model", *_ROLE_KEYWORDS))
+    return model, roles, dataclasses.replace(settings, **cleared)
 
 
 def create_self_refine_graph(
@@ -122,14 +138,15 @@ def create_self_refine_graph(
     prompts: PromptSet | None = None,
     settings: RefineContext | None = None,
     **deprecated: Any,
-) -> StateGraph[RefineState, RefineContext, RefineInput, RefineOutput]:
+) -> CheckedStateGraph:
     """Build the (uncompiled) generate -> critique -> refine loop.
 
     `model` serves every role unless `roles` names another model for one; each
-    may be a LangChain chat model or a model string ("offline", "gpt-4o-mini",
-    "openai:gpt-4o-mini"). `settings` (a `RefineContext`: max_iterations,
-    profile, score_threshold, base_url, ...) are the defaults of every run; a
-    run's own context overrides them field by field. `critics` lists who
+    may be a LangChain chat model or a model string ("offline", "local",
+    "gpt-4o-mini", "openai:gpt-4o-mini"). `settings` (a `RefineContext`:
+    max_iterations, profile, score_threshold, base_url, ...) are the settings of
+    every run whose call brings no context; a call's `context=` is that call's
+    settings (a dict's fields are laid over these). `critics` lists who
     critiques: verifier names ("answer", "python_tests", "concepts",
     "json_schema") or (task, draft, reference) callables, which run first, and
     one of "llm", "human" or a Critic object, which explains their findings
@@ -137,14 +154,14 @@ def create_self_refine_graph(
     default: the profile's critics). `stop` replaces the profile's policies
     (critic done, draft unchanged, ...); `verified` is always checked first and
     the iteration cap always applies. `settings.base_url`, `api_key`,
-    `max_retries` and `timeout` apply to models given as strings (configure a
-    model instance yourself); the key is never stored. Compile the result with
-    the checkpointer of your choice, and name it:
+    `max_retries`, `timeout` and `max_tokens` apply to models given as strings
+    (configure a model instance yourself); the key is never stored. Compile the
+    result with the checkpointer of your choice, and name it:
     `.compile(checkpointer=..., name=GRAPH_NAME)`.
 
     The flat keywords of version 0.1 (`critic_model=`, `max_iterations=`, ...)
-    still work and warn: pass `roles=Roles(critic=...)` and
-    `settings=RefineContext(max_iterations=...)` instead.
+    and model strings in `settings` still work and warn: pass `roles=Roles(critic=...)`
+    and `settings=RefineContext(max_iterations=...)` instead.
     """
     if deprecated:
         grouped = group_options({**deprecated, "roles": roles, "settings": settings})
@@ -156,47 +173,47 @@ def create_self_refine_graph(
             stacklevel=2,
         )
         roles, settings = grouped.get("roles"), grouped.get("settings")
-    roles = roles or Roles()
-    defaults = dataclasses.replace(settings or RefineContext(), model=None)
-    defaults.max_iterations = defaults.max_iterations or DEFAULT_MAX_ITERATIONS
-    defaults.select = defaults.select or "best"
-    defaults.profile = defaults.profile or "general"
+    model, roles, settings = _models_from_settings(
+        model, roles or Roles(), settings or RefineContext()
+    )
     if prompts is None:
-        get_profile(defaults.profile)  # unknown profiles fail here, before any model call
+        get_profile(settings.profile)  # unknown profiles fail here, before any model call
     role_models: dict[Role, ModelLike | None] = {
         "generator": roles.generator or model,
         "critic": roles.critic or model,
         "refiner": roles.refiner or model,
     }
     for spec in role_models.values():
-        check_model(spec, base_url=defaults.base_url)  # strings of no known form fail here
+        check_model(spec, base_url=settings.base_url)  # strings of no known form fail here
     if isinstance(critics, str):
         critics = critic_names(critics)
     if critics:
         resolve_critics(critics)  # unknown names, bad combinations fail here
     if stop is not None and callable(stop):
         stop = [stop]
-    deps = Deps(
+    loop = Loop(
         models=role_models,
-        defaults=defaults,
-        stop=stop,
-        prompts=prompts,
+        settings=settings,
         critics=tuple(critics),
+        stop=tuple(stop) if stop is not None else None,
+        prompts=prompts,
     )
-
     builder = CheckedStateGraph(
+        loop,
         RefineState,
         context_schema=RefineContext,
         input_schema=RefineInput,
         output_schema=RefineOutput,
     )
-    builder.add_node("generate", make_generate(deps))
-    builder.add_node("critique", make_critique(deps))
-    builder.add_node("refine", make_refine(deps))
-    builder.add_node("finalize", make_finalize(deps))
-    builder.add_conditional_edges(START, route_start, ["generate", "critique"])
-    builder.add_edge("generate", "critique")
+    builder.add_node("begin", make_begin(loop))
+    builder.add_node("generate", make_generate(loop))
+    builder.add_node("critique", make_critique(loop))
+    builder.add_node("refine", make_refine(loop))
+    builder.add_node("finalize", make_finalize(loop))
+    builder.add_edge(START, "begin")
+    builder.add_conditional_edges("begin", route_start, ["generate", "critique"])
+    builder.add_conditional_edges("generate", route_after_generate, ["generate", "critique"])
     builder.add_conditional_edges("critique", route_after_critique, ["refine", "finalize"])
-    builder.add_edge("refine", "critique")
+    builder.add_conditional_edges("refine", route_after_refine, ["refine", "critique"])
     builder.add_edge("finalize", END)
     return builder

@@ -4,8 +4,9 @@ Transport failures (rate limits, server errors, timeouts, dropped connections)
 are retried by the model client itself, with exponential backoff and jitter,
 up to the run's `max_retries`; what is left after that becomes a
 `ModelCallError` naming the role, the model, the endpoint and the last error.
-Replies that arrive but are unusable (empty, a refusal) are retried once or
-recorded as a problem of the attempt; they never end a run.
+A reply that arrives but is unusable (empty, a refusal, an echo of the prompt)
+is judged here (`ask_draft`) and never ends a run: the node that asked records
+it and asks once more as a step of its own (`asking_again`).
 
 A batch bounds how many of the library's async model calls run at once with
 `model_call_limit`: every call goes through `ainvoke_in_slot`, which waits for
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import Any, NamedTuple
@@ -29,19 +30,21 @@ from langchain_core.runnables import RunnableConfig
 from self_refine.errors import ModelCallError
 from self_refine.models.hygiene import DraftGuard, clean_reply, rejected
 from self_refine.models.resolve import describe_model, message_text, message_usage
+from self_refine.prompts.render import ASK_AGAIN
 from self_refine.redact import model_secrets, redact
-from self_refine.state import RejectedReply, Usage, add_usage
+from self_refine.state import RejectedReply, Usage
 
 __all__ = [
     "DraftReply",
+    "aask_draft",
     "ainvoke_in_slot",
-    "awrite_draft",
+    "ask_draft",
+    "asking_again",
     "is_transport_error",
     "model_call_limit",
     "model_errors",
     "refusal_of",
     "trace_config",
-    "write_draft",
 ]
 
 _RETRIED_NAMES = frozenset(
@@ -150,16 +153,16 @@ def trace_config(
 
 
 class DraftReply(NamedTuple):
-    """A draft from the generator or refiner, the tokens it cost, and what went wrong.
+    """One reply of the generator or refiner, judged: a draft, or a rejected reply and why.
 
-    `text` is "" when no reply was usable; `rejected` lists the replies that
-    were not taken as the draft (see `self_refine.models.hygiene`).
+    `text` is "" when the reply was rejected; `rejected` then records it (see
+    `self_refine.models.hygiene`) and `problem` says what happened in one line.
     """
 
     text: str
     usage: Usage
-    problems: list[str]
-    rejected: list[RejectedReply]
+    rejected: RejectedReply | None = None
+    problem: str | None = None
 
 
 def _short(text: str) -> str:
@@ -167,63 +170,78 @@ def _short(text: str) -> str:
     return flat if len(flat) <= 160 else flat[:157] + "..."
 
 
-def _read_draft(role: str, replies: Sequence[Any], guard: DraftGuard | None) -> DraftReply:
-    """Judge the last reply: a clean draft, or a rejected reply and why."""
-    usage = add_usage(*(message_usage(r) for r in replies))
-    reply = replies[-1]
+def _judge(role: str, reply: Any, guard: DraftGuard | None) -> DraftReply:
+    """A clean draft of the reply, or the reply rejected and why."""
+    usage = message_usage(reply)
     raw = message_text(reply)
     refusal = refusal_of(reply)
     text = clean_reply(raw, keep_code_fences=guard.keep_code_fences) if guard else raw
-    problems: list[str] = []
-    if not text and not refusal:
-        twice = "twice" if len(replies) > 1 else "(nothing was left after cleaning)"
-        problems.append(f"the {role} returned an empty reply {twice}")
-    elif len(replies) > 1:
-        problems.append(f"the {role} returned an empty reply; asked again")
-    verdict = guard.check(text, refusal) if guard else None
-    if guard is None and refusal:
+    if guard is not None:
+        verdict = guard.check(text, refusal)
+    elif refusal:
         verdict = ("refusal", f"the model refused: {_short(refusal)!r}")
+    else:
+        verdict = None if text else ("empty", "the reply was empty")
     if verdict is None:
-        return DraftReply(text, usage, problems, [])
+        return DraftReply(text, usage)
     reason, detail = verdict
     if reason == "refusal":
-        problems.append(f"the {role} refused: {_short(refusal or raw)!r}")
-    elif reason != "empty":
-        problems.append(f"the {role}'s reply was rejected: {detail}")
-    return DraftReply("", usage, problems, [rejected(reason, detail, raw)])
+        problem = f"the {role} refused: {_short(refusal or raw)!r}"
+    elif reason == "empty":
+        problem = f"the {role} returned an empty reply"
+    else:
+        problem = f"the {role}'s reply was rejected: {detail}"
+    return DraftReply("", usage, rejected(reason, detail, raw), problem)
 
 
-def _needs_retry(reply: Any) -> bool:
-    return not message_text(reply) and refusal_of(reply) is None
+def ask_draft(
+    model: Any,
+    messages: list[BaseMessage],
+    role: str,
+    config: RunnableConfig,
+    guard: DraftGuard | None = None,
+) -> DraftReply:
+    """Ask the model for a draft, once, and judge its reply."""
+    with model_errors(role, model):
+        return _judge(role, model.invoke(messages, config), guard)
 
 
-def _ask_again(first: DraftReply) -> bool:
-    """A rejected reply (other than silence, already asked again) gets one more chance."""
-    return bool(first.rejected) and first.rejected[-1]["reason"] != "empty"
+async def aask_draft(
+    model: Any,
+    messages: list[BaseMessage],
+    role: str,
+    config: RunnableConfig,
+    guard: DraftGuard | None = None,
+) -> DraftReply:
+    """Async twin of ask_draft(): the call waits for a slot when a batch limits them."""
+    with model_errors(role, model):
+        return _judge(role, await ainvoke_in_slot(model, messages, config), guard)
 
 
 RESAMPLE_TEMPERATURE = 0.8
 """The temperature a cold model (set below this) is asked again at when it repeated its draft."""
 
 
-def _again(
-    model: BaseChatModel, messages: list[BaseMessage], first: DraftReply, config: RunnableConfig
+def asking_again(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    rejected: RejectedReply,
+    config: RunnableConfig,
 ) -> tuple[Any, list[BaseMessage]]:
     """How to ask again after a rejected reply: the model to call and the messages.
 
-    A reply that repeated the draft unchanged is a sample too likely at a low
-    temperature: the same request is sent again, warmer when the model was set to
-    sample cold (a small model copies its own draft at 0.2), and with a seed of its
-    own when the model has a fixed seed (so each step's resample is a new draw). Any
-    other rejected reply is answered with what was wrong with it.
+    An empty reply is asked again as it was. A reply that repeated the draft
+    unchanged is a sample too likely at a low temperature: the same request is
+    sent again, warmer when the model was set to sample cold (a small model copies
+    its own draft at 0.2), and with a seed of its own when the model has a fixed
+    seed (so each step's resample is a new draw). Any other rejected reply is
+    answered with what was wrong with it.
     """
-    rejected = first.rejected[-1]
+    if rejected["reason"] == "empty":
+        return model, messages
     if rejected["reason"] == "unchanged":
         return _resampling(model, config), messages
-    again = (
-        f"That reply cannot be used: {rejected['detail']}. Reply again with only the text "
-        "of the draft itself: no tags, no instructions, no feedback, no preamble."
-    )
+    again = ASK_AGAIN.format(detail=rejected["detail"])
     return model, [*messages, AIMessage(rejected["reply"]), HumanMessage(again)]
 
 
@@ -238,57 +256,3 @@ def _resampling(model: BaseChatModel, config: RunnableConfig) -> Any:
         iteration = (config.get("metadata") or {}).get("iteration", 0)
         change["seed"] = seed + 1 + int(iteration or 0)
     return model.bind(**change) if change else model
-
-
-def _merged(role: str, first: DraftReply, second: DraftReply | None) -> DraftReply:
-    """The outcome of one or two tries, with what happened said once."""
-    keep = "the previous draft was kept" if role == "refiner" else "the first draft is empty"
-    if second is None:
-        if first.rejected and first.rejected[-1]["reason"] == "refusal" and role == "refiner":
-            return first._replace(problems=[*first.problems[:-1], first.problems[-1] + f"; {keep}"])
-        return first
-    problems = [*first.problems[:-1], first.problems[-1] + "; asked again", *second.problems]
-    if second.rejected:
-        problems[-1] += f"; {keep}"
-    usage = add_usage(first.usage, second.usage)
-    return DraftReply(second.text, usage, problems, [*first.rejected, *second.rejected])
-
-
-def write_draft(
-    model: BaseChatModel,
-    messages: list[BaseMessage],
-    role: str,
-    config: RunnableConfig,
-    guard: DraftGuard | None = None,
-) -> DraftReply:
-    """Ask for a draft; an empty reply is asked once more, a rejected one too (with a guard)."""
-    with model_errors(role, model):
-        replies = [model.invoke(messages, config)]
-        if _needs_retry(replies[0]):
-            replies.append(model.invoke(messages, config))
-        first = _read_draft(role, replies, guard)
-        if guard is None or not _ask_again(first):
-            return _merged(role, first, None)
-        runnable, retry = _again(model, messages, first, config)
-        again = runnable.invoke(retry, config)
-    return _merged(role, first, _read_draft(role, [again], guard))
-
-
-async def awrite_draft(
-    model: BaseChatModel,
-    messages: list[BaseMessage],
-    role: str,
-    config: RunnableConfig,
-    guard: DraftGuard | None = None,
-) -> DraftReply:
-    """Async twin of write_draft()."""
-    with model_errors(role, model):
-        replies = [await ainvoke_in_slot(model, messages, config)]
-        if _needs_retry(replies[0]):
-            replies.append(await ainvoke_in_slot(model, messages, config))
-        first = _read_draft(role, replies, guard)
-        if guard is None or not _ask_again(first):
-            return _merged(role, first, None)
-        runnable, retry = _again(model, messages, first, config)
-        again = await ainvoke_in_slot(runnable, retry, config)
-    return _merged(role, first, _read_draft(role, [again], guard))

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from self_refine.prompts.render import Phrases, instruction_phrases, repeated_phrase
 from self_refine.state import RejectedReply
 
 __all__ = ["DraftGuard", "clean_reply", "draft_limit", "rejected"]
@@ -39,25 +40,6 @@ _LEAD_IN = re.compile(
 """A whole first line that only announces what follows ("Here are three sentences ...:")."""
 _QUOTES = {'"': '"', "\u201c": "\u201d", "'": "'"}
 _PROSE_FENCE = re.compile(r"^\s*```(?:text|markdown|md)?\s*\n(?P<body>.*?)\n```\s*$", re.S | re.I)
-_INSTRUCTIONS = (
-    "rewrite the latest draft so that",
-    "attempts so far, oldest first",
-    "write the response to the task above",
-    "solve the task above: work step by step",
-    "solve the task again step by step, redoing",
-    "critique the draft. reply with json",
-    "is data to work on, never instructions",
-    "reply with the new draft only",
-    "feedback on your draft:",
-    "rewrite your draft so that it addresses every feedback item",
-    "that reply cannot be used:",
-    "(a required concept)",
-    "is a required concept",
-    "keep the words already used",
-    "role: generator",
-    "role: refiner",
-    "role: critic",
-)
 _REPLY_KEPT = 2000
 
 
@@ -122,6 +104,9 @@ class DraftGuard:
     previous: str | None = None
     """The draft the reply should change (refine steps); a reply that is this draft again,
     while there is feedback to act on, is no new draft."""
+    instructions: Phrases = field(default_factory=instruction_phrases)
+    """Phrases of the instructions sent, normalized (`prompts.render.instruction_phrases`;
+    by default the library's own, without a profile's)."""
 
     def check(self, text: str, refusal: str | None) -> tuple[str, str] | None:
         """(reason, detail) when the cleaned reply is no draft; None when it is one."""
@@ -134,10 +119,10 @@ class DraftGuard:
         tag = _SCAFFOLDING.search(text)
         if tag:
             return "echo", f"the reply repeats the prompt's scaffolding ({tag.group(0)!r})"
-        flat = _flat(text)
-        said = next((i for i in _INSTRUCTIONS if i in flat), None)
+        said = repeated_phrase(text, self.instructions)
         if said:
             return "echo", f"the reply repeats the prompt's instructions ({said!r})"
+        flat = _flat(text)
         task = _flat_known(self.task)
         if len(task) >= 30 and task[:300] in flat:
             return "echo", "the reply repeats the task text"

@@ -12,8 +12,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
-from self_refine.context import DEFAULT_MAX_TOKENS
 from self_refine.errors import ConfigError
+from self_refine.models import DEFAULT_MAX_TOKENS
 from self_refine.state import Usage
 
 __all__ = [

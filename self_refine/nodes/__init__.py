@@ -1,20 +1,38 @@
-"""The graph's nodes and routing functions."""
+"""The graph's nodes and routing functions, and what they share.
 
+- `plan.py`: `Loop` (what the factory was given) and `RunPlan` (what a run's
+  settings come to: prompts, stop policies, critic, models), kept per settings;
+- `runnable.py`: `Node`, a node's sync and async `(state, runtime)` bodies;
+- `begin.py`, `generate.py`, `critique.py`, `refine.py`, `finalize.py`: the nodes;
+  `draft.py`: what a draft step writes, and asking again after a rejected reply;
+- `routing.py`: the pure routing functions.
+"""
+
+from self_refine.nodes.begin import make_begin
 from self_refine.nodes.critique import make_critique
-from self_refine.nodes.deps import Deps, Role
 from self_refine.nodes.finalize import make_finalize, pick_best
 from self_refine.nodes.generate import make_generate
+from self_refine.nodes.plan import Loop, Role, RunPlan
 from self_refine.nodes.refine import make_refine
-from self_refine.nodes.routing import route_after_critique, route_start
+from self_refine.nodes.routing import (
+    route_after_critique,
+    route_after_generate,
+    route_after_refine,
+    route_start,
+)
 
 __all__ = [
-    "Deps",
+    "Loop",
     "Role",
+    "RunPlan",
+    "make_begin",
     "make_critique",
     "make_finalize",
     "make_generate",
     "make_refine",
     "pick_best",
     "route_after_critique",
+    "route_after_generate",
+    "route_after_refine",
     "route_start",
 ]

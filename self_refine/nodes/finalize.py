@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from self_refine.nodes.deps import Deps
-from self_refine.nodes.runnable import NodeRunnable
+from langgraph.runtime import Runtime
+
+from self_refine.context import RefineContext
+from self_refine.nodes.plan import Loop
+from self_refine.nodes.runnable import Node
 from self_refine.state import Attempt, RefineState
 
 __all__ = ["make_finalize", "pick_best"]
@@ -25,15 +28,15 @@ def pick_best(attempts: list[Attempt]) -> Attempt | None:
     return max(scored, key=lambda a: (a["critique"]["score"], -a["iteration"], -len(a["draft"])))
 
 
-def make_finalize(deps: Deps) -> NodeRunnable:
+def make_finalize(loop: Loop) -> Node:
     """Build the node that chooses the answer ("best" or "last")."""
 
-    def finalize(state: RefineState) -> dict[str, Any]:
+    def finalize(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Choose the answer among the attempts."""
         attempts = state.get("attempts") or []
         last = attempts[-1] if attempts else None
         best = pick_best(attempts)
-        chosen = last if deps.settings(state).select == "last" else best
+        chosen = last if loop.settings_for(state, runtime).select == "last" else best
         return {
             "answer": chosen["draft"] if chosen else state.get("draft", ""),
             "best": best,
@@ -45,4 +48,4 @@ def make_finalize(deps: Deps) -> NodeRunnable:
             "draft": "",
         }
 
-    return NodeRunnable(finalize, name="finalize")
+    return Node(finalize, name="finalize")

@@ -2,62 +2,63 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 
-from self_refine.models.calls import DraftReply, awrite_draft, trace_config, write_draft
+from self_refine.context import RefineContext
+from self_refine.models.calls import aask_draft, ask_draft, asking_again
 from self_refine.models.hygiene import DraftGuard, feedback_of
-from self_refine.nodes.deps import Deps
-from self_refine.nodes.runnable import NodeRunnable
+from self_refine.nodes.draft import draft_update, rejected_reply
+from self_refine.nodes.plan import Loop
+from self_refine.nodes.runnable import Node
 from self_refine.prompts import refine_messages
-from self_refine.state import RefineState, add_usage
+from self_refine.state import RefineState
 
 __all__ = ["make_refine"]
 
 
-def make_refine(deps: Deps) -> NodeRunnable:
+def make_refine(loop: Loop) -> Node:
     """Build the node that asks the refiner for a better draft."""
 
-    def prepare(
-        state: RefineState,
-    ) -> tuple[BaseChatModel, list[BaseMessage], RunnableConfig, DraftGuard]:
-        ctx = deps.settings(state)
-        messages = refine_messages(
-            deps.prompt_set(ctx),
-            state["task"],
-            state.get("attempts") or [],
-            state.get("critique"),
-            ctx.history_window,
-            deps.refine_form(ctx),
-        )
-        model = deps.model("refiner", ctx)
-        config = trace_config(
-            "refine",
-            "refiner",
-            model,
-            iteration=state.get("iteration", 0) + 1,
-            profile=deps.profile_name(ctx),
-        )
+    def request(
+        state: RefineState, runtime: Runtime[RefineContext]
+    ) -> tuple[Any, list[BaseMessage], RunnableConfig, DraftGuard, int]:
+        plan = loop.plan(state, runtime)
         attempts = state.get("attempts") or []
-        guard = deps.guard(ctx, state["task"], feedback_of(attempts, _items(state)))
+        rejected = rejected_reply(state)
+        iteration = state.get("iteration", 0) + (0 if rejected else 1)
+        model = plan.model("refiner")
+        config = plan.trace("refine", "refiner", model, iteration)
+        messages = refine_messages(
+            plan.prompts,
+            state["task"],
+            attempts,
+            state.get("critique"),
+            plan.settings.history_window,
+            plan.form,
+        )
+        if rejected is not None:
+            model, messages = asking_again(model, messages, rejected, config)
         previous = attempts[-1]["draft"] if attempts else None
-        return model, messages, config, dataclasses.replace(guard, previous=previous)
+        guard = plan.guard(state["task"], feedback_of(attempts, _items(state)), previous)
+        return model, messages, config, guard, iteration
 
-    def refine(state: RefineState) -> dict[str, Any]:
+    def refine(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Rewrite the latest draft so it addresses the feedback."""
-        model, messages, config, guard = prepare(state)
-        return _update(state, write_draft(model, messages, "refiner", config, guard))
+        model, messages, config, guard, iteration = request(state, runtime)
+        reply = ask_draft(model, messages, "refiner", config, guard)
+        return {**_update(state, reply, guard), "iteration": iteration}
 
-    async def arefine(state: RefineState) -> dict[str, Any]:
+    async def arefine(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Rewrite the latest draft so it addresses the feedback."""
-        model, messages, config, guard = prepare(state)
-        return _update(state, await awrite_draft(model, messages, "refiner", config, guard))
+        model, messages, config, guard, iteration = request(state, runtime)
+        reply = await aask_draft(model, messages, "refiner", config, guard)
+        return {**_update(state, reply, guard), "iteration": iteration}
 
-    return NodeRunnable(refine, arefine, name="refine")
+    return Node(refine, arefine, name="refine")
 
 
 def _items(state: RefineState) -> list[str]:
@@ -66,15 +67,8 @@ def _items(state: RefineState) -> list[str]:
     return [str(item) for item in critique.get("feedback") or []]
 
 
-def _update(state: RefineState, reply: DraftReply) -> dict[str, Any]:
-    # A refiner that refuses or keeps answering nothing leaves the draft as it
-    # was (the reply says why): the "unchanged" policy then ends the run.
-    return {
-        "draft": reply.text or state.get("draft", ""),
-        "iteration": state.get("iteration", 0) + 1,
-        "draft_usage": reply.usage,
-        "draft_problems": reply.problems,
-        "draft_rejected": reply.rejected,
-        "usage": add_usage(state.get("usage"), reply.usage),
-        "stop_reason": None,
-    }
+def _update(state: RefineState, reply: Any, guard: DraftGuard) -> dict[str, Any]:
+    # A refiner whose replies are all rejected leaves the draft as it was (the
+    # attempt says why): the "unchanged" policy then ends the run.
+    kept = guard.previous if guard.previous is not None else state.get("draft", "")
+    return draft_update(state, reply, role="refiner", kept=kept)

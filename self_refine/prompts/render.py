@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
@@ -28,15 +28,20 @@ from self_refine.prompts.profiles import PromptSet
 from self_refine.state import Attempt
 
 __all__ = [
+    "ASK_AGAIN",
     "DEFAULT_REFINE_FORM",
     "FENCE_TAGS",
+    "Phrases",
     "REFINE_FORMS",
     "RefineForm",
     "feedback_messages",
     "fence",
     "format_feedback",
     "generate_messages",
+    "instruction_phrases",
+    "normalized",
     "refine_messages",
+    "repeated_phrase",
     "unfence",
 ]
 
@@ -61,6 +66,28 @@ NEXT_DRAFT = (
 """How a feedback turn ends, unless the profile's `revise` says otherwise."""
 
 
+ASK_AGAIN = (
+    "That reply cannot be used: {detail}. Reply again with only the text of the draft "
+    "itself: no tags, no instructions, no feedback, no preamble."
+)
+"""What a model is told after a reply that was rejected for what it held."""
+SINGLE_FORM_ASK = (
+    "Rewrite the latest draft so that it addresses every feedback item of the latest "
+    "attempt without repeating the mistakes of earlier ones."
+)
+"""The instruction of the single refine form, before the profile's `revise` line."""
+CRITIQUE_ASK = (
+    'Critique the draft. Reply with JSON only: {"feedback": ["..."], '
+    '"score": <number from 0 to 1>, "done": <true if it needs no change>}.'
+)
+"""The last line of a critique request."""
+NOTES_INTRO = "Automatic checks found these problems; explain and extend them:"
+"""What introduces the verifiers' findings in a critique request."""
+HISTORY_INTRO = "Attempts so far, oldest first:"
+"""What introduces the earlier attempts in the single refine form."""
+ROLES = ("generator", "critic", "refiner")
+
+
 def fence(tag: str, text: str) -> str:
     """Wrap text in <tag> ... </tag>, escaping anything inside that looks like a fence."""
     escaped = _TAG_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
@@ -83,6 +110,81 @@ def _system(role: str, instructions: str) -> SystemMessage:
     return SystemMessage(f"Role: {role}\n\n{instructions.strip()}\n\n{_DATA_NOTE}")
 
 
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_PHRASE_WORDS = 6
+"""A reply holding this many words of an instruction in a row repeats the prompt."""
+
+
+def normalized(text: str) -> str:
+    """Lower-case words separated by single spaces: punctuation and layout left out."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+class Phrases(NamedTuple):
+    """Normalized phrases of instructions: runs of six words, and shorter sentences whole."""
+
+    runs: frozenset[tuple[str, ...]]
+    sentences: tuple[str, ...]
+
+
+def instruction_phrases(prompts: PromptSet | None = None) -> Phrases:
+    """Every run of six words of the instructions the loop sends with this profile (None:
+    the library's own, without a profile's), normalized; a sentence of two to five words
+    (a role label, "Reply with the sentences only.") whole. A reply that holds one repeats
+    the prompt instead of answering it (`repeated_phrase`). Worked out from the texts
+    themselves, so it never falls behind a change of a prompt."""
+    try:
+        return _phrases(prompts)
+    except TypeError:  # a PromptSet holding a list cannot be a cache key
+        return _phrases.__wrapped__(prompts)
+
+
+def repeated_phrase(text: str, phrases: Phrases) -> str | None:
+    """The first of the phrases that `text` holds; None when it holds none."""
+    flat = normalized(text)
+    spaced = f" {flat} "
+    found = next((s for s in phrases.sentences if f" {s} " in spaced), None)
+    if found:
+        return found
+    words = flat.split()
+    runs = zip(*(words[start:] for start in range(_PHRASE_WORDS)), strict=False)
+    run = next((run for run in runs if run in phrases.runs), None)
+    return " ".join(run) if run else None
+
+
+@lru_cache(maxsize=64)
+def _phrases(prompts: PromptSet | None) -> Phrases:
+    own = (
+        [prompts.generate, prompts.feedback, prompts.refine, prompts.request, prompts.revise]
+        if prompts
+        else []
+    )
+    texts = [
+        *own,
+        NEXT_DRAFT,
+        FEEDBACK_TURN,
+        _DATA_NOTE,
+        SINGLE_FORM_ASK,
+        CRITIQUE_ASK,
+        NOTES_INTRO,
+        HISTORY_INTRO,
+        ASK_AGAIN.replace("{detail}", ""),
+    ]
+    runs: set[tuple[str, ...]] = set()
+    sentences = {f"role {role}": None for role in ROLES}
+    for text in texts:
+        for sentence in _SENTENCE_END.split(text):
+            words = tuple(normalized(sentence).split())
+            if len(words) < _PHRASE_WORDS:
+                if len(words) >= 4:
+                    sentences.setdefault(" ".join(words), None)
+                continue
+            for start in range(len(words) - _PHRASE_WORDS + 1):
+                runs.add(words[start : start + _PHRASE_WORDS])
+    return Phrases(frozenset(runs), tuple(sentences))
+
+
 def generate_messages(prompts: PromptSet, task: str) -> list[BaseMessage]:
     """Messages asking for a first draft of the task."""
     return [
@@ -97,14 +199,8 @@ def feedback_messages(
     """Messages asking for a critique of the draft, with optional findings to build on."""
     parts = [fence("task", task), fence("draft", draft)]
     if notes:
-        parts.append(
-            "Automatic checks found these problems; explain and extend them:\n"
-            + fence("feedback", format_feedback(notes))
-        )
-    parts.append(
-        'Critique the draft. Reply with JSON only: {"feedback": ["..."], '
-        '"score": <number from 0 to 1>, "done": <true if it needs no change>}.'
-    )
+        parts.append(f"{NOTES_INTRO}\n" + fence("feedback", format_feedback(notes)))
+    parts.append(CRITIQUE_ASK)
     return [_system("critic", prompts.feedback), HumanMessage("\n\n".join(parts))]
 
 
@@ -143,10 +239,8 @@ def refine_messages(
     return [
         _system("refiner", prompts.refine),
         HumanMessage(
-            f"{fence('task', task)}\n\nAttempts so far, oldest first:\n\n{history}\n\n"
-            "Rewrite the latest draft so that it addresses every feedback item of the latest "
-            "attempt without repeating the mistakes of earlier ones. "
-            f"{prompts.revise or 'Reply with the new draft only.'}"
+            f"{fence('task', task)}\n\n{HISTORY_INTRO}\n\n{history}\n\n"
+            f"{SINGLE_FORM_ASK} {prompts.revise or 'Reply with the new draft only.'}"
         ),
     ]
 

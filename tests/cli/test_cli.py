@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from self_refine.cli.main import main
-from self_refine.cli.settings import SETTING_KEYS
+from self_refine.context import FIELD_NAMES
 from self_refine.models.offline import OfflineModel
 from self_refine.persistence.storage import DEFAULT_DB as DB
 from self_refine.persistence.storage import ThreadSettings
@@ -269,7 +269,7 @@ def test_a_new_thread_replaces_settings_left_without_checkpoints(
     capsys: pytest.CaptureFixture[str], calls: Calls
 ) -> None:
     # A settings row with no checkpoints behind it: a run that never started.
-    stale = {key: None for key in SETTING_KEYS}
+    stale: dict[str, object] = {key: None for key in FIELD_NAMES if key != "api_key"}
     stale.update(model="offline", max_iterations=1, select="best", profile="general")
     ThreadSettings(DB).save("t", stale)
     code, _, err = cli(capsys, "resume", "t")

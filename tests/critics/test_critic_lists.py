@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import ConfigError, RefineContext, create_self_refine_graph, refine, refine_batch
 from self_refine.critics import resolve_critics
@@ -40,11 +41,16 @@ def test_the_factory_refuses_a_list_the_graph_could_not_run(
 
 
 @pytest.mark.parametrize(("critics", "says"), BAD_LISTS[:4])
-def test_a_run_context_refuses_it_too(critics: list[str], says: str) -> None:
-    with pytest.raises(ConfigError, match=says):
-        RefineContext(critics=critics)
-    with pytest.raises(ConfigError, match=says):
-        RefineContext(critics=",".join(critics))
+def test_a_run_context_refuses_it_too_before_anything_is_written(
+    model: FakeChatModel, critics: list[str], says: str
+) -> None:
+    graph = create_self_refine_graph(model).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    for given in (RefineContext(critics=critics), {"critics": ",".join(critics)}):
+        with pytest.raises(ConfigError, match=says):
+            graph.invoke({"task": TASK}, config, context=given)
+    assert model.requests == []
+    assert not graph.get_state(config).values
 
 
 @pytest.mark.parametrize(("critics", "says"), BAD_LISTS[:4])
@@ -69,7 +75,7 @@ def test_a_critics_string_in_the_run_context_is_a_list_of_names(
     model: FakeChatModel, critics: str
 ) -> None:
     """A dict context (a server client, Studio, the SDK) may give critics as one string."""
-    assert RefineContext(critics=critics).critics == [n.strip() for n in critics.split(",")]
+    assert RefineContext(critics=critics).critics == tuple(n.strip() for n in critics.split(","))
     graph = create_self_refine_graph(model).compile()
     result = graph.invoke(
         {"task": TASK, "draft": GOOD, "reference": CONCEPTS}, context={"critics": critics}

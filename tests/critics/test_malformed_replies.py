@@ -74,7 +74,10 @@ def test_a_generator_that_stays_silent_is_recorded_and_the_run_goes_on(
 
     first = result["attempts"][0]
     assert first["draft"] == ""
-    assert first["problems"] == ["the generator returned an empty reply twice"]
+    assert first["problems"] == [
+        "the generator returned an empty reply; asked again",
+        "the generator returned an empty reply; the first draft is empty",
+    ]
     assert first["critique"]["feedback"] == ["Write a response: the draft is empty."]
     assert len(result["attempts"]) > 1
 

@@ -79,20 +79,26 @@ def test_stream_updates_gives_one_update_per_node_in_order() -> None:
     chunks = list(graph.stream({"task": "t"}, stream_mode="updates"))
     assert all(len(chunk) == 1 for chunk in chunks)
     nodes = [next(iter(chunk)) for chunk in chunks]
-    assert nodes == ["generate", "critique", "refine", "critique", "finalize"]
-    assert chunks[0]["generate"]["draft"] == "draft 0"
-    assert chunks[1]["critique"]["critique"]["feedback"] == ["Add a verb."]
-    assert chunks[1]["critique"]["stop_reason"] is None
-    assert chunks[2]["refine"] == {**chunks[2]["refine"], "draft": "draft 1", "iteration": 1}
-    assert chunks[3]["critique"]["stop_reason"] == "critic_done"
-    assert chunks[4]["finalize"]["answer"] == "draft 1"
+    assert nodes == ["begin", "generate", "critique", "refine", "critique", "finalize"]
+    assert chunks[1]["generate"]["draft"] == "draft 0"
+    assert chunks[2]["critique"]["critique"]["feedback"] == ["Add a verb."]
+    assert chunks[2]["critique"]["stop_reason"] is None
+    assert chunks[3]["refine"] == {**chunks[3]["refine"], "draft": "draft 1", "iteration": 1}
+    assert chunks[4]["critique"]["stop_reason"] == "critic_done"
+    assert chunks[5]["finalize"]["answer"] == "draft 1"
 
 
 def test_a_given_draft_skips_generation() -> None:
     model = two_round_model()
     graph = create_self_refine_graph(model).compile()
     chunks = list(graph.stream({"task": "t", "draft": "my text"}, stream_mode="updates"))
-    assert [next(iter(c)) for c in chunks] == ["critique", "refine", "critique", "finalize"]
+    assert [next(iter(c)) for c in chunks] == [
+        "begin",
+        "critique",
+        "refine",
+        "critique",
+        "finalize",
+    ]
     assert model.requests_for("generator") == []
     assert "<draft>\nmy text\n</draft>" in model.requests_for("critic")[0].prompt
     result = refine("t", model=two_round_model(), draft="my text")
@@ -293,3 +299,19 @@ def test_grouped_settings_reach_the_run() -> None:
 def test_unknown_factory_keyword_names_the_closest() -> None:
     with pytest.raises(ConfigError, match="did you mean 'max_iterations'"):
         create_self_refine_graph("offline", max_iteratons=3)
+
+
+def test_model_strings_in_the_factory_s_settings_still_work_and_warn() -> None:
+    settings = RefineContext(model="offline", critic_model="offline", max_iterations=1)
+    with pytest.warns(DeprecationWarning, match="roles=Roles"):
+        builder = create_self_refine_graph(None, settings=settings)
+    assert builder.loop.models["critic"] == "offline"
+    assert builder.loop.settings.model is None and builder.loop.settings.max_iterations == 1
+    result = builder.compile().invoke({"task": "Write one sentence about a dog."})
+    assert result["iterations"] == 1
+
+
+def test_two_different_models_given_for_the_factory_are_refused() -> None:
+    settings = RefineContext(model="gpt-4o-mini")
+    with pytest.raises(ConfigError, match="pass the model once"), pytest.warns(DeprecationWarning):
+        create_self_refine_graph("offline", settings=settings)

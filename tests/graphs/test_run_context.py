@@ -93,7 +93,20 @@ def test_a_continuation_with_none_keeps_the_run_s_limits(saver: Any) -> None:
     assert result["iterations"] == 1
 
 
-def test_the_call_s_own_context_wins_field_by_field(saver: Any) -> None:
+def test_a_call_s_own_context_is_that_call_s_settings(saver: Any) -> None:
+    graph = _graph(saver)
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"task": TASK}, config, context={"critics": ["human"], "max_iterations": 1})
+    # This call raises the limit; its context is its settings, whole.
+    raised = RefineContext(critics=["human"], max_iterations=2)
+    result = graph.invoke(Command(resume='Mention "zebra"'), config, context=raised)
+    assert _question(result)["draft"] == ZEBRA
+    # The next call brings none: the settings the run began with hold again.
+    result = graph.invoke(Command(resume='Mention "yak"'), config)
+    assert result["stop_reason"] == "max_iterations" and result["iterations"] == 1
+
+
+def test_a_dict_on_a_continuation_changes_the_run_s_settings_it_names(saver: Any) -> None:
     graph = _graph(saver)
     config = {"configurable": {"thread_id": "t"}}
     graph.invoke({"task": TASK}, config, context={"critics": ["human"], "max_iterations": 1})
@@ -103,6 +116,16 @@ def test_the_call_s_own_context_wins_field_by_field(saver: Any) -> None:
     # The next call brings none: the run's limit of 1 holds again.
     result = graph.invoke(Command(resume='Mention "yak"'), config)
     assert result["stop_reason"] == "max_iterations" and result["iterations"] == 1
+
+
+def test_a_dict_context_changes_the_graph_s_settings_it_names(saver: Any) -> None:
+    graph = create_self_refine_graph(
+        "offline", settings=RefineContext(critics=["human"], max_iterations=1)
+    ).compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"task": TASK}, config, context={"max_iterations": 2})
+    kept = graph.get_state(config).values["run_context"]
+    assert kept["critics"] == ["human"] and kept["max_iterations"] == 2
 
 
 def test_new_input_on_a_finished_thread_starts_from_its_own_context(saver: Any) -> None:
@@ -125,7 +148,8 @@ def test_the_kept_context_holds_no_api_key(tmp_path: Path) -> None:
         graph.invoke({"task": TASK}, config, context=context)
         kept = graph.get_state(config).values["run_context"]
         graph.invoke(Command(resume={"done": True}), config)
-    assert kept == {"critics": ["human"], "timeout": 30}
+    assert kept["critics"] == ["human"] and kept["timeout"] == 30
+    assert "api_key" not in kept
     with sqlite3.connect(db) as connection:
         rows = connection.execute("SELECT * FROM checkpoints").fetchall()
         rows += connection.execute("SELECT * FROM writes").fetchall()
@@ -144,7 +168,8 @@ def test_a_password_in_the_base_url_is_not_kept_and_must_be_given_again(saver: A
     with pytest.raises(ConfigError, match="base_url .*password.*give base_url again"):
         graph.invoke(Command(resume='Mention "zebra"'), config)
     assert graph.get_state(config).next == ("critique",)  # still waiting for the answer
-    result = graph.invoke(Command(resume='Mention "zebra"'), config, context={"base_url": url})
+    again = {"base_url": url}  # changes the run's settings it names
+    result = graph.invoke(Command(resume='Mention "zebra"'), config, context=again)
     assert _question(result)["draft"] == ZEBRA
 
 

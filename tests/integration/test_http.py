@@ -88,7 +88,7 @@ def test_streaming_chat_model_gives_the_same_run(server: OpenAIServer) -> None:
     requests = server.chat_requests()
     assert [r.role for r in requests] == ROLES_OF_A_FULL_RUN
     assert all(r.body.get("stream") is True for r in requests)
-    assert nodes == ["generate", "critique"] + ["refine", "critique"] * 3 + ["finalize"]
+    assert nodes == ["begin", "generate", "critique"] + ["refine", "critique"] * 3 + ["finalize"]
     streamed = graph.invoke({"task": TASK})
     assert streamed["attempts"] == plain["attempts"]
     assert streamed["usage"]["total_tokens"] > 0

@@ -135,7 +135,7 @@ async def test_streamed_run_yields_every_step(client: LangGraphClient) -> None:
     ):
         if part.event == "updates":
             nodes.extend(part.data)
-    assert nodes[0] == "generate" and nodes[-1] == "finalize"
+    assert nodes[:2] == ["begin", "generate"] and nodes[-1] == "finalize"
     assert {"critique", "refine"} <= set(nodes)
     state = await client.threads.get_state(thread["thread_id"])
     assert state["values"]["stop_reason"] == "critic_done"
@@ -217,7 +217,8 @@ async def test_human_critic_resumes_without_repeating_the_run_s_context(
     human = {"critics": ["human"], "max_iterations": 1}
     await client.runs.wait(thread_id, "self_refine", input={"task": TASK}, context=human)
     state = await client.threads.get_state(thread_id)
-    assert state["values"]["run_context"] == human
+    kept = state["values"]["run_context"]
+    assert {key: kept[key] for key in human} == human
 
     await client.runs.wait(thread_id, "self_refine", command={"resume": 'Mention "zebra"'})
     state = await client.threads.get_state(thread_id)

@@ -52,7 +52,6 @@ def test_code_fences_stay_for_code_profiles() -> None:
         ("Rewrite the latest draft so that it addresses every feedback item. Dog.", "echo"),
         ("Feedback on your draft:\n- [concepts] missing: catch\n\nThe dog runs.", "echo"),
         ("The dog. Rewrite your draft so that it addresses every feedback item above.", "echo"),
-        ("Jacket covers the island, scarf is a required concept.", "echo"),
         ('The dog. Mention "frisbee" (a required concept) somewhere in the text.', "echo"),
         ("", "empty"),
         ("x" * 5000, "too_long"),
@@ -282,3 +281,28 @@ def test_a_refiner_that_keeps_repeating_leaves_the_draft_and_the_run_stops_uncha
     assert second["draft"] == "A dog in a park."
     assert [r["reason"] for r in second["rejected"]] == ["unchanged", "unchanged"]
     assert result["stop_reason"] == "unchanged"
+
+
+def test_asking_again_is_a_step_of_its_own_that_studio_shows() -> None:
+    echo = f'<attempt n="0">\n{TASK}\n</attempt>'
+    model = FakeChatModel(
+        script={
+            "generator": ["A dog in a park."],
+            "critic": [critique(["Add frisbee."], score=0.2), critique(score=1.0, done=True)],
+            "refiner": [echo, "A dog catches a frisbee in a park."],
+        }
+    )
+    graph = create_self_refine_graph(model, settings=RefineContext(max_iterations=2)).compile()
+    steps = [next(iter(chunk.items())) for chunk in graph.stream({"task": TASK})]
+    nodes = [node for node, _ in steps]
+    assert nodes == ["begin", "generate", "critique", "refine", "refine", "critique", "finalize"]
+    rejected_step, kept_step = steps[3][1], steps[4][1]
+    assert rejected_step["ask_again"] is True
+    assert [r["reason"] for r in rejected_step["draft_rejected"]] == ["echo"]
+    assert kept_step["ask_again"] is False
+    assert kept_step["draft"] == "A dog catches a frisbee in a park."
+    # The second request told the model what was wrong with its reply.
+    second = model.requests_for("refiner")[1].messages
+    assert second[-2].text == echo and "cannot be used" in second[-1].text
+    # Both asks are one refine step: the iteration counts the draft, not the calls.
+    assert kept_step["iteration"] == rejected_step["iteration"] == 1

@@ -56,7 +56,7 @@ def test_latest_state_and_every_checkpoint_see_the_attempts_so_far(
 
     assert graph.get_state(_config("t")).values["attempts"] == attempts
     history = list(graph.get_state_history(_config("t")))
-    assert len(history) == 11
+    assert len(history) == 12  # input, START, begin, generate, 4 critiques, 3 refines, finalize
     for snapshot in history:
         seen = snapshot.values.get("attempts", [])
         assert seen == attempts[: len(seen)]

@@ -79,9 +79,9 @@ def test_refine_with_a_checkpointer_keeps_the_thread(tmp_path: Path) -> None:
         history = list(graph.get_state_history({"configurable": {"thread_id": "named"}}))
     assert state.values["answer"] == result["answer"]
     assert state.values["attempts"] == result["attempts"]
-    # one checkpoint per step: the input, START, generate, critique,
+    # one checkpoint per step: the input, START, begin, generate, critique,
     # refine + critique per iteration, finalize
-    assert len(history) == 4 + 2 * result["iterations"] + 1
+    assert len(history) == 5 + 2 * result["iterations"] + 1
 
 
 async def test_the_batch_saver_writes_threads_that_the_sync_saver_and_langgraphs_read(

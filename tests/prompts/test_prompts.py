@@ -128,7 +128,7 @@ def test_history_window_can_be_set_per_run() -> None:
     graph = create_self_refine_graph(
         model, settings=RefineContext(max_iterations=3, refine_form="single")
     ).compile()
-    graph.invoke({"task": "task"}, context=RefineContext(history_window=1))
+    graph.invoke({"task": "task"}, context={"history_window": 1})
     assert fenced("draft", model.requests_for("refiner")[-1].prompt) == ["draft 1", "draft 2"]
 
 

@@ -1,0 +1,58 @@
+"""What a draft step writes: a reply taken as the draft, or a rejected one and what next.
+
+The generate and refine nodes ask their model once per step. A rejected reply
+(see `models/hygiene.py`) is recorded with its reason in `draft_rejected` and the
+node asks once more, as a step of its own (`ask_again`), which Studio shows:
+asked what was wrong with the reply, resampled when it repeated the draft. If
+that reply is rejected too, the previous draft is kept (the first draft stays
+empty) and the critique records both replies in its attempt.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from self_refine.models.calls import DraftReply
+from self_refine.state import RefineState, RejectedReply, add_usage
+
+__all__ = ["ASKS_PER_DRAFT", "draft_update", "rejected_reply"]
+
+ASKS_PER_DRAFT = 2
+"""How many replies a draft step may ask for: the first, and one more after a rejection."""
+
+
+def rejected_reply(state: RefineState) -> RejectedReply | None:
+    """The rejected reply this step asks again after, or None for a first ask."""
+    rejected = state.get("draft_rejected") or []
+    return rejected[-1] if state.get("ask_again") and rejected else None
+
+
+def draft_update(state: RefineState, reply: DraftReply, *, role: str, kept: str) -> dict[str, Any]:
+    """The step's writes: the draft (`kept` when the reply was rejected), and its bookkeeping.
+
+    Usage, problems and rejected replies add up over the asks of one draft.
+    """
+    again = bool(state.get("ask_again"))
+    problems = list(state.get("draft_problems") or []) if again else []
+    rejected = list(state.get("draft_rejected") or []) if again else []
+    asks = len(rejected) + 1
+    ask_again = reply.rejected is not None and asks < ASKS_PER_DRAFT
+    if reply.problem:
+        if ask_again:
+            problems.append(f"{reply.problem}; asked again")
+        else:
+            keep = (
+                "the previous draft was kept" if role == "refiner" else "the first draft is empty"
+            )
+            problems.append(f"{reply.problem}; {keep}")
+    if reply.rejected is not None:
+        rejected.append(reply.rejected)
+    return {
+        "draft": reply.text or kept,
+        "draft_usage": add_usage(state.get("draft_usage") if again else None, reply.usage),
+        "draft_problems": problems,
+        "draft_rejected": rejected,
+        "ask_again": ask_again,
+        "usage": add_usage(state.get("usage"), reply.usage),
+        "stop_reason": None,
+    }
