@@ -28,12 +28,15 @@ __all__ = [
     "RejectedReply",
     "Usage",
     "ANSWER_NAME",
+    "MAX_REFERENCE_CHARS",
+    "MAX_REFERENCE_DEPTH",
     "MAX_TASK_CHARS",
     "RUN_CONTEXT",
     "add_usage",
     "lone_surrogate",
     "start_over",
     "starts_over",
+    "reference_problem",
     "validate_input",
 ]
 
@@ -290,6 +293,39 @@ MAX_TASK_CHARS = 100_000
 """Longest task accepted, in characters; longer ones are refused before any model call."""
 
 
+MAX_REFERENCE_DEPTH = 32
+"""Deepest nesting of lists and objects accepted in a reference (checkpoints refuse ~250)."""
+MAX_REFERENCE_CHARS = 1_000_000
+"""Most characters of text (strings and keys) accepted in a reference."""
+
+
+def reference_problem(value: Any) -> str | None:
+    """Why a reference cannot be used (nested too deeply, too large), or None when it can.
+
+    Walked without recursion, so any depth is measured safely.
+    """
+    chars = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth >= MAX_REFERENCE_DEPTH:
+                return (
+                    f"reference is nested more than {MAX_REFERENCE_DEPTH} levels deep: "
+                    "flatten it (a verifier reads a few levels at most)"
+                )
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else list(item)
+            stack.extend((child, depth + 1) for child in children)
+        else:
+            chars += len(item) if isinstance(item, str) else 1
+        if chars > MAX_REFERENCE_CHARS:
+            return (
+                f"reference holds over {MAX_REFERENCE_CHARS:,} characters of text: keep what "
+                "the verifiers check (an answer, tests, concepts, a schema) and leave the rest out"
+            )
+    return None
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -341,6 +377,8 @@ def validate_input(state: Any) -> None:
     draft = state.get("draft")
     if draft is not None and not isinstance(draft, str):
         raise ConfigError(f"draft must be a string, got {type(draft).__name__}")
+    if why := reference_problem(state.get("reference")):
+        raise ConfigError(why)
     for name in ("task", "draft", "reference"):
         if why := lone_surrogate(state.get(name), name):
             raise ConfigError(why)

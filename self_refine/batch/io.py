@@ -17,17 +17,20 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from self_refine.content import TaskContent, task_problem
 from self_refine.errors import ConfigError
-from self_refine.state import MAX_TASK_CHARS, lone_surrogate
+from self_refine.state import MAX_TASK_CHARS, lone_surrogate, reference_problem
 
 __all__ = [
     "result_record",
     "BatchItem",
     "InputProblem",
     "OutputFile",
+    "RESULT_FIELDS",
+    "STDOUT",
+    "StreamOutput",
     "append_jsonl",
     "in_shard",
     "item_id",
@@ -104,6 +107,8 @@ def _item(obj: Any, line: int) -> BatchItem:
     draft = obj.get("draft")
     if draft is not None and not isinstance(draft, str):
         raise ValueError(f'"draft" must be a string, got {_kind(draft)}')
+    if why := reference_problem(obj.get("reference")):
+        raise ValueError(why)
     for key, value in obj.items():
         if why := lone_surrogate(key, "a key") or lone_surrogate(value, f'"{key}"'):
             raise ValueError(why)
@@ -195,27 +200,36 @@ def in_shard(item_id: str, shard: tuple[int, int]) -> bool:
     return number % count == index - 1
 
 
-def result_record(
-    line: str | bytes, number: int, is_last: bool, path: str | Path, fix: str
-) -> dict[str, Any] | None:
-    """The result record on one line of an output file; None for a blank or torn last line.
+RESULT_FIELDS = ("id", "answer", "stop_reason")
+"""Fields every result line has: a line without them is another file's."""
 
-    Any other line that is not a result record is a ConfigError naming the
-    file, the line and `fix`.
+
+def result_record(
+    line: str | bytes, number: int, torn_allowed: bool, path: str | Path, fix: str
+) -> dict[str, Any] | None:
+    """The result record on one line of an output file; None for a blank line.
+
+    With `torn_allowed` (the last line, after lines that were results), a line
+    that is not JSON is taken for one a crash left half written: None too. Any
+    other line that is not a result record is a ConfigError naming the file,
+    the line and `fix`.
     """
     if not line.strip():
         return None
+    where = f"line {number} of {str(path)!r} is not a batch result line"
     try:
         record = json.loads(line)
-        if not isinstance(record, dict) or "id" not in record:
-            raise ValueError("no id")
-    except ValueError:
-        if is_last:
+    except (ValueError, RecursionError):
+        if torn_allowed:
             return None
-        raise ConfigError(
-            f"line {number} of {str(path)!r} is not a batch result line: {fix}"
-        ) from None
-    return record
+        raise ConfigError(f"{where} (not JSON): {fix}") from None
+    if isinstance(record, dict) and all(name in record for name in RESULT_FIELDS):
+        return record
+    if isinstance(record, dict) and "task" in record and "answer" not in record:
+        why = "it looks like batch input, not its results (a task, no answer)"
+    else:
+        why = f"it has no {', '.join(RESULT_FIELDS)}; it was not written by self-refine batch"
+    raise ConfigError(f"{where}: {why}; {fix}")
 
 
 @dataclass
@@ -270,15 +284,21 @@ class OutputFile:
         return output
 
     def _load(self, on_record: Callable[[dict[str, Any]], None] | None) -> None:
-        """Read the file a line at a time; cut a last line that a crash left half written."""
+        """Read the file a line at a time; cut a last line that a crash left half written.
+
+        Only a file of results is resumed: any other line (another program's
+        JSON, a dataset, a last line without results before it) is a
+        ConfigError, and the file is left as it was.
+        """
         good = size = 0
         ended = True
-        fix = "remove it, or choose another -o path"
+        fix = "choose another -o path (a new file, or one self-refine batch wrote)"
         with self.path.open("rb") as lines:
             for number, line in enumerate(lines, 1):
                 size += len(line)
                 ended = line.endswith(b"\n")
-                record = result_record(line, number, not ended, self.path, fix)
+                torn_allowed = not ended and bool(self._ids)
+                record = result_record(line, number, torn_allowed, self.path, fix)
                 if record is None:
                     if line.strip():  # the last line, torn by a crash mid-write
                         break
@@ -294,7 +314,7 @@ class OutputFile:
             if self._ids and not self._ends_with_newline():
                 os.write(self._fd, b"\n")
             os.fsync(self._fd)
-            self.repaired = True
+            self.repaired = good < size
 
     def _ends_with_newline(self) -> bool:
         with self.path.open("rb") as handle:
@@ -349,6 +369,38 @@ class OutputFile:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+STDOUT = "-"
+"""The output path that means standard output: results streamed, nothing read back."""
+
+
+class StreamOutput:
+    """Results written to a stream (standard output) as each item finishes.
+
+    Nothing is read back, so nothing is resumed from it: a rerun on the same
+    database reads its finished threads again instead of calling the model.
+    """
+
+    repaired = False
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def done_ids(self) -> set[str]:
+        """None: a stream holds no results of an earlier run."""
+        return set()
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Write one record as one line, flushed."""
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+        with self._lock:
+            self._stream.write(line)
+            self._stream.flush()
+
+    def close(self) -> None:
+        """Nothing to release: the stream stays open."""
 
 
 def append_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import shlex
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -171,7 +172,7 @@ class BatchRunner:
             view = None
         raise RuntimeError(
             f"item {item.id!r} did not finish: its thread {thread_id} is paused "
-            f"(inspect it with `self-refine show {thread_id}`)"
+            f"(inspect it with `self-refine show {shlex.quote(thread_id)}`)"
         )
 
     def _source(self, item: BatchItem) -> str:

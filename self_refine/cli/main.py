@@ -77,13 +77,13 @@ COMMANDS = {
 
 
 def _busy_message(error: ThreadBusyError, args: argparse.Namespace) -> str:
-    from self_refine.redact import redact_url
+    from self_refine.redact import redact_url, shell_command
 
     thread = error.thread_id
+    show = shell_command("self-refine", "show", thread, "--db", redact_url(args.db))
     return (
         f"thread {thread!r} is being run by another self-refine process ({error.holder}): "
-        f"wait for it to finish, then try again; see how far it got with: "
-        f"self-refine show {thread} --db {redact_url(args.db)}"
+        f"wait for it to finish, then try again; see how far it got with: {show}"
     )
 
 

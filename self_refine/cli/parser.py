@@ -151,7 +151,12 @@ def _add_batch_commands(commands: Any) -> None:
     batch.add_argument(
         "input", help='JSONL file: one {"task": ..., "id"?, "reference"?, "draft"?} per line'
     )
-    batch.add_argument("-o", "--output", required=True, help="JSONL results, one line per item")
+    batch.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="JSONL results, one line per item (a new file or one batch wrote; - for stdout)",
+    )
     batch.add_argument(
         "--concurrency",
         type=int,

@@ -19,6 +19,7 @@ from self_refine.cli.options import (
     trace_metadata,
     warn_key_on_command_line,
 )
+from self_refine.cli.paths import check_writable, refuse_overlaps
 from self_refine.cli.settings import (
     RESPONSE_FORMAT_KEY,
     UsageError,
@@ -32,7 +33,7 @@ from self_refine.cli.settings import (
 )
 from self_refine.content import describe_task
 from self_refine.context import RefineContext
-from self_refine.redact import terminal_safe
+from self_refine.redact import shell_command, terminal_safe
 
 __all__ = ["cmd_resume", "cmd_run", "cmd_show", "database_failure"]
 
@@ -64,6 +65,7 @@ def _stream(
     }
     # The thread's writer lock is held from the first read to the last write: a second
     # `run` or `resume` of it is refused (ThreadBusyError) before it reads or writes.
+    resume = shell_command("self-refine", "resume", thread_id, "--db", db)
     with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):
         graph = build_graph(response_format).compile(checkpointer=saver, name=GRAPH_NAME)
         current = graph.get_state(config)
@@ -74,7 +76,8 @@ def _stream(
             if started:
                 raise UsageError(
                     f"thread {thread_id!r} already exists in {db}: continue it with "
-                    f"`self-refine resume {thread_id}` or choose another --thread-id"
+                    f"`{shell_command('self-refine', 'resume', thread_id)}` or choose another "
+                    "--thread-id"
                 )
             kept = context.kept()
             if response_format is not None:
@@ -105,14 +108,10 @@ def _stream(
                             _print_step(node, update, thread_id)
                 payload = _answer_human_critic(graph.get_state(config), args)
         except KeyboardInterrupt:
-            print(
-                "\nself-refine: interrupted; continue with: "
-                f"self-refine resume {thread_id} --db {db}",
-                file=sys.stderr,
-            )
+            print(f"\nself-refine: interrupted; continue with: {resume}", file=sys.stderr)
             return 130
         except Exception as error:
-            _model_failure(error, context, thread_id, args.db)
+            _model_failure(error, context, resume if _saved(graph, config) else None, args.db)
         finally:
             if meter:
                 meter.close()
@@ -121,7 +120,7 @@ def _stream(
     if state.interrupts:
         print(
             "self-refine: standard input ended while the human critic waited for a critique; "
-            f"the thread is saved: answer it with: self-refine resume {thread_id} --db {db}",
+            f"the thread is saved: answer it with: {resume}",
             file=sys.stderr,
         )
         return EXIT_FAILURE
@@ -147,7 +146,7 @@ def _print_step(node: str, update: Any, thread_id: str) -> None:
         drop_closed_stdout()
         print(
             f"note: stdout was closed; the run goes on to finish (see it with "
-            f"`self-refine show {thread_id}`)",
+            f"`{shell_command('self-refine', 'show', thread_id)}`)",
             file=sys.stderr,
         )
 
@@ -157,7 +156,7 @@ def _report(args: argparse.Namespace, thread_id: str, state: Any, db: str) -> No
     from self_refine.cli.console import print_result
 
     notes = sys.stderr if args.json else sys.stdout
-    resume = f"self-refine resume {thread_id} --db {db}"
+    resume = shell_command("self-refine", "resume", thread_id, "--db", db)
     if state.interrupts:
         print(f"waiting for a critique; answer it with: {resume}", file=notes)
     elif state.next:
@@ -205,38 +204,79 @@ def _answer_human_critic(state: Any, args: argparse.Namespace) -> Any:
     return _STOP if answer is None else Command(resume=answer)
 
 
-def _model_failure(error: Exception, context: RefineContext, thread_id: str, db: str) -> None:
-    """Turn an error from a model call into one line naming the model, endpoint and fix."""
+def _saved(graph: Any, config: Any) -> bool:
+    """Whether the thread has a checkpoint to continue from (the failed step may be its first)."""
+    try:
+        return bool(graph.get_state(config).values)
+    except Exception:  # noqa: BLE001 - the storage itself may be what failed
+        return False
+
+
+def _raised_in_model_call(error: BaseException) -> bool:
+    """Whether `error` came out of a chat model's call (LangChain's chat-model code raised it)."""
+    trace = error.__traceback__
+    while trace is not None:
+        if _MODEL_CODE in trace.tb_frame.f_code.co_filename:
+            return True
+        trace = trace.tb_next
+    return False
+
+
+_MODEL_CODE = os.path.join("langchain_core", "language_models", "")
+
+
+def _model_failure(error: Exception, context: RefineContext, resume: str | None, db: str) -> None:
+    """Turn an error of the run into one line: what failed, and how to go on.
+
+    Only an error from a model call names the model and its endpoint; `resume`
+    (None when no thread was saved) is offered only when there is a thread to continue.
+    """
     from self_refine.errors import ConfigError, ModelCallError
     from self_refine.redact import redact_url
 
     if isinstance(error, ConfigError):
         raise error
-    resume = f"self-refine resume {thread_id} --db {redact_url(db)}"
     if isinstance(error, sqlite3.Error):
         raise database_failure(error, db, resume) from None
     if isinstance(error, ModelCallError):
-        raise RuntimeError(
-            f"{str(error).rstrip('.')}. Progress is saved; once the endpoint is back, "
-            f"continue with: {resume}"
-        ) from None
-    endpoint = redact_url(
-        context.base_url or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
-    )
+        tail = (
+            f"Progress is saved; once the endpoint is back, continue with: {resume}"
+            if resume
+            else "No thread was saved: once the endpoint is back, run the command again"
+        )
+        raise RuntimeError(f"{str(error).rstrip('.')}. {tail}") from None
     detail = " ".join(str(error).split())[:300].rstrip(".") or type(error).__name__
-    raise RuntimeError(
-        f"model {context.model!r} at {endpoint} failed: {type(error).__name__}: {detail}. "
-        f"Progress is saved; continue with: {resume}"
-    ) from error
+    if _raised_in_model_call(error):
+        endpoint = redact_url(
+            context.base_url or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
+        )
+        what = f"model {context.model!r} at {endpoint}"
+        then = "No thread was saved: run the command again once the model works"
+    else:
+        what = "the run"
+        then = (
+            "No thread was saved, and the same command would fail alike: check the task and "
+            "the reference, or report the error"
+        )
+    if resume:
+        then = f"Progress is saved; continue with: {resume}"
+    raise RuntimeError(f"{what} failed: {type(error).__name__}: {detail}. {then}") from error
 
 
 def database_failure(error: BaseException, db: str, resume: str | None = None) -> Exception:
-    """One line for an SQLite error: a damaged file, a full disk, or another failure."""
+    """One line for an SQLite error: a damaged file, one not writable, a full disk, or another."""
     from self_refine.errors import ConfigError
-    from self_refine.persistence.storage import damaged_message, is_damaged
+    from self_refine.persistence.storage import (
+        damaged_message,
+        is_damaged,
+        not_writable_message,
+        write_refused,
+    )
 
     if is_damaged(error):
         return ConfigError(damaged_message(db, error))
+    if why := write_refused(db, error):
+        return ConfigError(not_writable_message(db, why))
     reason = " ".join(str(error).split()) or type(error).__name__
     fix = "free some disk space" if "full" in reason else "check the disk and the file"
     then = f", then continue with: {resume}" if resume else ", then try again"
@@ -247,6 +287,7 @@ def database_failure(error: BaseException, db: str, resume: str | None = None) -
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Start a thread and stream its steps."""
+    from self_refine.persistence.storage import check_database
     from self_refine.state import validate_input
 
     if not args.task.strip():
@@ -254,6 +295,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.thread_id is not None and not args.thread_id.strip():
         raise UsageError("--thread-id is empty: give the thread a name, or leave --thread-id out")
     validate_input({"task": args.task})
+    reference_file = args.reference[1:] if (args.reference or "").startswith("@") else None
+    refuse_overlaps([], [("--reference", reference_file), *_key_file(args)], db=args.db)
+    check_database(args.db)
     context = run_context(args)
     if args.draft is not None and not args.draft.strip():
         raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
@@ -275,11 +319,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     """Continue a thread from its last checkpoint, with the settings it started with."""
-    from self_refine.persistence.storage import ThreadSettings
+    from self_refine.persistence.storage import ThreadSettings, check_database
     from self_refine.redact import redact_url
 
     check_connection(args)
+    refuse_overlaps([], _key_file(args), db=args.db)
     _require_db(args.db, args.thread_id)
+    check_database(args.db)
     kept = ThreadSettings(args.db).load(args.thread_id)
     if kept is None:
         raise UsageError(
@@ -291,6 +337,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
     check_reachable(context)
     warn_key_on_command_line(args)
     return _stream(args, context, args.thread_id, None, response_format)
+
+
+def _key_file(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    return [("--api-key-file", getattr(args, "api_key_file", None))]
 
 
 def _require_db(db: str, thread_id: str) -> None:
@@ -314,8 +364,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     from self_refine.persistence.storage import open_checkpointer
     from self_refine.redact import redact_url
 
+    refuse_overlaps([("--html", args.html)], db=args.db)
+    check_writable(args.html, "the page --html")
     _require_db(args.db, args.thread_id)
-    with open_checkpointer(args.db) as saver:
+    with open_checkpointer(args.db, read_only=True) as saver:
         # Reading a thread needs the graph's channels, not its models.
         graph = create_self_refine_graph(None).compile(checkpointer=saver, name=GRAPH_NAME)
         config: Any = {"configurable": {"thread_id": args.thread_id}}
@@ -347,8 +399,6 @@ def cmd_show(args: argparse.Namespace) -> int:
         if values.get("structured_error"):
             print(f"response format: {terminal_safe(values['structured_error'])}")
     else:
-        print(
-            f"not finished; continue with: self-refine resume {args.thread_id} "
-            f"--db {redact_url(args.db)}"
-        )
+        resume = shell_command("self-refine", "resume", args.thread_id, "--db", redact_url(args.db))
+        print(f"not finished; continue with: {resume}")
     return 0

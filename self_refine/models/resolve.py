@@ -158,8 +158,10 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
     if provider == "local":
         from self_refine.models.fetch import local_model_path
         from self_refine.models.local import LocalChatModel
+        from self_refine.models.runtime import check_local_runtime
 
         path = local_model_path(name)
+        check_local_runtime(path)  # a crashing build or a file that cannot load, said here
         return LocalChatModel(
             model_path=str(path),
             model_name=f"local:{path.name}",

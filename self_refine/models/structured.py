@@ -151,8 +151,17 @@ def is_unsupported(error: Exception) -> bool:
     status = getattr(error, "status_code", None)
     if isinstance(error, NotImplementedError) or status in (400, 404, 415, 422):
         return True
-    text = str(error).lower()
+    text = f"{error} {_body_text(error)}".lower()
     return isinstance(status, int) and status >= 500 and any(w in text for w in _FORMAT_WORDS)
+
+
+def _body_text(error: Exception) -> str:
+    """An HTTP error's body as text: openai's client puts only `error.message` in its message,
+    so a server answering in another shape (FastAPI's `{"detail": ...}`) says it here."""
+    body = getattr(error, "body", None)
+    if body is None or isinstance(body, str):
+        return body or ""
+    return json.dumps(body, default=str)
 
 
 def short_error(error: Exception) -> str:

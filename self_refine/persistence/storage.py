@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
@@ -29,8 +30,13 @@ from self_refine.persistence.postgres import (
 __all__ = [
     "DEFAULT_DB",
     "ThreadSettings",
+    "check_database",
+    "failure_message",
+    "write_refused",
     "damaged_message",
     "is_damaged",
+    "not_writable_message",
+    "read_only_connection",
     "storage_failure",
     "open_async_checkpointer",
     "open_checkpointer",
@@ -43,12 +49,14 @@ DEFAULT_DB = ".self-refine/checkpoints.sqlite"
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def sqlite_path(db: str) -> Path:
+def sqlite_path(db: str, *, read_only: bool = False) -> Path:
     """Check that an SQLite database can be created or opened at `db`, and return its path.
 
     `db` must be a regular file holding an SQLite database, or a path where a
     new one can be made: not ":memory:" (gone when the command ends) and not a
-    device or a folder (SQLite would put its journal beside it).
+    device or a folder (SQLite would put its journal beside it). Unless
+    `read_only`, the file and its folder must be writable: a command that saves
+    threads says "not writable" here, before any work.
     """
     if db.strip() in ("", ":memory:"):
         raise ConfigError(
@@ -66,17 +74,112 @@ def sqlite_path(db: str) -> Path:
             f"--db {str(path)!r} is not an SQLite database: give the path of the database "
             "the threads are in, or of a new one to create"
         )
+    if read_only:
+        return path
+    if why := _not_writable(path):
+        raise ConfigError(not_writable_message(str(path), why))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with sqlite3.connect(path) as conn:
             conn.execute("PRAGMA user_version")
-    except sqlite3.DatabaseError as error:
-        raise ConfigError(damaged_message(str(path), error)) from None
-    except (OSError, sqlite3.Error) as error:
+    except sqlite3.Error as error:
+        raise ConfigError(failure_message(str(path), error)) from None
+    except OSError as error:
         raise ConfigError(
-            f"cannot open the database {str(path)!r} ({error}): choose a writable path with --db"
+            f"cannot open the database {str(path)!r} ({error.strerror or error}): choose a "
+            "writable path with --db"
         ) from None
     return path
+
+
+def _not_writable(path: Path) -> str | None:
+    """What keeps the database at `path` (or one made there) from being written, if anything."""
+    folder = next((p for p in path.absolute().parents if p.exists()), None)
+    if folder is None or not folder.is_dir():
+        return None  # not a folder at all: opening it says so
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"its folder {str(folder)!r} is read-only"
+    if path.exists() and not os.access(path, os.W_OK):
+        return "the file is read-only"
+    for suffix in ("-wal", "-shm"):
+        beside = path.with_name(path.name + suffix)
+        if beside.exists() and not os.access(beside, os.W_OK):
+            return f"{str(beside)!r} beside it is read-only"
+    return None
+
+
+def check_database(db: str) -> None:
+    """Raise ConfigError when threads could not be saved at `db`; nothing is created.
+
+    For a command to call before any work; a PostgreSQL URL is checked when it connects.
+    """
+    if is_postgres_url(db):
+        return
+    path = sqlite_path(db, read_only=True)
+    if why := _not_writable(path):
+        raise ConfigError(not_writable_message(str(path), why))
+
+
+def not_writable_message(db: str, why: str) -> str:
+    """What to say when a command that saves threads gets a database it cannot write."""
+    return (
+        f"the database {db!r} is not writable ({why}): run, resume and batch save their "
+        "threads in it; choose a writable --db (show can still read this one)"
+    )
+
+
+def write_refused(db: str, error: BaseException) -> str | None:
+    """Why `db` cannot be written, when `error` is SQLite refusing to open or write it for that."""
+    if _code(error) in (_SQLITE_READONLY, _SQLITE_CANTOPEN, _SQLITE_PERM):
+        return _not_writable(Path(db))
+    return None
+
+
+def failure_message(db: str, error: sqlite3.Error) -> str:
+    """One line for an SQLite error opening `db`: damaged, not writable, or what SQLite said."""
+    if is_damaged(error):
+        return damaged_message(db, error)
+    if why := write_refused(db, error):
+        return not_writable_message(db, why)
+    return f"cannot open the database {db!r} ({error}): choose a writable path with --db"
+
+
+def read_only_connection(db: str) -> sqlite3.Connection:
+    """Open an existing SQLite database read-only: nothing, not even a journal, is written.
+
+    A database in WAL mode needs a shared-memory file beside it; in a folder where
+    none can be made (a read-only folder or mount), where no other process can be
+    writing it either, the file is read as it is (SQLite's `immutable`).
+    """
+    path = sqlite_path(db, read_only=True)
+    uri = f"{path.absolute().as_uri()}?mode=ro"
+    try:
+        return _opened(uri)
+    except sqlite3.Error as error:
+        wal = path.with_name(path.name + "-wal")
+        unwritable = not os.access(path.absolute().parent, os.W_OK)
+        if _code(error) == _SQLITE_CANTOPEN and unwritable and wal.exists():
+            raise ConfigError(
+                f"the database {str(path)!r} has changes in {str(wal)!r} that SQLite cannot "
+                "read in a read-only folder: copy both files to a writable folder and read "
+                "them there"
+            ) from None
+        if _code(error) != _SQLITE_CANTOPEN or not unwritable:
+            raise ConfigError(failure_message(str(path), error)) from None
+    try:
+        return _opened(uri + "&immutable=1")
+    except sqlite3.Error as error:
+        raise ConfigError(failure_message(str(path), error)) from None
+
+
+def _opened(uri: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, check_same_thread=False)  # the saver serializes
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()  # opens the file now
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _not_sqlite(path: Path) -> bool:
@@ -98,8 +201,19 @@ def damaged_message(db: str, error: BaseException) -> str:
     )
 
 
+_SQLITE_PERM, _SQLITE_READONLY, _SQLITE_CORRUPT, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 3, 8, 11, 14, 26
+
+
+def _code(error: BaseException) -> int | None:
+    """SQLite's primary result code of an error (the extended code's low byte), if it has one."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
 def is_damaged(error: BaseException) -> bool:
     """Whether an error is SQLite finding a damaged file (not a lock, a full disk or I/O)."""
+    if isinstance(error, sqlite3.Error) and _code(error) is not None:
+        return _code(error) in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
     return type(error) is sqlite3.DatabaseError
 
 
@@ -124,13 +238,15 @@ def storage_failure(error: BaseException) -> str | None:
 
 
 @contextmanager
-def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
+def open_checkpointer(db: str, *, read_only: bool = False) -> Iterator[BaseCheckpointSaver[Any]]:
     """Open the checkpointer for an SQLite path or a PostgreSQL URL.
 
     An SQLite database is in WAL mode with `synchronous=NORMAL`: each committed
     step survives the program being killed, and only a power cut or an
     operating-system crash can lose the last few (never corrupt the file).
-    That saves a disk flush per commit, two per step.
+    That saves a disk flush per commit, two per step. `read_only` (for `show`)
+    opens an existing SQLite file without writing anything, so a database in a
+    read-only folder or mount can be read.
     """
     if is_postgres_url(db):
         with ExitStack() as stack:
@@ -140,11 +256,14 @@ def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    path = sqlite_path(db)
-    conn = sqlite3.connect(path, check_same_thread=False)  # the saver serializes access
+    if read_only:
+        conn = read_only_connection(db)
+    else:
+        conn = sqlite3.connect(sqlite_path(db), check_same_thread=False)  # the saver serializes
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
+        if not read_only:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
         yield SqliteSaver(conn)
     finally:
         conn.close()

@@ -238,6 +238,26 @@ def lock_filesystem(work: str, expose: Sequence[str], stash: str, fresh_proc: bo
     )
 
 
+_INODES_PER_MB = 64
+"""Files and folders a capped working directory may hold per MB of its size."""
+
+
+def cap_disk(work: str, disk_mb: int) -> bool:
+    """Cover `work` with a fresh tmpfs of `disk_mb` MB; False when the kernel refuses.
+
+    Must run in a private mount namespace, after lock_filesystem: the code then
+    writes into memory the size of the cap, never to the host's disk, and a
+    write past it fails with ENOSPC. The number of files is capped alike.
+    """
+    inodes = max(disk_mb * _INODES_PER_MB, 256)
+    options = f"mode=755,size={disk_mb}m,nr_inodes={inodes}"
+    try:
+        _mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV, options)
+    except OSError:
+        return False
+    return True
+
+
 def drop_privileges(candidates: Sequence[int], work: str) -> int:
     """Switch from root to the first usable uid (its gid alike), owning `work`; return it."""
     for uid in candidates:
