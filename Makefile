@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 # Lint what exists: benchmarks/ may not be there yet.
-LINT_PATHS := self_refine tests docs/hooks $(wildcard benchmarks)
+LINT_PATHS := self_refine tests docs/hooks examples $(wildcard benchmarks)
 TASK ?= Write one or two natural sentences that use all of these words: train, pencil, compass, river.
 REFERENCE ?= {"concepts": ["train", "pencil", "compass", "river"]}
 # The model `make run` uses: the embedded local model (built and fetched on first use),

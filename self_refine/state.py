@@ -7,13 +7,17 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NotRequired, Required
 
+from langchain_core.messages import AIMessage
 from langgraph.channels.delta import DeltaChannel
+from langgraph.channels.ephemeral_value import EphemeralValue
 from langgraph.types import Overwrite
 from pydantic import BaseModel, Field, field_validator
 
 # pydantic builds JSON schemas (LangGraph's input/output schemas, Studio) only from
 # typing_extensions' TypedDict on Python < 3.12.
 from typing_extensions import TypedDict
+
+from self_refine.content import TaskContent, task_problem
 
 __all__ = [
     "Attempt",
@@ -23,6 +27,7 @@ __all__ = [
     "RefineState",
     "RejectedReply",
     "Usage",
+    "ANSWER_NAME",
     "MAX_REFERENCE_CHARS",
     "MAX_REFERENCE_DEPTH",
     "MAX_TASK_CHARS",
@@ -172,14 +177,25 @@ CritiqueValue = Annotated[dict[str, Any], DeltaChannel(_latest, snapshot_frequen
 #   walks about as far back as task does.
 KeptSettings = Annotated[dict[str, Any], DeltaChannel(_latest, snapshot_frequency=10)]
 
+# - answer_message: the answer as a message, for the messages stream; written by finalize
+#   and cleared by the next step, so a thread stores it once, in its run's last checkpoint.
+AnswerMessage = Annotated[AIMessage | None, EphemeralValue(Any)]
+
+ANSWER_NAME = "answer"
+"""The name of the message that carries a run's answer on the `messages` stream."""
+
 RUN_CONTEXT = "run_context"
 """The state key that keeps a run's context (never a secret) for its resumes."""
 
 
 class RefineInput(TypedDict, total=False):
-    """What a caller passes in: a task, and optionally a draft to start from."""
+    """What a caller passes in: a task, and optionally a draft to start from.
 
-    task: Required[str]
+    The task is its text, or message content: a list of text and image blocks
+    (see `self_refine.content`).
+    """
+
+    task: Required[TaskContent]
     draft: str
     reference: Any
     id: str
@@ -197,6 +213,8 @@ class RefineState(TypedDict, total=False):
     was rejected, while the node that asked for it asks once more.
     """
 
+    # The task's text or content blocks (RefineInput says which): the channel is typed by
+    # what it reads before its first write, "".
     task: Required[Text]
     run_context: KeptSettings
     draft: Text
@@ -212,6 +230,9 @@ class RefineState(TypedDict, total=False):
     ask_again: bool
     usage: Usage
     answer: str
+    answer_message: AnswerMessage
+    structured_response: Any
+    structured_error: str | None
     best: Attempt | None
     last: Attempt | None
     iterations: int
@@ -219,7 +240,12 @@ class RefineState(TypedDict, total=False):
 
 
 class RefineOutput(TypedDict):
-    """What a caller gets back."""
+    """What a caller gets back.
+
+    With a response format, `structured_response` is the answer's JSON value (None
+    when no draft matched the format; `structured_error` then says so and why);
+    `refine()` hands back the validated instance instead (a pydantic object).
+    """
 
     answer: str
     best: Attempt | None
@@ -230,6 +256,8 @@ class RefineOutput(TypedDict):
     score: float | None
     usage: Usage
     id: NotRequired[str]
+    structured_response: NotRequired[Any]
+    structured_error: NotRequired[str | None]
 
 
 SelectMode = Literal["best", "last"]
@@ -331,13 +359,17 @@ def validate_input(state: Any) -> None:
     from self_refine.errors import ConfigError
 
     task = state.get("task") if isinstance(state, dict) else None
-    if not isinstance(task, str):
+    if isinstance(task, list):
+        if why := task_problem(task, MAX_TASK_CHARS):
+            raise ConfigError(why)
+    elif not isinstance(task, str):
         raise ConfigError(
-            f"task must be a string, got {type(task).__name__}: pass {{'task': '...'}}"
+            f"task must be a string, got {type(task).__name__}: pass {{'task': '...'}} "
+            "(or a list of text and image blocks)"
         )
-    if not task.strip():
+    elif not task.strip():
         raise ConfigError("task is empty: give the text of the task to refine a response for")
-    if len(task) > MAX_TASK_CHARS:
+    elif len(task) > MAX_TASK_CHARS:
         raise ConfigError(
             f"task is {len(task):,} characters, over the limit of {MAX_TASK_CHARS:,}: "
             "shorten it or pass the long material as a draft or reference"

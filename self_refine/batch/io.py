@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from self_refine.content import TaskContent, task_problem
 from self_refine.errors import ConfigError
 from self_refine.state import MAX_TASK_CHARS, lone_surrogate, reference_problem
 
@@ -43,7 +44,7 @@ class BatchItem:
     """One task to refine, with what is known about it."""
 
     id: str
-    task: str
+    task: TaskContent
     reference: Any = None
     draft: str | None = None
     line: int | None = None
@@ -89,11 +90,14 @@ def _item(obj: Any, line: int) -> BatchItem:
     task = obj.get("task")
     if task is None:
         raise ValueError('needs a "task" with the text of the task')
-    if not isinstance(task, str):
+    if isinstance(task, list):
+        if why := task_problem(task, MAX_TASK_CHARS):
+            raise ValueError(f'"task": {why}')
+    elif not isinstance(task, str):
         raise ValueError(f'"task" must be a string, the text of the task; got {_kind(task)}')
-    if not task.strip():
+    elif not task.strip():
         raise ValueError('"task" is empty: give the text of the task')
-    if len(task) > MAX_TASK_CHARS:
+    elif len(task) > MAX_TASK_CHARS:
         raise ValueError(f'"task" is {len(task):,} characters, over {MAX_TASK_CHARS:,}')
     given_id = obj.get("id")
     if given_id is not None and (

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from self_refine.batch.io import BatchItem
 from self_refine.batch.judge import Judge
 from self_refine.batch.schedule import run_scheduled
+from self_refine.content import task_text
 from self_refine.errors import BatchStoppedError, ConfigError
 from self_refine.nodes.finalize import pick_best
 from self_refine.persistence.storage import storage_failure
@@ -226,6 +227,9 @@ class BatchRunner:
             attempts=[{**a, "correct": correct(a["draft"])} for a in attempts],
             thread_id=thread_id,
         )
+        for typed in ("structured_response", "structured_error"):
+            if typed in values:
+                record[typed] = values[typed]
         if self.key:
             record["run_key"] = self.key
         return record
@@ -304,7 +308,8 @@ class _Verdicts:
 
     def _judge(self, drafts: list[str]) -> dict[str, bool | None]:
         assert self.judge is not None
-        return {d: self.judge(self.item.task, d, self.item.reference) for d in drafts}
+        task = task_text(self.item.task)
+        return {d: self.judge(task, d, self.item.reference) for d in drafts}
 
 
 def _steps(attempts: Sequence[Attempt]) -> list[int]:

@@ -19,7 +19,8 @@ from self_refine.batch.metrics import format_summary, summarize
 from self_refine.batch.runner import run_key
 from self_refine.cli.paths import check_writable, refuse_overlaps
 from self_refine.cli.progress import Progress
-from self_refine.cli.settings import build_graph, uses_local_model
+from self_refine.cli.settings import build_graph, read_response_format, uses_local_model
+from self_refine.content import has_images
 from self_refine.context import RESULT_FIELDS, RefineContext
 from self_refine.errors import ConfigError
 from self_refine.redact import redact, terminal_safe
@@ -41,7 +42,9 @@ def _verifier_names(text: str | None) -> list[str]:
     return names
 
 
-def _job(args: argparse.Namespace, context: RefineContext) -> BatchJob:
+def _job(
+    args: argparse.Namespace, context: RefineContext, response_format: dict[str, Any] | None
+) -> BatchJob:
     """What the flags say about judging and refining the items, checked before any model call."""
     if args.concurrency < 1:
         raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
@@ -58,6 +61,8 @@ def _job(args: argparse.Namespace, context: RefineContext) -> BatchJob:
         )
     settings = {name: getattr(context, name) for name in RESULT_FIELDS}
     settings.update(refine_only_incorrect=args.refine_only_incorrect, verifiers=verifiers)
+    if response_format is not None:  # a typed batch's items get threads of their own
+        settings["response_format"] = response_format
     return BatchJob(
         context,
         verifiers=verifiers,
@@ -130,9 +135,14 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
     check_writable(args.summary, "--summary")
     check_writable(args.html, "the page --html")
     shown = _Shown([args.api_key])
-    batch = FileBatch(
-        _job(args, context), args.input, args.output, args.shard, db=args.db, server=args.server
-    )
+    response_format = read_response_format(args.response_format)
+    if response_format is not None and args.server:
+        raise ConfigError(
+            "--response-format needs a local batch: a LangGraph server runs the graph it serves; "
+            "leave out --server, or serve a graph built with response_format="
+        )
+    job = _job(args, context, response_format)
+    batch = FileBatch(job, args.input, args.output, args.shard, db=args.db, server=args.server)
     if args.concurrency > 1 and uses_local_model(context):
         _warn(
             f"--concurrency {args.concurrency} with a local model: its one instance answers one "
@@ -143,8 +153,11 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
     # Bad models and missing keys fail here, after the input and output are known to be usable.
     builder = None
     if not args.server:
-        builder = build_graph()
-        builder.loop.plan_for(context).check_models()
+        builder = build_graph(response_format)
+        plan = builder.loop.plan_for(context)
+        plan.check_models()
+        if any(has_images(item.task) for item in items):
+            plan.check_images()  # a text-only model fails here, before any item starts
     try:
         result = asyncio.run(batch.run(items, shown, builder=builder))
     except KeyboardInterrupt:

@@ -92,6 +92,10 @@ def print_result(result: dict[str, Any], out: TextIO) -> None:
         file=out,
     )
     print(f"Answer:\n{_indent(result.get('answer', ''))}", file=out)
+    if result.get("structured_error"):
+        print(f"Response format: {terminal_safe(result['structured_error'])}", file=out)
+    elif "structured_response" in result:
+        print("Response format: the answer is valid JSON of the schema", file=out)
 
 
 def attempts_table(attempts: Sequence[Attempt], width: int = 100) -> str:

@@ -61,6 +61,12 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-tokens-total", type=int, help="token budget of the run (stop reason token_budget)"
     )
+    parser.add_argument(
+        "--response-format",
+        metavar="SCHEMA.json",
+        help="a JSON schema file: the answer must be JSON that validates against it (drafts "
+        "are asked for as such, validation errors become feedback); kept with the thread",
+    )
     add_connection_options(parser)
 
 

@@ -21,23 +21,33 @@ from self_refine.cli.options import (
 )
 from self_refine.cli.paths import check_writable, refuse_overlaps
 from self_refine.cli.settings import (
+    RESPONSE_FORMAT_KEY,
     UsageError,
     build_graph,
     check_reachable,
     check_start,
     read_reference,
+    read_response_format,
     run_context,
     uses_local_model,
 )
+from self_refine.content import describe_task
 from self_refine.context import RefineContext
 from self_refine.redact import shell_command, terminal_safe
 
 __all__ = ["cmd_resume", "cmd_run", "cmd_show", "database_failure"]
 
 
-def _stream(args: argparse.Namespace, context: RefineContext, thread_id: str, payload: Any) -> int:
+def _stream(
+    args: argparse.Namespace,
+    context: RefineContext,
+    thread_id: str,
+    payload: Any,
+    response_format: dict[str, Any] | None = None,
+) -> int:
     """Run a new thread (payload: its input) or continue one (None), printing each step.
 
+    `response_format` is the thread's JSON schema of a typed answer (None: plain text).
     With --json, stdout holds only the JSON result; the notes go to stderr.
     """
     from self_refine.graphs import GRAPH_NAME, recursion_limit
@@ -57,7 +67,7 @@ def _stream(args: argparse.Namespace, context: RefineContext, thread_id: str, pa
     # `run` or `resume` of it is refused (ThreadBusyError) before it reads or writes.
     resume = shell_command("self-refine", "resume", thread_id, "--db", db)
     with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):
-        graph = build_graph().compile(checkpointer=saver, name=GRAPH_NAME)
+        graph = build_graph(response_format).compile(checkpointer=saver, name=GRAPH_NAME)
         current = graph.get_state(config)
         started = bool(current.values)
         if payload is None and not started:
@@ -69,7 +79,10 @@ def _stream(args: argparse.Namespace, context: RefineContext, thread_id: str, pa
                     f"`{shell_command('self-refine', 'resume', thread_id)}` or choose another "
                     "--thread-id"
                 )
-            ThreadSettings(args.db).save(thread_id, context.kept())  # replaces a stale row
+            kept = context.kept()
+            if response_format is not None:
+                kept[RESPONSE_FORMAT_KEY] = response_format
+            ThreadSettings(args.db).save(thread_id, kept)  # replaces a stale row
         print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
         if payload is None and not current.next:
             print(f"thread {thread_id} is already finished: nothing to resume", file=notes)
@@ -160,6 +173,9 @@ def _print_json(thread_id: str, state: Any) -> None:
 
     values = state.values
     result = {k: values.get(k) for k in ("answer", "stop_reason", "iterations", "score")}
+    for typed in ("structured_response", "structured_error"):
+        if typed in values:
+            result[typed] = values[typed]
     attempts = values.get("attempts")
     print(
         json.dumps({"thread_id": thread_id, **result, "attempts": attempts, "next": [*state.next]})
@@ -286,6 +302,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.draft is not None and not args.draft.strip():
         raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
     reference = read_reference(args.reference)
+    response_format = read_response_format(args.response_format)
     payload: dict[str, Any] = {"task": args.task}
     if args.draft is not None:
         payload["draft"] = args.draft
@@ -293,10 +310,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         payload["reference"] = reference
     validate_input(payload)  # e.g. a lone surrogate in the draft or the reference
     # Bad models, profiles, critics for this reference, missing keys fail here.
-    check_start(build_graph(), context, payload)
+    check_start(build_graph(response_format), context, payload)
     check_reachable(context)
     warn_key_on_command_line(args)
-    return _stream(args, context, args.thread_id or str(uuid.uuid4()), payload)
+    thread_id = args.thread_id or str(uuid.uuid4())
+    return _stream(args, context, thread_id, payload, response_format)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -313,11 +331,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise UsageError(
             f"no thread {args.thread_id!r} in {redact_url(args.db)}: check the id and --db"
         )
+    response_format = kept.pop(RESPONSE_FORMAT_KEY, None)
     # Connection options mean what they mean for `run`: the flag, else the environment.
     context = run_context(args, kept)
     check_reachable(context)
     warn_key_on_command_line(args)
-    return _stream(args, context, args.thread_id, None)
+    return _stream(args, context, args.thread_id, None, response_format)
 
 
 def _key_file(args: argparse.Namespace) -> list[tuple[str, str | None]]:
@@ -367,14 +386,18 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"page written to {write_thread_page(page, args.html)}", file=sys.stderr)
     if args.json:
         # "" is the channel's value before the first draft: say "no draft yet" as null.
-        print(json.dumps({**values, "draft": values.get("draft") or None}, default=str))
+        # The answer's message is for the messages stream: the answer is in "answer".
+        shown = {k: v for k, v in values.items() if k != "answer_message"}
+        print(json.dumps({**shown, "draft": values.get("draft") or None}, default=str))
         return 0
-    task = terminal_safe(values.get("task") or "")
+    task = terminal_safe(describe_task(values.get("task")))
     print(f"thread {terminal_safe(args.thread_id)}\ntask: {task}\n")
     print(attempts_table(values.get("attempts") or []))
     if values.get("stop_reason"):
         answer = terminal_safe(values.get("answer") or "")
         print(f"stop reason: {values['stop_reason']}; answer:\n    {answer}")
+        if values.get("structured_error"):
+            print(f"response format: {terminal_safe(values['structured_error'])}")
     else:
         resume = shell_command("self-refine", "resume", args.thread_id, "--db", redact_url(args.db))
         print(f"not finished; continue with: {resume}")

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from self_refine.content import describe_task, image_source
 from self_refine.pages.charts import line_chart
 from self_refine.pages.diff import compare_drafts
 
-__all__ = ["PERSON_OR_MODEL", "attempt_views", "step_times", "thread_view"]
+__all__ = ["PERSON_OR_MODEL", "attempt_views", "step_times", "task_images", "thread_view"]
 
 PERSON_OR_MODEL = ("llm", "human")
 """Sources whose items cannot be checked against the next draft."""
@@ -119,6 +120,13 @@ def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return views
 
 
+def task_images(task: Any) -> list[str]:
+    """The image sources of a task given as content blocks, for <img> tags (data: or http(s))."""
+    if not isinstance(task, list):
+        return []
+    return [image_source(b) for b in task if isinstance(b, dict) and b.get("type") != "text"]
+
+
 def step_times(history: Sequence[Any]) -> list[dict[str, Any]]:
     """Seconds per node of the latest run, from checkpoint timestamps (newest first, as read).
 
@@ -150,7 +158,8 @@ def thread_view(
     usage = values.get("usage") or {}
     return {
         "title": title,
-        "task": values.get("task") or "",
+        "task": describe_task(values.get("task")),
+        "images": task_images(values.get("task")),
         "reference": values.get("reference"),
         "attempts": attempt_views(attempts),
         "score_chart": (
@@ -166,4 +175,7 @@ def thread_view(
             k: int(usage.get(k, 0)) for k in ("input_tokens", "output_tokens", "total_tokens")
         },
         "steps": list(steps) if steps else None,
+        "typed": "structured_response" in values,
+        "structured_response": values.get("structured_response"),
+        "structured_error": values.get("structured_error"),
     }

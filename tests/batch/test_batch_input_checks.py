@@ -117,7 +117,7 @@ def test_a_task_that_is_not_text_says_what_it_got(tmp_path: Path) -> None:
     assert [item.task for item in items] == ["ok"]
     assert [str(p) for p in problems] == [
         'line 1: "task" must be a string, the text of the task; got a number (42)',
-        'line 2: "task" must be a string, the text of the task; got a list',
+        'line 2: "task": task block 0 must be an object such as {"type": "text", "text": "..."}',
         'line 3: "task" is empty: give the text of the task',
         'line 4: needs a "task" with the text of the task',
     ]
