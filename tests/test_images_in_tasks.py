@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from self_refine import ConfigError, refine, refine_batch, task_from_messages
-from self_refine.batch.io import read_items
+from self_refine.batch.items import read_items
 from self_refine.cli.main import main
 from self_refine.models.local import LocalChatModel
 from tests.fakes import FakeChatModel, critique

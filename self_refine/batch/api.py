@@ -14,10 +14,11 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from self_refine.batch.engines import LocalEngine
-from self_refine.batch.io import BatchItem, append_jsonl
+from self_refine.batch.items import BatchItem
 from self_refine.batch.job import BatchJob
 from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import summarize
+from self_refine.batch.output import append_jsonl
 from self_refine.batch.runner import run_key
 from self_refine.content import TaskContent, has_images, task_problem
 from self_refine.context import RefineContext, settings_of

@@ -14,18 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from self_refine.batch.engines import check_server, open_engine
-from self_refine.batch.io import (
-    STDOUT,
-    BatchItem,
-    InputProblem,
-    OutputFile,
-    StreamOutput,
-    in_shard,
-    parse_shard,
-    read_items,
-)
+from self_refine.batch.items import BatchItem, InputProblem, in_shard, parse_shard, read_items
 from self_refine.batch.job import BatchJob
 from self_refine.batch.metrics import Summary
+from self_refine.batch.output import STDOUT, OutputFile, StreamOutput
 from self_refine.errors import BatchStoppedError, ConfigError
 from self_refine.persistence.storage import check_database
 

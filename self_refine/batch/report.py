@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from self_refine.batch.io import result_record
 from self_refine.batch.metrics import TRANSITIONS
+from self_refine.batch.output import result_record
 from self_refine.errors import ConfigError, install_hint
 
 __all__ = ["load_records", "plot_summary"]

@@ -10,7 +10,6 @@ that critique (stop reason "verified"), and the thread finishes at once.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import shlex
@@ -20,13 +19,12 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from self_refine.batch.io import BatchItem
-from self_refine.batch.judge import Judge
+from self_refine.batch.items import BatchItem
+from self_refine.batch.judge import ItemVerdicts, Judge
 from self_refine.batch.schedule import run_scheduled
-from self_refine.content import task_text
 from self_refine.errors import BatchStoppedError, ConfigError
 from self_refine.nodes.finalize import pick_best
-from self_refine.persistence.storage import storage_failure
+from self_refine.persistence.failures import storage_failure
 from self_refine.state import Attempt, Critique, add_usage
 
 __all__ = [
@@ -134,7 +132,7 @@ class BatchRunner:
     async def run_item(self, item: BatchItem) -> dict[str, Any]:
         """Refine one item (or finish its interrupted thread) and return its record."""
         thread_id = self.thread_id(item)
-        verdicts = _Verdicts(item, self.judge)
+        verdicts = ItemVerdicts(item, self.judge)
         gate = self.refine_only_incorrect
         if gate and item.draft is not None:
             if (await verdicts.of([item.draft]))[item.draft]:
@@ -155,7 +153,7 @@ class BatchRunner:
         return await self._record(item, values, thread_id, verdicts)
 
     async def _drive(
-        self, thread_id: str, item: BatchItem, gate: bool, verdicts: _Verdicts
+        self, thread_id: str, item: BatchItem, gate: bool, verdicts: ItemVerdicts
     ) -> dict[str, Any]:
         view: ThreadView | None = await self.engine.state(thread_id)
         values = view.values if view else {}
@@ -179,7 +177,7 @@ class BatchRunner:
         return self.judge.source(item.reference) if self.judge else "caller"
 
     async def _check_gate(
-        self, thread_id: str, item: BatchItem, view: ThreadView, verdicts: _Verdicts
+        self, thread_id: str, item: BatchItem, view: ThreadView, verdicts: ItemVerdicts
     ) -> None:
         """Finish the thread at once when the judge accepts its first draft."""
         draft = str(view.values.get("draft", ""))
@@ -202,7 +200,7 @@ class BatchRunner:
         item: BatchItem,
         values: dict[str, Any],
         thread_id: str | None,
-        verdicts: _Verdicts,
+        verdicts: ItemVerdicts,
     ) -> dict[str, Any]:
         """The result line of a finished item; `thread_id` None when no thread ran."""
         attempts: list[Attempt] = list(values.get("attempts") or [])
@@ -284,32 +282,6 @@ class BatchRunner:
             )
         except* (ConfigError, BatchStoppedError) as errors:
             raise errors.exceptions[0] from None
-
-
-class _Verdicts:
-    """One item's verdicts, each draft judged once, off the event loop.
-
-    The caller's word on the item's own draft (`item.correct`) wins over the judge.
-    """
-
-    def __init__(self, item: BatchItem, judge: Judge | None) -> None:
-        self.item = item
-        self.judge = judge
-        self.known: dict[str, bool | None] = {}
-        if item.draft is not None and item.correct is not None:
-            self.known[item.draft] = item.correct
-
-    async def of(self, drafts: Sequence[str]) -> dict[str, bool | None]:
-        """Verdicts for drafts (None where nothing can judge)."""
-        todo = [d for d in dict.fromkeys(drafts) if d not in self.known]
-        if todo and self.judge is not None:
-            self.known.update(await asyncio.to_thread(self._judge, todo))
-        return {d: self.known.get(d) for d in drafts}
-
-    def _judge(self, drafts: list[str]) -> dict[str, bool | None]:
-        assert self.judge is not None
-        task = task_text(self.item.task)
-        return {d: self.judge(task, d, self.item.reference) for d in drafts}
 
 
 def _steps(attempts: Sequence[Attempt]) -> list[int]:

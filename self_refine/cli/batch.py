@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from self_refine.batch.files import FileBatch
-from self_refine.batch.io import STDOUT, BatchItem
+from self_refine.batch.items import BatchItem
 from self_refine.batch.job import BatchJob
 from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import format_summary, summarize
+from self_refine.batch.output import STDOUT
 from self_refine.batch.runner import run_key
 from self_refine.cli.paths import check_writable, refuse_overlaps
 from self_refine.cli.progress import Progress

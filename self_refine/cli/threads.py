@@ -1,4 +1,4 @@
-"""`run`, `resume` and `show`: one thread from the command line.
+"""`run` and `resume`: one thread from the command line (`show` is in `cli/show.py`).
 
 A run's steps are streamed and printed as they end; a human critic is asked at the
 terminal; a model or database failure names the command that continues the thread.
@@ -7,19 +7,18 @@ terminal; a model or database failure names the command that continues the threa
 from __future__ import annotations
 
 import argparse
-import os
-import sqlite3
 import sys
 import uuid
 from typing import Any
 
+from self_refine.cli.failures import run_failure
 from self_refine.cli.options import (
     EXIT_FAILURE,
     check_connection,
     trace_metadata,
     warn_key_on_command_line,
 )
-from self_refine.cli.paths import check_writable, refuse_overlaps
+from self_refine.cli.paths import refuse_overlaps
 from self_refine.cli.settings import (
     RESPONSE_FORMAT_KEY,
     UsageError,
@@ -31,11 +30,11 @@ from self_refine.cli.settings import (
     run_context,
     uses_local_model,
 )
-from self_refine.content import describe_task
+from self_refine.cli.show import require_db
 from self_refine.context import RefineContext
-from self_refine.redact import shell_command, terminal_safe
+from self_refine.redact import shell_command
 
-__all__ = ["cmd_resume", "cmd_run", "cmd_show", "database_failure"]
+__all__ = ["cmd_resume", "cmd_run"]
 
 
 def _stream(
@@ -111,7 +110,7 @@ def _stream(
             print(f"\nself-refine: interrupted; continue with: {resume}", file=sys.stderr)
             return 130
         except Exception as error:
-            _model_failure(error, context, resume if _saved(graph, config) else None, args.db)
+            run_failure(error, context, resume if _saved(graph, config) else None, args.db)
         finally:
             if meter:
                 meter.close()
@@ -212,79 +211,6 @@ def _saved(graph: Any, config: Any) -> bool:
         return False
 
 
-def _raised_in_model_call(error: BaseException) -> bool:
-    """Whether `error` came out of a chat model's call (LangChain's chat-model code raised it)."""
-    trace = error.__traceback__
-    while trace is not None:
-        if _MODEL_CODE in trace.tb_frame.f_code.co_filename:
-            return True
-        trace = trace.tb_next
-    return False
-
-
-_MODEL_CODE = os.path.join("langchain_core", "language_models", "")
-
-
-def _model_failure(error: Exception, context: RefineContext, resume: str | None, db: str) -> None:
-    """Turn an error of the run into one line: what failed, and how to go on.
-
-    Only an error from a model call names the model and its endpoint; `resume`
-    (None when no thread was saved) is offered only when there is a thread to continue.
-    """
-    from self_refine.errors import ConfigError, ModelCallError
-    from self_refine.redact import redact_url
-
-    if isinstance(error, ConfigError):
-        raise error
-    if isinstance(error, sqlite3.Error):
-        raise database_failure(error, db, resume) from None
-    if isinstance(error, ModelCallError):
-        tail = (
-            f"Progress is saved; once the endpoint is back, continue with: {resume}"
-            if resume
-            else "No thread was saved: once the endpoint is back, run the command again"
-        )
-        raise RuntimeError(f"{str(error).rstrip('.')}. {tail}") from None
-    detail = " ".join(str(error).split())[:300].rstrip(".") or type(error).__name__
-    if _raised_in_model_call(error):
-        endpoint = redact_url(
-            context.base_url or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
-        )
-        what = f"model {context.model!r} at {endpoint}"
-        then = "No thread was saved: run the command again once the model works"
-    else:
-        what = "the run"
-        then = (
-            "No thread was saved, and the same command would fail alike: check the task and "
-            "the reference, or report the error"
-        )
-    if resume:
-        then = f"Progress is saved; continue with: {resume}"
-    raise RuntimeError(f"{what} failed: {type(error).__name__}: {detail}. {then}") from error
-
-
-def database_failure(error: BaseException, db: str, resume: str | None = None) -> Exception:
-    """One line for an SQLite error: a damaged file, one not writable, a full disk, or another."""
-    from self_refine.errors import ConfigError
-    from self_refine.persistence.storage import (
-        damaged_message,
-        is_damaged,
-        not_writable_message,
-        write_refused,
-    )
-
-    if is_damaged(error):
-        return ConfigError(damaged_message(db, error))
-    if why := write_refused(db, error):
-        return ConfigError(not_writable_message(db, why))
-    reason = " ".join(str(error).split()) or type(error).__name__
-    fix = "free some disk space" if "full" in reason else "check the disk and the file"
-    then = f", then continue with: {resume}" if resume else ", then try again"
-    return RuntimeError(
-        f"the database {db!r} failed ({reason}); steps before this one are saved: {fix}{then}"
-    )
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     """Start a thread and stream its steps."""
     from self_refine.persistence.storage import check_database
@@ -324,7 +250,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     check_connection(args)
     refuse_overlaps([], _key_file(args), db=args.db)
-    _require_db(args.db, args.thread_id)
+    require_db(args.db, args.thread_id)
     check_database(args.db)
     kept = ThreadSettings(args.db).load(args.thread_id)
     if kept is None:
@@ -341,64 +267,3 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def _key_file(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     return [("--api-key-file", getattr(args, "api_key_file", None))]
-
-
-def _require_db(db: str, thread_id: str) -> None:
-    """Raise UsageError when a SQLite checkpoint file does not exist (never create one to read)."""
-    from self_refine.persistence.postgres import is_postgres_url
-    from self_refine.redact import redact_url
-
-    if not is_postgres_url(db) and not os.path.exists(db):
-        raise UsageError(
-            f"no thread {thread_id!r} in {redact_url(db)}: no such database file; "
-            "check the id and --db (or SELF_REFINE_DB)"
-        )
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    """Print a thread's attempts."""
-    import json
-
-    from self_refine.cli.console import attempts_table
-    from self_refine.graphs import GRAPH_NAME, create_self_refine_graph
-    from self_refine.persistence.storage import open_checkpointer
-    from self_refine.redact import redact_url
-
-    refuse_overlaps([("--html", args.html)], db=args.db)
-    check_writable(args.html, "the page --html")
-    _require_db(args.db, args.thread_id)
-    with open_checkpointer(args.db, read_only=True) as saver:
-        # Reading a thread needs the graph's channels, not its models.
-        graph = create_self_refine_graph(None).compile(checkpointer=saver, name=GRAPH_NAME)
-        config: Any = {"configurable": {"thread_id": args.thread_id}}
-        state = graph.get_state(config)
-        history = list(graph.get_state_history(config)) if args.html and state.values else []
-    if not state.values:
-        raise UsageError(
-            f"no thread {args.thread_id!r} in {redact_url(args.db)}: check the id and --db"
-        )
-    values = state.values
-    if args.html:
-        from self_refine.pages.render import write_thread_page
-        from self_refine.pages.thread import step_times, thread_view
-
-        page = thread_view(values, title=f"thread {args.thread_id}", steps=step_times(history))
-        print(f"page written to {write_thread_page(page, args.html)}", file=sys.stderr)
-    if args.json:
-        # "" is the channel's value before the first draft: say "no draft yet" as null.
-        # The answer's message is for the messages stream: the answer is in "answer".
-        shown = {k: v for k, v in values.items() if k != "answer_message"}
-        print(json.dumps({**shown, "draft": values.get("draft") or None}, default=str))
-        return 0
-    task = terminal_safe(describe_task(values.get("task")))
-    print(f"thread {terminal_safe(args.thread_id)}\ntask: {task}\n")
-    print(attempts_table(values.get("attempts") or []))
-    if values.get("stop_reason"):
-        answer = terminal_safe(values.get("answer") or "")
-        print(f"stop reason: {values['stop_reason']}; answer:\n    {answer}")
-        if values.get("structured_error"):
-            print(f"response format: {terminal_safe(values['structured_error'])}")
-    else:
-        resume = shell_command("self-refine", "resume", args.thread_id, "--db", redact_url(args.db))
-        print(f"not finished; continue with: {resume}")
-    return 0

@@ -1,5 +1,7 @@
 """Where the command line keeps its checkpoints, and the settings each thread ran with.
 
+What a storage error means is in `persistence/failures.py`.
+
 The settings (model strings, limits, profile; never API keys) are kept beside
 the checkpoints so that `self-refine resume` continues a thread exactly as it
 was started. `db` is an SQLite file path, or a `postgresql://` URL (see
@@ -8,7 +10,6 @@ was started. `db` is an SQLite file path, or a `postgresql://` URL (see
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import sqlite3
@@ -20,6 +21,13 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from self_refine.errors import ConfigError
+from self_refine.persistence.failures import (
+    SQLITE_CANTOPEN,
+    failure_message,
+    not_writable,
+    not_writable_message,
+    sqlite_code,
+)
 from self_refine.persistence.postgres import (
     PostgresSettings,
     async_postgres_checkpointer,
@@ -31,13 +39,7 @@ __all__ = [
     "DEFAULT_DB",
     "ThreadSettings",
     "check_database",
-    "failure_message",
-    "write_refused",
-    "damaged_message",
-    "is_damaged",
-    "not_writable_message",
     "read_only_connection",
-    "storage_failure",
     "open_async_checkpointer",
     "open_checkpointer",
     "sqlite_path",
@@ -76,7 +78,7 @@ def sqlite_path(db: str, *, read_only: bool = False) -> Path:
         )
     if read_only:
         return path
-    if why := _not_writable(path):
+    if why := not_writable(path):
         raise ConfigError(not_writable_message(str(path), why))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,22 +94,6 @@ def sqlite_path(db: str, *, read_only: bool = False) -> Path:
     return path
 
 
-def _not_writable(path: Path) -> str | None:
-    """What keeps the database at `path` (or one made there) from being written, if anything."""
-    folder = next((p for p in path.absolute().parents if p.exists()), None)
-    if folder is None or not folder.is_dir():
-        return None  # not a folder at all: opening it says so
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"its folder {str(folder)!r} is read-only"
-    if path.exists() and not os.access(path, os.W_OK):
-        return "the file is read-only"
-    for suffix in ("-wal", "-shm"):
-        beside = path.with_name(path.name + suffix)
-        if beside.exists() and not os.access(beside, os.W_OK):
-            return f"{str(beside)!r} beside it is read-only"
-    return None
-
-
 def check_database(db: str) -> None:
     """Raise ConfigError when threads could not be saved at `db`; nothing is created.
 
@@ -116,32 +102,8 @@ def check_database(db: str) -> None:
     if is_postgres_url(db):
         return
     path = sqlite_path(db, read_only=True)
-    if why := _not_writable(path):
+    if why := not_writable(path):
         raise ConfigError(not_writable_message(str(path), why))
-
-
-def not_writable_message(db: str, why: str) -> str:
-    """What to say when a command that saves threads gets a database it cannot write."""
-    return (
-        f"the database {db!r} is not writable ({why}): run, resume and batch save their "
-        "threads in it; choose a writable --db (show can still read this one)"
-    )
-
-
-def write_refused(db: str, error: BaseException) -> str | None:
-    """Why `db` cannot be written, when `error` is SQLite refusing to open or write it for that."""
-    if _code(error) in (_SQLITE_READONLY, _SQLITE_CANTOPEN, _SQLITE_PERM):
-        return _not_writable(Path(db))
-    return None
-
-
-def failure_message(db: str, error: sqlite3.Error) -> str:
-    """One line for an SQLite error opening `db`: damaged, not writable, or what SQLite said."""
-    if is_damaged(error):
-        return damaged_message(db, error)
-    if why := write_refused(db, error):
-        return not_writable_message(db, why)
-    return f"cannot open the database {db!r} ({error}): choose a writable path with --db"
 
 
 def read_only_connection(db: str) -> sqlite3.Connection:
@@ -158,13 +120,13 @@ def read_only_connection(db: str) -> sqlite3.Connection:
     except sqlite3.Error as error:
         wal = path.with_name(path.name + "-wal")
         unwritable = not os.access(path.absolute().parent, os.W_OK)
-        if _code(error) == _SQLITE_CANTOPEN and unwritable and wal.exists():
+        if sqlite_code(error) == SQLITE_CANTOPEN and unwritable and wal.exists():
             raise ConfigError(
                 f"the database {str(path)!r} has changes in {str(wal)!r} that SQLite cannot "
                 "read in a read-only folder: copy both files to a writable folder and read "
                 "them there"
             ) from None
-        if _code(error) != _SQLITE_CANTOPEN or not unwritable:
+        if sqlite_code(error) != SQLITE_CANTOPEN or not unwritable:
             raise ConfigError(failure_message(str(path), error)) from None
     try:
         return _opened(uri + "&immutable=1")
@@ -190,51 +152,6 @@ def _not_sqlite(path: Path) -> bool:
     except OSError:
         return False  # opening it will say what is wrong
     return bool(head) and head != _SQLITE_HEADER
-
-
-def damaged_message(db: str, error: BaseException) -> str:
-    """What to say when SQLite finds a database damaged ("database disk image is malformed")."""
-    return (
-        f"the database {db!r} is damaged ({error}): its threads cannot be read. Keep a copy, "
-        f"try `sqlite3 {db} .recover | sqlite3 recovered.sqlite` to save what is left, or "
-        "start afresh with another --db"
-    )
-
-
-_SQLITE_PERM, _SQLITE_READONLY, _SQLITE_CORRUPT, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 3, 8, 11, 14, 26
-
-
-def _code(error: BaseException) -> int | None:
-    """SQLite's primary result code of an error (the extended code's low byte), if it has one."""
-    code = getattr(error, "sqlite_errorcode", None)
-    return code & 0xFF if isinstance(code, int) else None
-
-
-def is_damaged(error: BaseException) -> bool:
-    """Whether an error is SQLite finding a damaged file (not a lock, a full disk or I/O)."""
-    if isinstance(error, sqlite3.Error) and _code(error) is not None:
-        return _code(error) in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
-    return type(error) is sqlite3.DatabaseError
-
-
-_DISK_FULL_SQLSTATE = "53100"  # PostgreSQL's disk_full
-
-
-def storage_failure(error: BaseException) -> str | None:
-    """What failed when an error is the storage's own (full, damaged, I/O), else None.
-
-    Such a failure is not one item's: every later write would fail alike.
-    """
-    reason = " ".join(str(error).split()) or type(error).__name__
-    if isinstance(error, sqlite3.OperationalError) and ("full" in reason or "I/O" in reason):
-        return f"the checkpoint database failed ({reason})"
-    if is_damaged(error):
-        return f"the checkpoint database is damaged ({reason})"
-    if getattr(error, "sqlstate", None) == _DISK_FULL_SQLSTATE:
-        return f"the PostgreSQL server's disk is full ({reason.split(' CONTEXT:')[0]})"
-    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
-        return f"the disk failed ({error.strerror})"
-    return None
 
 
 @contextmanager

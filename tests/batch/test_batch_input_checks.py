@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from self_refine import RefineContext
-from self_refine.batch.io import BatchItem, read_items
+from self_refine.batch.items import BatchItem, read_items
 from self_refine.batch.job import BatchJob
 from self_refine.batch.metrics import format_summary, summarize
 from self_refine.cli.main import main

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from self_refine.batch.io import OutputFile, in_shard, item_id, parse_shard, read_items
+from self_refine.batch.items import in_shard, item_id, parse_shard, read_items
+from self_refine.batch.output import OutputFile
 from self_refine.errors import ConfigError
 
 

@@ -4,6 +4,10 @@ Started by host.py as `python -I runner.py SPEC`; stdlib only. It
 reports JSON lines on the file descriptor the spec names: `ready` (with what
 isolation holds), `start` and `result` per test, then `done`. The code under
 test runs in this same process, after every isolation step.
+
+Longer than the ~300 lines a module should hold: it is one program, run by path in
+the confined child with the standard library only, and a second file would be one
+more thing to load (and to trust) before the guard is in place.
 """
 
 from __future__ import annotations
