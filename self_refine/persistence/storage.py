@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
@@ -46,6 +47,10 @@ __all__ = [
 ]
 
 DEFAULT_DB = ".self-refine/checkpoints.sqlite"
+
+# How long a connection waits for another process's write (several commands may
+# share one database: two batches, a batch and `show`) before it says "locked".
+BUSY_SECONDS = 60.0
 
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -82,8 +87,11 @@ def sqlite_path(db: str, *, read_only: bool = False) -> Path:
         raise ConfigError(not_writable_message(str(path), why))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with sqlite3.connect(path) as conn:
+        conn = sqlite3.connect(path, timeout=BUSY_SECONDS)
+        try:
             conn.execute("PRAGMA user_version")
+        finally:
+            conn.close()
     except sqlite3.Error as error:
         raise ConfigError(failure_message(str(path), error)) from None
     except OSError as error:
@@ -134,6 +142,34 @@ def read_only_connection(db: str) -> sqlite3.Connection:
         raise ConfigError(failure_message(str(path), error)) from None
 
 
+def _writable_connection(path: Path) -> sqlite3.Connection:
+    """Open the SQLite file at `path` for writing, in WAL mode with `synchronous=NORMAL`.
+
+    Two commands that open a new database at once both switch it to WAL, and
+    SQLite answers one of them "database is locked" at once, without waiting
+    (the switch needs the file to itself): that switch is retried until
+    `BUSY_SECONDS`, as every later write waits for another process's.
+    """
+    conn = sqlite3.connect(path, timeout=BUSY_SECONDS, check_same_thread=False)
+    try:
+        deadline = time.monotonic() + BUSY_SECONDS
+        pause = 0.01
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def _opened(uri: str) -> sqlite3.Connection:
     conn = sqlite3.connect(uri, uri=True, check_same_thread=False)  # the saver serializes
     try:
@@ -173,14 +209,9 @@ def open_checkpointer(db: str, *, read_only: bool = False) -> Iterator[BaseCheck
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    if read_only:
-        conn = read_only_connection(db)
-    else:
-        conn = sqlite3.connect(sqlite_path(db), check_same_thread=False)  # the saver serializes
+    # one connection for the saver, which serializes its use across threads
+    conn = read_only_connection(db) if read_only else _writable_connection(sqlite_path(db))
     try:
-        if not read_only:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
         yield SqliteSaver(conn)
     finally:
         conn.close()
@@ -213,11 +244,9 @@ async def open_async_checkpointer(
         return
     from self_refine.persistence.sqlite import ThreadedSqliteSaver
 
-    conn = sqlite3.connect(sqlite_path(db), check_same_thread=False)
+    conn = _writable_connection(sqlite_path(db))
     threaded: ThreadedSqliteSaver | None = None
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
         threaded = ThreadedSqliteSaver(conn)
         yield threaded
     finally:
@@ -250,21 +279,21 @@ class _SqliteSettings:
 
     def __init__(self, db: str) -> None:
         self.path = sqlite_path(db)
-        with sqlite3.connect(self.path) as conn:
+        with sqlite3.connect(self.path, timeout=BUSY_SECONDS) as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS self_refine_threads "
                 "(thread_id TEXT PRIMARY KEY, settings TEXT NOT NULL)"
             )
 
     def save(self, thread_id: str, settings: dict[str, Any]) -> None:
-        with sqlite3.connect(self.path) as conn:
+        with sqlite3.connect(self.path, timeout=BUSY_SECONDS) as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO self_refine_threads VALUES (?, ?)",
                 (thread_id, json.dumps(settings, sort_keys=True)),
             )
 
     def load(self, thread_id: str) -> dict[str, Any] | None:
-        with sqlite3.connect(self.path) as conn:
+        with sqlite3.connect(self.path, timeout=BUSY_SECONDS) as conn:
             row = conn.execute(
                 "SELECT settings FROM self_refine_threads WHERE thread_id = ?", (thread_id,)
             ).fetchone()
