@@ -17,6 +17,8 @@ from typing_extensions import TypedDict
 
 __all__ = [
     "Attempt",
+    "Candidate",
+    "CandidateInput",
     "Critique",
     "RefineInput",
     "RefineOutput",
@@ -118,6 +120,26 @@ class RejectedReply(TypedDict):
     detail: str
 
 
+class Candidate(TypedDict):
+    """One of the replies a draft step sampled at once (`candidates` > 1), judged.
+
+    `index` is its place among the step's replies (0 at the model's own temperature);
+    `draft` is "" when the reply was rejected (`rejected` says why, and it was never
+    critiqued: `critique` is empty); `usage` covers its draft call and its critique.
+    `verified` is the verifiers' verdict (None when none judged it) and `checked` their
+    lowest score, which rank candidates before the critic's score does.
+    """
+
+    index: int
+    draft: str
+    critique: dict[str, Any]
+    usage: Usage
+    verified: bool | None
+    checked: float | None
+    problems: NotRequired[list[str]]
+    rejected: NotRequired[RejectedReply]
+
+
 class Attempt(TypedDict):
     """One draft and the critique it received.
 
@@ -127,7 +149,10 @@ class Attempt(TypedDict):
     something went wrong, says what (an empty or refused reply, a critique that
     was not valid JSON, a score outside [0, 1]) and how it was handled.
     `rejected`, present only when it happened, lists the replies that were not
-    taken as this draft (see `RejectedReply`).
+    taken as this draft (see `RejectedReply`). When the step sampled several
+    candidates, `candidate` is the index of the one picked (absent when every reply
+    was rejected and the previous draft stayed), `candidates` holds the others, and
+    `usage` covers every candidate's calls.
     """
 
     iteration: int
@@ -136,6 +161,12 @@ class Attempt(TypedDict):
     usage: Usage
     problems: NotRequired[list[str]]
     rejected: NotRequired[list[RejectedReply]]
+    candidate: NotRequired[int]
+    candidates: NotRequired[list[Candidate]]
+
+
+def _add_candidates(current: list[Candidate], new: list[Candidate]) -> list[Candidate]:
+    return [*current, *new]
 
 
 def _append_attempts(
@@ -182,6 +213,22 @@ class RefineInput(TypedDict, total=False):
     id: str
 
 
+class CandidateInput(TypedDict, total=False):
+    """What one candidate branch is sent (`Send`): the state its draft step reads.
+
+    `candidate` is the branch's index among the step's replies.
+    """
+
+    task: Required[str]
+    reference: Any
+    run_context: dict[str, Any]
+    draft: str
+    critique: dict[str, Any]
+    attempts: list[Attempt]
+    iteration: int
+    candidate: Required[int]
+
+
 class RefineState(TypedDict, total=False):
     """The loop's working state, checkpointed after every step.
 
@@ -191,7 +238,10 @@ class RefineState(TypedDict, total=False):
     continuation with None) brings no context of its own. `draft_usage`,
     `draft_problems` and `draft_rejected` describe the draft in the making until
     the critique records them in its attempt; `ask_again` is True after a reply
-    was rejected, while the node that asked for it asks once more.
+    was rejected, while the node that asked for it asks once more. `fan_out` is how
+    many replies the next draft step samples at once (the run's `candidates`),
+    written by the node before it; `candidates` collects those replies, judged, until
+    the `pick` node takes one and records the step.
     """
 
     task: Required[Text]
@@ -207,6 +257,8 @@ class RefineState(TypedDict, total=False):
     draft_problems: list[str]
     draft_rejected: list[RejectedReply]
     ask_again: bool
+    fan_out: int
+    candidates: Annotated[list[Candidate], _add_candidates]
     usage: Usage
     answer: str
     best: Attempt | None

@@ -56,6 +56,9 @@ def _job(args: argparse.Namespace, context: RefineContext) -> BatchJob:
             "leave --verifiers out, or name some (e.g. --verifiers answer)"
         )
     settings = {name: getattr(context, name) for name in RESULT_FIELDS}
+    if settings["candidates"] == 1:
+        # Left out at its default, so batches begun before the setting existed keep their threads.
+        del settings["candidates"]
     settings.update(refine_only_incorrect=args.refine_only_incorrect, verifiers=verifiers)
     return BatchJob(
         context,

@@ -181,12 +181,19 @@ class Loop:
 
         Its critics must be able to judge drafts for the input's reference, every
         model it will call must be had (a model string of no known form, a missing
-        key), and a human critic needs the run to be saved (`saved`) to resume it.
+        key), and a human critic needs the run to be saved (`saved`) to resume it and
+        a single reply per step to answer.
         """
         plan = self.plan_for(settings)
         plan.critic.critic.check(payload.get("reference"))
         plan.check_models(generates=not (payload.get("draft") or "").strip())
-        if not saved and isinstance(plan.critic.critic.explainer, HumanCritic):
+        human = isinstance(plan.critic.critic.explainer, HumanCritic)
+        if human and settings.candidates > 1:
+            raise ConfigError(
+                f"the human critic answers one draft at a time; candidates={settings.candidates} "
+                "would ask about every candidate at once: use candidates=1 with it"
+            )
+        if not saved and human:
             raise ConfigError(
                 "the human critic needs a checkpointer to resume the run with the answer: "
                 "compile the graph with one (e.g. checkpointer=InMemorySaver()) or serve it "

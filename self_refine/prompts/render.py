@@ -12,7 +12,12 @@ The refine request comes in two forms (`REFINE_FORMS`):
   reuses what it has read), and no draft or feedback is wrapped in tags that a model
   could copy back;
 - "single": one user message holding the task and every (draft, feedback) pair,
-  fenced in tags, then the instruction.
+  fenced in tags, then the instruction;
+- "fresh": the first request again, with the latest feedback as problems an earlier
+  response had, and no draft at all: a new draft written from the task, which a model
+  cannot answer by copying its last one (`fresh_messages`). The refine step also asks
+  this way when a reply in another form was the draft unchanged, and so do a step's
+  candidates after the first.
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ __all__ = [
     "ASK_AGAIN",
     "DEFAULT_REFINE_FORM",
     "FENCE_TAGS",
+    "FRESH_ASK",
+    "FRESH_INTRO",
     "Phrases",
     "REFINE_FORMS",
     "RefineForm",
     "feedback_messages",
     "fence",
+    "fresh_messages",
     "format_feedback",
     "generate_messages",
     "instruction_phrases",
@@ -53,8 +61,8 @@ _DATA_NOTE = (
 )
 
 
-RefineForm = Literal["conversation", "single"]
-REFINE_FORMS: tuple[RefineForm, ...] = ("conversation", "single")
+RefineForm = Literal["conversation", "single", "fresh"]
+REFINE_FORMS: tuple[RefineForm, ...] = ("conversation", "single", "fresh")
 DEFAULT_REFINE_FORM: RefineForm = "conversation"
 """The form used unless a profile or the run's settings choose another (see DESIGN.md)."""
 FEEDBACK_TURN = "Feedback on your draft:"
@@ -64,6 +72,12 @@ NEXT_DRAFT = (
     "Reply with the new draft only."
 )
 """How a feedback turn ends, unless the profile's `revise` says otherwise."""
+
+
+FRESH_INTRO = "An earlier response to this task had these problems:"
+"""What introduces the latest feedback in the fresh refine form."""
+FRESH_ASK = "Write a new response to the task that avoids them."
+"""The instruction of the fresh refine form, before the profile's `request` line."""
 
 
 ASK_AGAIN = (
@@ -169,6 +183,8 @@ def _phrases(prompts: PromptSet | None) -> Phrases:
         CRITIQUE_ASK,
         NOTES_INTRO,
         HISTORY_INTRO,
+        FRESH_INTRO,
+        FRESH_ASK,
         ASK_AGAIN.replace("{detail}", ""),
     ]
     runs: set[tuple[str, ...]] = set()
@@ -217,7 +233,7 @@ def refine_messages(
     The latest attempt is always included, with `current` (the critique in the
     state, which a person may have edited) as its feedback; `history_window`
     limits how many earlier attempts come with it (None: all). `form` is
-    "conversation" or "single" (see the module docstring).
+    "conversation", "single" or "fresh" (see the module docstring).
     """
     if not attempts:
         raise ValueError("refine needs at least one critiqued draft")
@@ -231,6 +247,8 @@ def refine_messages(
     pairs.append((latest["draft"], current or latest["critique"]))
     if form == "conversation":
         return _conversation(prompts, task, pairs)
+    if form == "fresh":
+        return fresh_messages(prompts, task, (current or latest["critique"]).get("feedback") or [])
     blocks = [_attempt_block(a["iteration"], a["draft"], a["critique"]) for a in earlier]
     blocks.append(
         _attempt_block(latest["iteration"], latest["draft"], current or latest["critique"])
@@ -241,6 +259,21 @@ def refine_messages(
         HumanMessage(
             f"{fence('task', task)}\n\n{HISTORY_INTRO}\n\n{history}\n\n"
             f"{SINGLE_FORM_ASK} {prompts.revise or 'Reply with the new draft only.'}"
+        ),
+    ]
+
+
+def fresh_messages(prompts: PromptSet, task: str, feedback: Sequence[str]) -> list[BaseMessage]:
+    """A request for a new draft from the task and the latest feedback alone.
+
+    No earlier draft is shown: small models asked to edit a draft they can see often
+    reply with that draft unchanged (the quality guide has the figures).
+    """
+    problems = fence("feedback", format_feedback(feedback))
+    return [
+        _system("refiner", prompts.generate),
+        HumanMessage(
+            f"{fence('task', task)}\n\n{FRESH_INTRO}\n{problems}\n\n{FRESH_ASK} {prompts.request}"
         ),
     ]
 

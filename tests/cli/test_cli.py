@@ -358,8 +358,9 @@ def test_unknown_thread_is_a_usage_error(capsys: pytest.CaptureFixture[str], com
     ("args", "says"),
     [
         (["   "], "the task is empty"),
-        ([TASK, "--max-iterations", "0"], "--max-iterations must be between 1 and 50"),
-        ([TASK, "--max-iterations", "51"], "--max-iterations must be between 1 and 50"),
+        ([TASK, "--max-iterations", "-1"], "--max-iterations must be between 0 and 50"),
+        ([TASK, "--max-iterations", "51"], "--max-iterations must be between 0 and 50"),
+        ([TASK, "--candidates", "0"], "--candidates must be between 1 and 16"),
         ([TASK, "--score-threshold", "1.5"], "--score-threshold must be between 0 and 1"),
         ([TASK, "--score-threshold", "-0.1"], "--score-threshold must be between 0 and 1"),
         ([TASK, "--patience", "0"], "--patience must be >= 1"),
