@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 # Lint what exists: benchmarks/ may not be there yet.
-LINT_PATHS := self_refine tests docs/hooks $(wildcard benchmarks)
+LINT_PATHS := self_refine tests docs/hooks examples $(wildcard benchmarks)
 TASK ?= Write one or two natural sentences that use all of these words: train, pencil, compass, river.
 REFERENCE ?= {"concepts": ["train", "pencil", "compass", "river"]}
 # The model `make run` uses: the embedded local model (built and fetched on first use),
@@ -16,7 +16,7 @@ RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)'
 endif
 RUN_NEEDS := $(if $(filter local local:%,$(MODEL)),$(VENV)/.installed-local,$(VENV)/.installed-run)
 
-.PHONY: run test lint studio bench bench-quality docs clean
+.PHONY: run test lint studio bench bench-quality docs clean local-runtime
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,15 @@ $(VENV)/.installed-local: pyproject.toml | $(BIN)/python
 	@echo "llama.cpp: about 7 minutes on 2 cores (pip keeps the wheel, so later installs are quick)."
 	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $(BIN)/python -m pip install --quiet -e ".[local]"
 	touch $@ $(VENV)/.installed-run
+
+# The fix when the local model's runtime crashes (self-refine says so): llama-cpp-python
+# compiled again, portable (no instructions of this CPU alone), never taken from pip's wheel
+# cache, which may hold a native build of an earlier install. About 7 minutes on 2 cores.
+LLAMA_REQUIREMENT := $(shell sed -n 's/^local = \["\(.*\)"\]$$/\1/p' pyproject.toml)
+local-runtime: | $(BIN)/python
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --no-cache-dir --force-reinstall \
+		--no-deps "$(LLAMA_REQUIREMENT)"
+	touch $(VENV)/.installed-local
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "Installing the development extras (llama-cpp-python among them: the first time pip"

@@ -10,6 +10,10 @@ A run's settings are, in this order:
 2. for a call that brings none (a resume, a continuation with None), the settings
    its run began with, kept in the thread (`RefineContext.kept`, never a secret);
 3. else the graph's settings (`create_self_refine_graph(settings=...)`).
+
+Longer than the ~300 lines a module should hold: one dataclass whose nineteen fields
+each carry the description Studio shows; splitting it would split the one list of
+settings.
 """
 
 from __future__ import annotations

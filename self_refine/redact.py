@@ -2,17 +2,26 @@
 
 API keys and passwords in URLs never reach a trace, a log, an error or a page
 (`redact`, `redact_url`); text from a task or a model never acts on a terminal
-(`terminal_safe`).
+(`terminal_safe`); a command shown to be pasted back pastes as itself (`shell_command`).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MASK", "model_secrets", "redact", "redact_url", "terminal_safe", "url_has_password"]
+__all__ = [
+    "MASK",
+    "model_secrets",
+    "redact",
+    "redact_url",
+    "shell_command",
+    "terminal_safe",
+    "url_has_password",
+]
 
 MASK = "***"
 _MIN_SECRET_CHARS = 6
@@ -103,3 +112,9 @@ def terminal_safe(text: str) -> str:
     """
     text = text.replace("\r\n", "\n")
     return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def shell_command(*words: str) -> str:
+    """A command to show the user: each word quoted for a POSIX shell, so a thread id or a
+    path with spaces, quotes or `;` pastes back as itself; control characters as escapes."""
+    return terminal_safe(" ".join(shlex.quote(word) for word in words))

@@ -11,6 +11,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Durability
 
+from self_refine.content import TaskContent
 from self_refine.context import RefineContext, settings_of
 from self_refine.errors import ConfigError
 from self_refine.graphs.self_refine import (
@@ -25,7 +26,7 @@ __all__ = ["arefine", "refine"]
 
 
 def _prepare(
-    task: str,
+    task: TaskContent,
     model: BaseChatModel | str,
     draft: str | None,
     reference: Any,
@@ -65,7 +66,7 @@ def _durability(checkpointer: BaseCheckpointSaver[Any] | None) -> Durability | N
 
 
 def refine(
-    task: str,
+    task: TaskContent,
     *,
     model: BaseChatModel | str,
     draft: str | None = None,
@@ -77,22 +78,26 @@ def refine(
 ) -> RefineOutput:
     """Refine a response to `task` and return the answer with every attempt.
 
+    `task` is its text, or message content: a list of text and image blocks, e.g.
+    `[{"type": "text", "text": "..."}, {"type": "image", "url": "https://..."}]`,
+    which reaches every model request as given (models that read text only are
+    refused before the first call).
+
     `options` are `create_self_refine_graph`'s keyword arguments (`roles`,
-    `settings`, `critics`, `stop`, `prompts`), or for short the fields of
+    `settings`, `critics`, `stop`, `prompts`, `response_format`: then the output's
+    `structured_response` is the answer as a validated instance), or for short the fields of
     `Roles` and `RefineContext` as flat keywords (`critic_model=`,
     `max_iterations=`, `score_threshold=`, ...).
     """
     graph, payload, config = _prepare(
         task, model, draft, reference, context, checkpointer, thread_id, options
     )
-    return cast(
-        RefineOutput,
-        graph.invoke(payload, config, context=context, durability=_durability(checkpointer)),
-    )
+    output = graph.invoke(payload, config, context=context, durability=_durability(checkpointer))
+    return _typed(graph, output)
 
 
 async def arefine(
-    task: str,
+    task: TaskContent,
     *,
     model: BaseChatModel | str,
     draft: str | None = None,
@@ -109,4 +114,12 @@ async def arefine(
     output = await graph.ainvoke(
         payload, config, context=context, durability=_durability(checkpointer)
     )
+    return _typed(graph, output)
+
+
+def _typed(graph: Any, output: Any) -> RefineOutput:
+    """The output, its `structured_response` as the validated instance (a pydantic object)."""
+    answer_format = graph.builder.loop.response_format
+    if answer_format is not None and output.get("structured_response") is not None:
+        output["structured_response"] = answer_format.instance(output["structured_response"])
     return cast(RefineOutput, output)

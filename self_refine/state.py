@@ -7,13 +7,17 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NotRequired, Required
 
+from langchain_core.messages import AIMessage
 from langgraph.channels.delta import DeltaChannel
+from langgraph.channels.ephemeral_value import EphemeralValue
 from langgraph.types import Overwrite
 from pydantic import BaseModel, Field, field_validator
 
 # pydantic builds JSON schemas (LangGraph's input/output schemas, Studio) only from
 # typing_extensions' TypedDict on Python < 3.12.
 from typing_extensions import TypedDict
+
+from self_refine.content import TaskContent, task_problem
 
 __all__ = [
     "Attempt",
@@ -25,12 +29,16 @@ __all__ = [
     "RefineState",
     "RejectedReply",
     "Usage",
+    "ANSWER_NAME",
+    "MAX_REFERENCE_CHARS",
+    "MAX_REFERENCE_DEPTH",
     "MAX_TASK_CHARS",
     "RUN_CONTEXT",
     "add_usage",
     "lone_surrogate",
     "start_over",
     "starts_over",
+    "reference_problem",
     "validate_input",
 ]
 
@@ -200,14 +208,25 @@ CritiqueValue = Annotated[dict[str, Any], DeltaChannel(_latest, snapshot_frequen
 #   walks about as far back as task does.
 KeptSettings = Annotated[dict[str, Any], DeltaChannel(_latest, snapshot_frequency=10)]
 
+# - answer_message: the answer as a message, for the messages stream; written by finalize
+#   and cleared by the next step, so a thread stores it once, in its run's last checkpoint.
+AnswerMessage = Annotated[AIMessage | None, EphemeralValue(Any)]
+
+ANSWER_NAME = "answer"
+"""The name of the message that carries a run's answer on the `messages` stream."""
+
 RUN_CONTEXT = "run_context"
 """The state key that keeps a run's context (never a secret) for its resumes."""
 
 
 class RefineInput(TypedDict, total=False):
-    """What a caller passes in: a task, and optionally a draft to start from."""
+    """What a caller passes in: a task, and optionally a draft to start from.
 
-    task: Required[str]
+    The task is its text, or message content: a list of text and image blocks
+    (see `self_refine.content`).
+    """
+
+    task: Required[TaskContent]
     draft: str
     reference: Any
     id: str
@@ -219,7 +238,7 @@ class CandidateInput(TypedDict, total=False):
     `candidate` is the branch's index among the step's replies.
     """
 
-    task: Required[str]
+    task: Required[TaskContent]
     reference: Any
     run_context: dict[str, Any]
     draft: str
@@ -244,6 +263,8 @@ class RefineState(TypedDict, total=False):
     the `pick` node takes one and records the step.
     """
 
+    # The task's text or content blocks (RefineInput says which): the channel is typed by
+    # what it reads before its first write, "".
     task: Required[Text]
     run_context: KeptSettings
     draft: Text
@@ -261,6 +282,9 @@ class RefineState(TypedDict, total=False):
     candidates: Annotated[list[Candidate], _add_candidates]
     usage: Usage
     answer: str
+    answer_message: AnswerMessage
+    structured_response: Any
+    structured_error: str | None
     best: Attempt | None
     last: Attempt | None
     iterations: int
@@ -268,7 +292,12 @@ class RefineState(TypedDict, total=False):
 
 
 class RefineOutput(TypedDict):
-    """What a caller gets back."""
+    """What a caller gets back.
+
+    With a response format, `structured_response` is the answer's JSON value (None
+    when no draft matched the format; `structured_error` then says so and why);
+    `refine()` hands back the validated instance instead (a pydantic object).
+    """
 
     answer: str
     best: Attempt | None
@@ -279,6 +308,8 @@ class RefineOutput(TypedDict):
     score: float | None
     usage: Usage
     id: NotRequired[str]
+    structured_response: NotRequired[Any]
+    structured_error: NotRequired[str | None]
 
 
 SelectMode = Literal["best", "last"]
@@ -314,6 +345,39 @@ MAX_TASK_CHARS = 100_000
 """Longest task accepted, in characters; longer ones are refused before any model call."""
 
 
+MAX_REFERENCE_DEPTH = 32
+"""Deepest nesting of lists and objects accepted in a reference (checkpoints refuse ~250)."""
+MAX_REFERENCE_CHARS = 1_000_000
+"""Most characters of text (strings and keys) accepted in a reference."""
+
+
+def reference_problem(value: Any) -> str | None:
+    """Why a reference cannot be used (nested too deeply, too large), or None when it can.
+
+    Walked without recursion, so any depth is measured safely.
+    """
+    chars = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth >= MAX_REFERENCE_DEPTH:
+                return (
+                    f"reference is nested more than {MAX_REFERENCE_DEPTH} levels deep: "
+                    "flatten it (a verifier reads a few levels at most)"
+                )
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else list(item)
+            stack.extend((child, depth + 1) for child in children)
+        else:
+            chars += len(item) if isinstance(item, str) else 1
+        if chars > MAX_REFERENCE_CHARS:
+            return (
+                f"reference holds over {MAX_REFERENCE_CHARS:,} characters of text: keep what "
+                "the verifiers check (an answer, tests, concepts, a schema) and leave the rest out"
+            )
+    return None
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -347,13 +411,17 @@ def validate_input(state: Any) -> None:
     from self_refine.errors import ConfigError
 
     task = state.get("task") if isinstance(state, dict) else None
-    if not isinstance(task, str):
+    if isinstance(task, list):
+        if why := task_problem(task, MAX_TASK_CHARS):
+            raise ConfigError(why)
+    elif not isinstance(task, str):
         raise ConfigError(
-            f"task must be a string, got {type(task).__name__}: pass {{'task': '...'}}"
+            f"task must be a string, got {type(task).__name__}: pass {{'task': '...'}} "
+            "(or a list of text and image blocks)"
         )
-    if not task.strip():
+    elif not task.strip():
         raise ConfigError("task is empty: give the text of the task to refine a response for")
-    if len(task) > MAX_TASK_CHARS:
+    elif len(task) > MAX_TASK_CHARS:
         raise ConfigError(
             f"task is {len(task):,} characters, over the limit of {MAX_TASK_CHARS:,}: "
             "shorten it or pass the long material as a draft or reference"
@@ -361,6 +429,8 @@ def validate_input(state: Any) -> None:
     draft = state.get("draft")
     if draft is not None and not isinstance(draft, str):
         raise ConfigError(f"draft must be a string, got {type(draft).__name__}")
+    if why := reference_problem(state.get("reference")):
+        raise ConfigError(why)
     for name in ("task", "draft", "reference"):
         if why := lone_surrogate(state.get(name), name):
             raise ConfigError(why)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from itertools import count
 from pathlib import Path
 
@@ -59,11 +61,14 @@ def closed_port() -> int:
 
 
 def run_cli(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
+    *args: str, cwd: Path, env: dict[str, str] | None = None, prefix: Sequence[str] = ()
 ) -> subprocess.CompletedProcess[str]:
-    """Run the `self-refine` program in a child process, as a user would."""
+    """Run the `self-refine` program in a child process, as a user would.
+
+    `prefix` goes before the program (see `read_only`).
+    """
     return subprocess.run(
-        [sys.executable, "-m", "self_refine.cli", *args],
+        [*prefix, sys.executable, "-m", "self_refine.cli", *args],
         cwd=cwd,
         env={**os.environ, **(env or {})},
         capture_output=True,
@@ -89,3 +94,28 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
 def postgres_url(postgres_cluster: PostgresCluster) -> str:
     """The URL of a new, empty database for this test."""
     return postgres_cluster.create_database(f"test_{next(_databases)}")
+
+
+@contextmanager
+def read_only(folder: Path) -> Iterator[list[str]]:
+    """A command prefix under which `folder` cannot be written, as for a user on a read-only mount.
+
+    As root (who writes anywhere), the command runs in its own mount namespace
+    with `folder` bound read-only there; anyone else gets the folder's write
+    permission taken away for the time of the block.
+    """
+    if os.geteuid() != 0:
+        mode = folder.stat().st_mode
+        folder.chmod(0o555)
+        try:
+            yield []
+        finally:
+            folder.chmod(mode)
+        return
+    if shutil.which("unshare") is None:
+        pytest.skip("root needs unshare(1) to make a folder read-only for a test")
+    mount = 'mount --bind -o ro "$0" "$0" && exec "$@"'
+    prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(folder)]
+    if subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
+        pytest.skip("this kernel refuses a private mount namespace")
+    yield prefix

@@ -15,7 +15,9 @@ the system prompt that this library's prompts start with:
     assert model.requests_for("refiner")[0].prompt.count("<draft>") == 1
 
 A role's replies are used in order and the last one repeats once the list runs
-out. A reply is a string, a dict (sent as its JSON text), an exception
+out. A reply is a string, a dict (sent as its JSON text), an `AIMessage` (sent as
+it is, tool calls included: `bind_tools` is accepted, so a LangGraph agent such
+as `create_react_agent` can run on this model), an exception
 instance (raised instead of answering, to simulate a failing call), or a
 callable that takes the request's messages and returns one of those. The key
 "*" serves every role that has no script of its own; a role with no script at
@@ -137,16 +139,21 @@ class FakeChatModel(BaseChatModel):
             reply = reply(list(messages))
         if isinstance(reply, BaseException):
             raise reply
-        text = reply if isinstance(reply, str) else json.dumps(reply)
-        message = AIMessage(
-            text,
-            usage_metadata={
-                "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens,
-                "total_tokens": self.input_tokens + self.output_tokens,
-            },
-        )
+        usage: Any = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.input_tokens + self.output_tokens,
+        }
+        if isinstance(reply, AIMessage):
+            message = reply.model_copy(update={"usage_metadata": usage})
+        else:
+            text = reply if isinstance(reply, str) else json.dumps(reply)
+            message = AIMessage(text, usage_metadata=usage)
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> FakeChatModel:
+        """Accept the tools an agent binds: the script says which calls the model makes."""
+        return self
 
     def with_structured_output(
         self, schema: Any, *, include_raw: bool = False, **kwargs: Any

@@ -110,6 +110,9 @@ class OpenAIServer:
     structured_output: bool = True
     json_schema_status: int = 400
     """The status a server without structured output answers a json_schema format with."""
+    json_schema_body: str = "openai"
+    """How that 5xx answer's body is shaped: "openai" ({"error": {"message": ...}}) or
+    "fastapi" ({"detail": ...}, whose text the openai client leaves out of its message)."""
     stall_seconds: float = 30.0
     requests: list[Recorded] = field(default_factory=list)
     port: int = 0
@@ -270,7 +273,9 @@ class OpenAIServer:
         wanted = (body.get("response_format") or {}).get("type", "text")
         if wanted == "json_schema" and self.json_schema_status >= 500:
             message = "body.response_format.type: Input should be 'text' or 'json_object'"
-            await _send_json(writer, self.json_schema_status, {"error": {"message": message}})
+            shaped = {"detail": message} if self.json_schema_body == "fastapi" else None
+            error = shaped or {"error": {"message": message}}
+            await _send_json(writer, self.json_schema_status, error)
             return True
         if wanted != "text" and (fault == "no_structured" or not self.structured_output):
             await _send_json(

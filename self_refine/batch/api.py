@@ -14,16 +14,19 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from self_refine.batch.engines import LocalEngine
-from self_refine.batch.io import BatchItem, append_jsonl
+from self_refine.batch.items import BatchItem
 from self_refine.batch.job import BatchJob
 from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import summarize
+from self_refine.batch.output import append_jsonl
 from self_refine.batch.runner import run_key
+from self_refine.content import TaskContent, has_images, task_problem
 from self_refine.context import RefineContext, settings_of
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError
 from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph, group_options
 from self_refine.redact import model_secrets, redact
+from self_refine.state import MAX_TASK_CHARS
 
 __all__ = ["BatchResult", "arefine_batch", "refine_batch"]
 
@@ -33,13 +36,16 @@ class BatchResult:
     """Refined answers in input order, one record per item, and the batch's statistics.
 
     An item whose refinement failed keeps its given answer ("" when none was
-    given); `errors` maps its position to the reason.
+    given); `errors` maps its position to the reason. With a `response_format`,
+    `structured` holds each answer as a validated instance (None where no draft
+    matched the format, or the item failed); the records hold its JSON.
     """
 
     answers: list[str]
     records: list[dict[str, Any] | None]
     summary: dict[str, Any]
     errors: dict[int, str] = field(default_factory=dict)
+    structured: list[Any] = field(default_factory=list)
 
 
 def _column(name: str, values: Sequence[Any] | None, size: int) -> list[Any]:
@@ -52,7 +58,7 @@ def _column(name: str, values: Sequence[Any] | None, size: int) -> list[Any]:
 
 
 def _items(
-    tasks: Sequence[str],
+    tasks: Sequence[TaskContent],
     answers: Sequence[str] | None,
     references: Sequence[Any] | None,
     correct: Sequence[bool | None] | None,
@@ -74,7 +80,10 @@ def _items(
     for index, (task, (answer, reference, right, given_id)) in enumerate(
         zip(tasks, columns, strict=True)
     ):
-        if not isinstance(task, str) or not task.strip():
+        if isinstance(task, list):
+            if why := task_problem(task, MAX_TASK_CHARS):
+                raise ConfigError(f"tasks[{index}]: {why}")
+        elif not isinstance(task, str) or not task.strip():
             raise ConfigError(f"tasks[{index}] is empty or not a string: give the task text")
         if answer is not None and not isinstance(answer, str):
             raise ConfigError(f"answers[{index}] must be a string, got {type(answer).__name__}")
@@ -86,7 +95,7 @@ def _items(
 
 
 async def arefine_batch(
-    tasks: Sequence[str],
+    tasks: Sequence[TaskContent],
     *,
     model: BaseChatModel | str,
     answers: Sequence[str] | None = None,
@@ -146,7 +155,10 @@ async def arefine_batch(
         from langgraph.checkpoint.memory import InMemorySaver
 
         checkpointer = InMemorySaver()
-    builder.loop.plan_for(settings).check_models()
+    plan = builder.loop.plan_for(settings)
+    plan.check_models()
+    if any(has_images(item.task) for item in items):
+        plan.check_images()  # a text-only model fails here, before any item starts
     graph = builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
     records: dict[int, dict[str, Any]] = {}
     errors: dict[int, str] = {}
@@ -170,7 +182,13 @@ async def arefine_batch(
     ]
     summary = summarize(r for r in ordered if r is not None)
     summary["failed"] = len(errors)
-    return BatchResult(refined, ordered, summary, errors)
+    answer_format = builder.loop.response_format
+    structured = (
+        [answer_format.instance((r or {}).get("structured_response")) for r in ordered]
+        if answer_format is not None
+        else []
+    )
+    return BatchResult(refined, ordered, summary, errors, structured)
 
 
 def _secrets(model: Any, settings: RefineContext, models: Iterable[Any]) -> list[str]:
@@ -197,7 +215,7 @@ def _background_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-def refine_batch(tasks: Sequence[str], **kwargs: Any) -> BatchResult:
+def refine_batch(tasks: Sequence[TaskContent], **kwargs: Any) -> BatchResult:
     """Blocking twin of arefine_batch() (same arguments); works inside a running loop too."""
     with _LOOP_LOCK:
         loop = _background_loop()

@@ -8,22 +8,18 @@ skipped, so running the same batch again continues it.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from self_refine.batch.engines import check_server, open_engine
-from self_refine.batch.io import (
-    BatchItem,
-    InputProblem,
-    OutputFile,
-    in_shard,
-    parse_shard,
-    read_items,
-)
+from self_refine.batch.items import BatchItem, InputProblem, in_shard, parse_shard, read_items
 from self_refine.batch.job import BatchJob
 from self_refine.batch.metrics import Summary
+from self_refine.batch.output import STDOUT, OutputFile, StreamOutput
 from self_refine.errors import BatchStoppedError, ConfigError
+from self_refine.persistence.storage import check_database
 
 __all__ = ["BatchEvents", "FileBatch", "FileBatchResult"]
 
@@ -67,7 +63,8 @@ class FileBatch:
     """Items of the JSONL file `input` refined into `output`.
 
     `shard` ("I/N") keeps the I-th of N parts of the input, split by a hash of
-    each id so that machines agree. The items run on the LangGraph server at
+    each id so that machines agree. `output` "-" streams the results to standard
+    output (nothing resumed from it). The items run on the LangGraph server at
     `server`, else as threads of `builder` compiled with the checkpointer of `db`.
     """
 
@@ -79,6 +76,7 @@ class FileBatch:
     server: str | None = None
     problems: list[InputProblem] = field(default_factory=list)
     _shard: tuple[int, int] | None = field(default=None, init=False, repr=False)
+    _opened: _Opened | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._shard = parse_shard(self.shard) if self.shard else None
@@ -103,15 +101,19 @@ class FileBatch:
             usable = [item for item in usable if in_shard(item.id, self._shard)]
         return usable
 
-    async def run(
-        self, items: Sequence[BatchItem], events: BatchEvents, *, builder: Any = None
-    ) -> FileBatchResult:
-        """Run the items the output file does not hold yet, appending a line as each finishes.
+    def prepare(self, items: Sequence[BatchItem]) -> None:
+        """Check, before any work, what the run needs: the server reachable, the output usable.
 
-        `builder` is the uncompiled graph for a local batch (None with a server).
+        The output is opened and locked; a torn last line is cut; a file that
+        is not results, or was written with other settings, is a ConfigError
+        and left as it was. `-` (STDOUT) streams the results to standard output.
         """
+        if self._opened is not None:
+            return
         if self.server:
-            await asyncio.to_thread(check_server, self.server)
+            check_server(self.server)
+        elif self.db:
+            check_database(self.db)
         summary = Summary()
         wanted = {item.id for item in items}
         verdicts: list[tuple[Any, Any]] = []
@@ -121,9 +123,24 @@ class FileBatch:
             if str(record["id"]) in wanted:
                 verdicts.append((record.get("correct_first"), record.get("correct_final")))
 
-        output = await asyncio.to_thread(
-            OutputFile.open, self.output, self.job.key, on_record=earlier
-        )
+        output: OutputFile | StreamOutput
+        if self.output == STDOUT:
+            output = StreamOutput(sys.stdout.buffer)
+        else:
+            output = OutputFile.open(self.output, self.job.key, on_record=earlier)
+        self._opened = _Opened(output, summary, verdicts)
+
+    async def run(
+        self, items: Sequence[BatchItem], events: BatchEvents, *, builder: Any = None
+    ) -> FileBatchResult:
+        """Run the items the output file does not hold yet, appending a line as each finishes.
+
+        `builder` is the uncompiled graph for a local batch (None with a server).
+        """
+        if self._opened is None:
+            await asyncio.to_thread(self.prepare, items)
+        assert self._opened is not None
+        output, summary, verdicts = self._opened
         try:
             if output.repaired:
                 events.warn(
@@ -140,11 +157,7 @@ class FileBatch:
                 try:
                     await asyncio.to_thread(output.write, record)
                 except OSError as error:
-                    raise BatchStoppedError(
-                        f"cannot write {self.output} ({error.strerror}); the batch stopped, and "
-                        "the items finished so far are saved: free some disk space, then run "
-                        "the batch again to continue it"
-                    ) from None
+                    raise BatchStoppedError(self._write_failure(error)) from None
                 summary.add(record)
                 events.finished(record)
 
@@ -167,3 +180,23 @@ class FileBatch:
             return FileBatchResult(summary.result(), failed)
         finally:
             output.close()
+            self._opened = None
+
+    def _write_failure(self, error: OSError) -> str:
+        if self.output == STDOUT:
+            return (
+                f"cannot write the results to standard output ({error.strerror}); the batch "
+                "stopped: its finished threads are saved in the database, so the same command "
+                "reads them back without calling the model again"
+            )
+        return (
+            f"cannot write {self.output} ({error.strerror}); the batch stopped, and "
+            "the items finished so far are saved: free some disk space, then run "
+            "the batch again to continue it"
+        )
+
+
+class _Opened(NamedTuple):
+    output: OutputFile | StreamOutput
+    summary: Summary
+    verdicts: list[tuple[Any, Any]]

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from self_refine.batch.io import BatchItem
+from self_refine.batch.items import BatchItem
 from self_refine.batch.judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
 from self_refine.batch.runner import BatchRunner, Engine
 from self_refine.context import RefineContext

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from self_refine.batch.items import BatchItem
+from self_refine.content import task_text
 from self_refine.critics import (
     VERIFIERS,
     Verifier,
@@ -19,6 +22,7 @@ from self_refine.errors import ConfigError
 from self_refine.models.hygiene import DraftGuard
 
 __all__ = [
+    "ItemVerdicts",
     "DEFAULT_VERIFIERS",
     "REFERENCE_KEYS",
     "Judge",
@@ -128,3 +132,29 @@ def _did_you_mean(reference: Any) -> str:
         and (close := difflib.get_close_matches(str(key), REFERENCE_KEYS, n=1))
     ]
     return f" (did you mean {', '.join(hints)}?)" if hints else ""
+
+
+class ItemVerdicts:
+    """One item's verdicts, each draft judged once, off the event loop.
+
+    The caller's word on the item's own draft (`item.correct`) wins over the judge.
+    """
+
+    def __init__(self, item: BatchItem, judge: Judge | None) -> None:
+        self.item = item
+        self.judge = judge
+        self.known: dict[str, bool | None] = {}
+        if item.draft is not None and item.correct is not None:
+            self.known[item.draft] = item.correct
+
+    async def of(self, drafts: Sequence[str]) -> dict[str, bool | None]:
+        """Verdicts for drafts (None where nothing can judge)."""
+        todo = [d for d in dict.fromkeys(drafts) if d not in self.known]
+        if todo and self.judge is not None:
+            self.known.update(await asyncio.to_thread(self._judge, todo))
+        return {d: self.known.get(d) for d in drafts}
+
+    def _judge(self, drafts: list[str]) -> dict[str, bool | None]:
+        assert self.judge is not None
+        task = task_text(self.item.task)
+        return {d: self.judge(task, d, self.item.reference) for d in drafts}

@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from self_refine.batch.io import result_record
 from self_refine.batch.metrics import TRANSITIONS
+from self_refine.batch.output import result_record
 from self_refine.errors import ConfigError, install_hint
 
 __all__ = ["load_records", "plot_summary"]
@@ -29,27 +29,24 @@ def load_records(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
             raise ConfigError(
                 f"cannot read {str(path)!r} ({error.strerror}): give a batch output file"
             ) from None
+        results = 0
         for number, raw in enumerate(lines, 1):
-            last = number == len(lines)
+            torn_allowed = number == len(lines) and results > 0
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
-                if last:
+                if torn_allowed:
                     continue  # a line torn inside a character
                 raise ConfigError(
                     f"line {number} of {str(path)!r} is not UTF-8 text: this is not a batch "
                     f"output file; {fix}"
                 ) from None
-            record = result_record(line, number, last, path, fix)
+            record = result_record(line, number, torn_allowed, path, fix)
             if record is None:
                 continue
-            if not {"answer", "stop_reason"} <= record.keys():
-                raise ConfigError(
-                    f"line {number} of {str(path)!r} has no answer or stop_reason: this looks "
-                    f"like batch input, not its results; {fix}"
-                )
             _check_fields(record, f"line {number} of {str(path)!r}", fix)
             records.setdefault(str(record["id"]), record)
+            results += 1
     return list(records.values())
 
 
@@ -88,6 +85,14 @@ def _is_attempt(value: Any) -> bool:
         and _is_score(critique.get("score"))
         and _list_of(lambda item: isinstance(item, str))(critique.get("feedback"))
         and _is_usage(value.get("usage"))
+        and _list_of(_is_rejected)(value.get("rejected"))
+    )
+
+
+def _is_rejected(value: Any) -> bool:
+    """A rejected reply as the page shows it: an object whose reason, detail and reply are text."""
+    return isinstance(value, dict) and all(
+        _is_text(value.get(name)) for name in ("reason", "detail", "reply")
     )
 
 
@@ -105,7 +110,8 @@ _FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "usage": ("an object of token counts", _is_usage),
     "task": ("text", _is_text),
     "attempts": (
-        "a list of attempts (iteration, draft, critique with a score and feedback)",
+        "a list of attempts (iteration, draft, critique with a score and feedback, "
+        "rejected replies as objects)",
         _list_of(_is_attempt),
     ),
 }

@@ -10,21 +10,21 @@ that critique (stop reason "verified"), and the thread finishes at once.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
+import shlex
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from self_refine.batch.io import BatchItem
-from self_refine.batch.judge import Judge
+from self_refine.batch.items import BatchItem
+from self_refine.batch.judge import ItemVerdicts, Judge
 from self_refine.batch.schedule import run_scheduled
 from self_refine.errors import BatchStoppedError, ConfigError
 from self_refine.nodes.finalize import pick_best
-from self_refine.persistence.storage import storage_failure
+from self_refine.persistence.failures import storage_failure
 from self_refine.state import Attempt, Critique, add_usage
 
 __all__ = [
@@ -132,7 +132,7 @@ class BatchRunner:
     async def run_item(self, item: BatchItem) -> dict[str, Any]:
         """Refine one item (or finish its interrupted thread) and return its record."""
         thread_id = self.thread_id(item)
-        verdicts = _Verdicts(item, self.judge)
+        verdicts = ItemVerdicts(item, self.judge)
         gate = self.refine_only_incorrect
         if gate and item.draft is not None:
             if (await verdicts.of([item.draft]))[item.draft]:
@@ -153,7 +153,7 @@ class BatchRunner:
         return await self._record(item, values, thread_id, verdicts)
 
     async def _drive(
-        self, thread_id: str, item: BatchItem, gate: bool, verdicts: _Verdicts
+        self, thread_id: str, item: BatchItem, gate: bool, verdicts: ItemVerdicts
     ) -> dict[str, Any]:
         view: ThreadView | None = await self.engine.state(thread_id)
         values = view.values if view else {}
@@ -170,14 +170,14 @@ class BatchRunner:
             view = None
         raise RuntimeError(
             f"item {item.id!r} did not finish: its thread {thread_id} is paused "
-            f"(inspect it with `self-refine show {thread_id}`)"
+            f"(inspect it with `self-refine show {shlex.quote(thread_id)}`)"
         )
 
     def _source(self, item: BatchItem) -> str:
         return self.judge.source(item.reference) if self.judge else "caller"
 
     async def _check_gate(
-        self, thread_id: str, item: BatchItem, view: ThreadView, verdicts: _Verdicts
+        self, thread_id: str, item: BatchItem, view: ThreadView, verdicts: ItemVerdicts
     ) -> None:
         """Finish the thread at once when the judge accepts its first draft."""
         draft = str(view.values.get("draft", ""))
@@ -200,7 +200,7 @@ class BatchRunner:
         item: BatchItem,
         values: dict[str, Any],
         thread_id: str | None,
-        verdicts: _Verdicts,
+        verdicts: ItemVerdicts,
     ) -> dict[str, Any]:
         """The result line of a finished item; `thread_id` None when no thread ran."""
         attempts: list[Attempt] = list(values.get("attempts") or [])
@@ -225,6 +225,9 @@ class BatchRunner:
             attempts=[{**a, "correct": correct(a["draft"])} for a in attempts],
             thread_id=thread_id,
         )
+        for typed in ("structured_response", "structured_error"):
+            if typed in values:
+                record[typed] = values[typed]
         if self.key:
             record["run_key"] = self.key
         return record
@@ -279,31 +282,6 @@ class BatchRunner:
             )
         except* (ConfigError, BatchStoppedError) as errors:
             raise errors.exceptions[0] from None
-
-
-class _Verdicts:
-    """One item's verdicts, each draft judged once, off the event loop.
-
-    The caller's word on the item's own draft (`item.correct`) wins over the judge.
-    """
-
-    def __init__(self, item: BatchItem, judge: Judge | None) -> None:
-        self.item = item
-        self.judge = judge
-        self.known: dict[str, bool | None] = {}
-        if item.draft is not None and item.correct is not None:
-            self.known[item.draft] = item.correct
-
-    async def of(self, drafts: Sequence[str]) -> dict[str, bool | None]:
-        """Verdicts for drafts (None where nothing can judge)."""
-        todo = [d for d in dict.fromkeys(drafts) if d not in self.known]
-        if todo and self.judge is not None:
-            self.known.update(await asyncio.to_thread(self._judge, todo))
-        return {d: self.known.get(d) for d in drafts}
-
-    def _judge(self, drafts: list[str]) -> dict[str, bool | None]:
-        assert self.judge is not None
-        return {d: self.judge(self.item.task, d, self.item.reference) for d in drafts}
 
 
 def _steps(attempts: Sequence[Attempt]) -> list[int]:

@@ -5,20 +5,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shlex
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from self_refine.batch.files import FileBatch
-from self_refine.batch.io import BatchItem
+from self_refine.batch.items import BatchItem
 from self_refine.batch.job import BatchJob
 from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import format_summary, summarize
+from self_refine.batch.output import STDOUT
 from self_refine.batch.runner import run_key
-from self_refine.cli.paths import check_writable, refuse_same_files
+from self_refine.cli.paths import check_writable, refuse_overlaps
 from self_refine.cli.progress import Progress
-from self_refine.cli.settings import build_graph, uses_local_model
+from self_refine.cli.settings import build_graph, read_response_format, uses_local_model
+from self_refine.content import has_images
 from self_refine.context import RESULT_FIELDS, RefineContext
 from self_refine.errors import ConfigError
 from self_refine.redact import redact, terminal_safe
@@ -40,7 +43,9 @@ def _verifier_names(text: str | None) -> list[str]:
     return names
 
 
-def _job(args: argparse.Namespace, context: RefineContext) -> BatchJob:
+def _job(
+    args: argparse.Namespace, context: RefineContext, response_format: dict[str, Any] | None
+) -> BatchJob:
     """What the flags say about judging and refining the items, checked before any model call."""
     if args.concurrency < 1:
         raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
@@ -60,6 +65,8 @@ def _job(args: argparse.Namespace, context: RefineContext) -> BatchJob:
         # Left out at its default, so batches begun before the setting existed keep their threads.
         del settings["candidates"]
     settings.update(refine_only_incorrect=args.refine_only_incorrect, verifiers=verifiers)
+    if response_format is not None:  # a typed batch's items get threads of their own
+        settings["response_format"] = response_format
     return BatchJob(
         context,
         verifiers=verifiers,
@@ -116,31 +123,45 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
 
     `context` is every item's settings, from the flags (`cli.settings.run_context`).
     """
-    refuse_same_files(
-        [
-            ("the input file", args.input),
-            ("--output", args.output),
-            ("--summary", args.summary),
-            ("--html", args.html),
-        ]
+    stream = args.output == STDOUT
+    refuse_overlaps(
+        [("--output", args.output), ("--summary", args.summary), ("--html", args.html)],
+        [("the input file", args.input), ("--api-key-file", getattr(args, "api_key_file", None))],
+        db=None if args.server else args.db,
     )
+    if stream and args.html:
+        raise ConfigError(
+            "--html reads the results back from the -o file, and -o - keeps none: give -o a "
+            "file path, or leave --html out"
+        )
+    if not stream:
+        check_writable(args.output, "-o", fix="choose another -o path, or -o - for standard output")
     check_writable(args.summary, "--summary")
     check_writable(args.html, "the page --html")
     shown = _Shown([args.api_key])
-    batch = FileBatch(
-        _job(args, context), args.input, args.output, args.shard, db=args.db, server=args.server
-    )
+    response_format = read_response_format(args.response_format)
+    if response_format is not None and args.server:
+        raise ConfigError(
+            "--response-format needs a local batch: a LangGraph server runs the graph it serves; "
+            "leave out --server, or serve a graph built with response_format="
+        )
+    job = _job(args, context, response_format)
+    batch = FileBatch(job, args.input, args.output, args.shard, db=args.db, server=args.server)
     if args.concurrency > 1 and uses_local_model(context):
         _warn(
             f"--concurrency {args.concurrency} with a local model: its one instance answers one "
             "call at a time, so items overlap but the batch is no faster"
         )
     items = batch.read(shown)
-    # Bad models and missing keys fail here, after the input is known to be usable.
+    batch.prepare(items)  # a server that is down, an -o file that is not results: no work
+    # Bad models and missing keys fail here, after the input and output are known to be usable.
     builder = None
     if not args.server:
-        builder = build_graph()
-        builder.loop.plan_for(context).check_models()
+        builder = build_graph(response_format)
+        plan = builder.loop.plan_for(context)
+        plan.check_models()
+        if any(has_images(item.task) for item in items):
+            plan.check_images()  # a text-only model fails here, before any item starts
     try:
         result = asyncio.run(batch.run(items, shown, builder=builder))
     except KeyboardInterrupt:
@@ -153,11 +174,16 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
     shown.close()
     summary = result.summary
     summary.update(failed=result.failed, input_problems=[p.line for p in batch.problems])
-    print(format_summary(summary))
+    # With -o -, standard output holds the results only.
+    print(format_summary(summary), file=sys.stderr if stream else sys.stdout)
     if args.summary:
         _write_json(args.summary, summary)
         _warn(f"summary written to {args.summary}")
-    _warn(f"results in {args.output}; summary and plot: self-refine report {args.output}")
+    if stream:
+        _warn("results written to standard output, one JSON line per item")
+    else:
+        where = shlex.quote(args.output)
+        _warn(f"results in {args.output}; summary and plot: self-refine report {where}")
     if args.html:
         from self_refine.batch.report import load_records
 
@@ -181,10 +207,12 @@ def report_command(args: argparse.Namespace) -> int:
     """Summarize finished output files, and draw the summary when asked."""
     from self_refine.batch.report import load_records, plot_summary
 
-    refuse_same_files(
-        [(f"output file {path!r}", path) for path in args.outputs]
-        + [("--plot", args.plot), ("--html", args.html)]
+    plot = args.plot or (None if args.no_plot else _default_plot(args.outputs[0]))
+    refuse_overlaps(
+        [("--plot" if args.plot else "the plot", plot), ("--html", args.html)],
+        [(f"output file {path!r}", path) for path in args.outputs],
     )
+    check_writable(plot, "the plot", fix="give --plot a path in a writable folder, or --no-plot")
     check_writable(args.html, "the page --html")
     records = load_records(args.outputs)
     if not records:
@@ -194,7 +222,6 @@ def report_command(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
     else:
         print(format_summary(summary))
-    plot = args.plot or (None if args.no_plot else _default_plot(args.outputs[0]))
     if plot:
         plot_summary(summary, plot)
         print(f"plot written to {plot}", file=sys.stderr)

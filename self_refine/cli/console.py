@@ -10,7 +10,7 @@ from typing import Any, TextIO
 from self_refine.redact import terminal_safe
 from self_refine.state import Attempt, Candidate
 
-__all__ = ["attempts_table", "print_result", "print_update"]
+__all__ = ["attempts_table", "print_result", "print_update", "shown_feedback"]
 
 
 def _indent(text: str, width: int = 88) -> str:
@@ -18,6 +18,23 @@ def _indent(text: str, width: int = 88) -> str:
     for paragraph in terminal_safe(text or "(empty)").split("\n"):
         lines.extend(textwrap.wrap(paragraph, width - 4) or [""])
     return "\n".join("    " + line for line in lines)
+
+
+SHOWN_ITEMS = 12
+"""Most feedback items shown per critique; the rest are counted (`show --json` has them all)."""
+SHOWN_ITEM_CHARS = 400
+"""Most characters shown of one feedback item."""
+
+
+def shown_feedback(feedback: Sequence[str]) -> list[str]:
+    """The feedback items as printed: the first few, each cut short, and how many more there are."""
+    shown = [
+        item if len(item) <= SHOWN_ITEM_CHARS else item[:SHOWN_ITEM_CHARS] + "... [cut]"
+        for item in map(str, feedback[:SHOWN_ITEMS])
+    ]
+    if len(feedback) > SHOWN_ITEMS:
+        shown.append(f"... and {len(feedback) - SHOWN_ITEMS:,} more (show --json lists them all)")
+    return shown
 
 
 def _score(value: Any) -> str:
@@ -51,7 +68,7 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
             file=out,
         )
         empty = "(every verifier passed)" if critique.get("verified") else "(no feedback items)"
-        for item in critique.get("feedback") or [empty]:
+        for item in shown_feedback(critique.get("feedback") or [empty]):
             print(
                 textwrap.fill(
                     terminal_safe(item), 88, initial_indent="    - ", subsequent_indent="      "
@@ -96,6 +113,10 @@ def print_result(result: dict[str, Any], out: TextIO) -> None:
         file=out,
     )
     print(f"Answer:\n{_indent(result.get('answer', ''))}", file=out)
+    if result.get("structured_error"):
+        print(f"Response format: {terminal_safe(result['structured_error'])}", file=out)
+    elif "structured_response" in result:
+        print("Response format: the answer is valid JSON of the schema", file=out)
 
 
 def attempts_table(attempts: Sequence[Attempt], width: int = 100) -> str:
@@ -107,7 +128,7 @@ def attempts_table(attempts: Sequence[Attempt], width: int = 100) -> str:
         critique = attempt["critique"]
         draft_lines = textwrap.wrap(terminal_safe(attempt["draft"] or "(empty)"), text_width)
         feedback_lines: list[str] = []
-        for item in critique.get("feedback") or ["(none)"]:
+        for item in shown_feedback(critique.get("feedback") or ["(none)"]):
             feedback_lines += textwrap.wrap(
                 terminal_safe(item), text_width, initial_indent="- ", subsequent_indent="  "
             )

@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -20,11 +19,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
+from self_refine.cli.process_group import Stopped, stop_group, stop_signals
 from self_refine.errors import ConfigError
 
 __all__ = [
@@ -36,7 +34,6 @@ __all__ = [
     "free_port",
     "packaged_config",
     "run_studio",
-    "stop_group",
     "studio_url",
     "wait_ready",
     "watch_dirs",
@@ -202,70 +199,6 @@ def _not_ready(process: subprocess.Popen[bytes], timeout: float) -> None:
     )
 
 
-class _Stopped(Exception):
-    """This process got SIGTERM or SIGHUP: stop the server and exit."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _raise_stopped(signum: int, frame: Any) -> None:
-    raise _Stopped(signum)
-
-
-@contextmanager
-def _signals_handled(handler: Any, signums: tuple[int, ...]) -> Iterator[None]:
-    """Handle `signums` with `handler` for the block (in the main thread only)."""
-    previous: dict[int, Any] = {}
-    try:
-        for signum in signums:
-            previous[signum] = signal.signal(signum, handler)
-    except ValueError:  # not the main thread: signals stay as they were
-        pass
-    try:
-        yield
-    finally:
-        for number, handler_before in previous.items():
-            signal.signal(number, handler_before)
-
-
-def _stop_signals() -> Any:
-    """Turn SIGTERM and SIGHUP into _Stopped for the block."""
-    return _signals_handled(_raise_stopped, (signal.SIGTERM, signal.SIGHUP))
-
-
-def _group_alive(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def stop_group(process: subprocess.Popen[bytes], grace: float = 15.0) -> None:
-    """Stop the server's whole process group: SIGTERM, up to `grace` seconds, then SIGKILL."""
-    group = process.pid  # the leader of its own session
-    with _stop_signals_ignored():
-        if _group_alive(group):
-            os.killpg(group, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if process.poll() is not None and not _group_alive(group):
-                return
-            time.sleep(0.1)
-        if _group_alive(group):
-            os.killpg(group, signal.SIGKILL)
-        process.wait()
-
-
-def _stop_signals_ignored() -> Any:
-    """While stopping the server, a second SIGTERM or Ctrl-C must not cut the stop short."""
-    return _signals_handled(signal.SIG_IGN, (signal.SIGTERM, signal.SIGHUP, signal.SIGINT))
-
-
 def run_studio(
     config: str | None,
     *,
@@ -286,7 +219,7 @@ def run_studio(
         raise ConfigError(f"port {port} is in use: choose another with --port, or leave it out")
     chosen = port if port is not None else free_port()
     try:
-        with tempfile.TemporaryDirectory(prefix="self-refine-studio-") as scratch, _stop_signals():
+        with tempfile.TemporaryDirectory(prefix="self-refine-studio-") as scratch, stop_signals():
             path, cwd = _config_path(config, Path(scratch))
             command = dev_command(path, chosen, reload=reload, watch=watch_dirs(path))
             process = subprocess.Popen(command, cwd=cwd, env=dev_env(model), start_new_session=True)
@@ -304,5 +237,5 @@ def run_studio(
                 stop_group(process)
     except KeyboardInterrupt:
         return 130
-    except _Stopped as stopped:
+    except Stopped as stopped:
         return 128 + stopped.signum

@@ -3,7 +3,7 @@
 Heavy imports (LangGraph, LangChain) happen inside the commands, so that
 `self-refine --help` answers at once. The arguments are in `cli/parser.py`, what
 the settings flags mean in `cli/settings.py`, the thread commands (run, resume,
-show) in `cli/threads.py`, batch and report in `cli/batch.py`.
+show) in `cli/threads.py` and `cli/show.py`, batch and report in `cli/batch.py`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import argparse
 import sqlite3
 import sys
 
+from self_refine.cli.failures import database_failure
 from self_refine.cli.options import (
     EXIT_FAILURE,
     EXIT_USAGE,
@@ -20,7 +21,8 @@ from self_refine.cli.options import (
 )
 from self_refine.cli.parser import build_parser
 from self_refine.cli.settings import UsageError, check_reachable, run_context
-from self_refine.cli.threads import cmd_resume, cmd_run, cmd_show, database_failure
+from self_refine.cli.show import cmd_show
+from self_refine.cli.threads import cmd_resume, cmd_run
 from self_refine.errors import ThreadBusyError
 
 __all__ = ["main"]
@@ -77,13 +79,13 @@ COMMANDS = {
 
 
 def _busy_message(error: ThreadBusyError, args: argparse.Namespace) -> str:
-    from self_refine.redact import redact_url
+    from self_refine.redact import redact_url, shell_command
 
     thread = error.thread_id
+    show = shell_command("self-refine", "show", thread, "--db", redact_url(args.db))
     return (
         f"thread {thread!r} is being run by another self-refine process ({error.holder}): "
-        f"wait for it to finish, then try again; see how far it got with: "
-        f"self-refine show {thread} --db {redact_url(args.db)}"
+        f"wait for it to finish, then try again; see how far it got with: {show}"
     )
 
 

@@ -146,5 +146,5 @@ def print_error(error: BaseException, args: argparse.Namespace) -> None:
     either must not act on the terminal.
     """
     text = redact(" ".join(str(error).split()), [getattr(args, "api_key", None)])
-    text = terminal_safe(text)
+    text = terminal_safe(text) or f"{type(error).__name__}, with no message"
     print(f"self-refine: error: {text}", file=sys.stderr)

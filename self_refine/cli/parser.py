@@ -68,6 +68,12 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-tokens-total", type=int, help="token budget of the run (stop reason token_budget)"
     )
+    parser.add_argument(
+        "--response-format",
+        metavar="SCHEMA.json",
+        help="a JSON schema file: the answer must be JSON that validates against it (drafts "
+        "are asked for as such, validation errors become feedback); kept with the thread",
+    )
     add_connection_options(parser)
 
 
@@ -152,7 +158,12 @@ def _add_batch_commands(commands: Any) -> None:
     batch.add_argument(
         "input", help='JSONL file: one {"task": ..., "id"?, "reference"?, "draft"?} per line'
     )
-    batch.add_argument("-o", "--output", required=True, help="JSONL results, one line per item")
+    batch.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="JSONL results, one line per item (a new file or one batch wrote; - for stdout)",
+    )
     batch.add_argument(
         "--concurrency",
         type=int,

@@ -1,18 +1,20 @@
 """Paths of the command line: files it reads capped and checked, files it writes checked first.
 
-Output paths are checked before any work: writable, and never one of the
-command's other files.
+Output paths are checked before any work: regular files (or new ones) in a
+writable folder, and never one of the command's other files, the database and
+the files beside it included (`refuse_overlaps`).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from self_refine.errors import ConfigError
 
-__all__ = ["check_writable", "read_capped", "refuse_same_files"]
+__all__ = ["STREAM", "check_writable", "read_capped", "refuse_overlaps"]
 
 
 def read_capped(path: str, label: str, limit: int, *, kind: str, too_big: str) -> tuple[bytes, int]:
@@ -39,22 +41,59 @@ def read_capped(path: str, label: str, limit: int, *, kind: str, too_big: str) -
     return data, mode
 
 
-def check_writable(path: str | None, label: str) -> None:
-    """Raise ConfigError, naming `label`, when a file could not be written at `path` later."""
+STREAM = "-"
+"""The output path that means standard output (`-o -`)."""
+
+
+def check_writable(path: str | None, label: str, *, fix: str = "choose another path") -> None:
+    """Raise ConfigError, naming `label` and ending in `fix`, when `path` could not be written.
+
+    Only a regular file (or a new one) is an output: a pipe, a terminal or a
+    device (`/dev/stdout`, `/dev/full`) would hang or fill memory when read back.
+    """
     if not path:
         return
     target = Path(path)
     if target.is_dir():
         raise ConfigError(f"cannot write {label} {path!r}: it is a folder; give a file path")
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise ConfigError(
+            f"cannot write {label} {path!r}: it is not a regular file (a pipe, a terminal or a "
+            f"device); {fix}"
+        )
     folder = next((p for p in target.absolute().parents if p.exists()), None)
     if folder is None or not folder.is_dir() or not os.access(folder, os.W_OK):
         raise ConfigError(
-            f"cannot write {label} {path!r}: {folder} is not a writable folder; choose another path"
+            f"cannot write {label} {path!r}: the folder {str(folder)!r} is not writable; {fix}"
         )
-    if target.exists() and not os.access(target, os.W_OK):
-        raise ConfigError(
-            f"cannot write {label} {path!r}: the file is read-only; choose another path"
-        )
+    if mode is not None and not os.access(target, os.W_OK):
+        raise ConfigError(f"cannot write {label} {path!r}: the file is not writable; {fix}")
+
+
+_DATABASE_PARTS = (
+    ("", "the database"),
+    ("-wal", "the database's write-ahead log"),
+    ("-shm", "the database's shared memory file"),
+    ("-journal", "the database's journal"),
+)
+
+
+def _database_paths(db: str | None) -> list[tuple[str, str, str, bool]]:
+    """(what, path as shown, path compared, is a folder) of each file an SQLite database is."""
+    from self_refine.persistence.lock_files import lock_folder
+    from self_refine.persistence.postgres import is_postgres_url
+
+    if not db or is_postgres_url(db) or db.strip() == ":memory:":
+        return []
+    given = os.path.expanduser(db)
+    real = os.path.realpath(given)  # SQLite follows links to name its files
+    found = [(what, given + suffix, real + suffix, False) for suffix, what in _DATABASE_PARTS]
+    folder = ("the database's lock folder", given + "-locks", str(lock_folder(real)), True)
+    return [*found, folder]
 
 
 def _same(first: str, second: str) -> bool:
@@ -67,14 +106,36 @@ def _same(first: str, second: str) -> bool:
         return False
 
 
-def refuse_same_files(paths: list[tuple[str, str | None]]) -> None:
-    """Raise ConfigError when any two of the (flag, path) pairs are the same file.
+def _inside(path: str, folder: str) -> bool:
+    return os.path.realpath(path).startswith(os.path.realpath(folder) + os.sep)
 
-    Called before any work, so a dataset or a results file is never overwritten.
+
+def refuse_overlaps(
+    writes: Sequence[tuple[str, str | None]],
+    reads: Sequence[tuple[str, str | None]] = (),
+    db: str | None = None,
+) -> None:
+    """Raise ConfigError when a path the command writes is any other path it touches.
+
+    `writes` and `reads` are (flag, path) pairs (a None path is left out, and so
+    is "-", standard output); `db` adds the SQLite database and every file beside
+    it (write-ahead log, shared memory, journal, lock folder), which the command
+    writes too. Paths are compared after resolving links, symbolic and hard.
+    Called before any work, so nothing the user has is overwritten.
     """
-    given = [(flag, path) for flag, path in paths if path]
-    for index, (flag, path) in enumerate(given):
-        for other_flag, other_path in given[index + 1 :]:
+    written = [(flag, path) for flag, path in writes if path and path != STREAM]
+    read = [(flag, path) for flag, path in reads if path and path != STREAM]
+    for what, shown, path, folder in _database_paths(db):
+        for flag, other in [*written, *read]:
+            if _same(other, path) or (folder and _inside(other, path)):
+                verb = "would overwrite" if (flag, other) in written else "is"
+                raise ConfigError(
+                    f"{flag} {other!r} {verb} {what} ({shown!r}): give {flag} a path of its "
+                    "own, so that the threads in the database are not lost"
+                )
+    others = [*written, *read]
+    for index, (flag, path) in enumerate(written):
+        for other_flag, other_path in others[index + 1 :]:
             if _same(path, other_path):
                 raise ConfigError(
                     f"{flag} and {other_flag} are the same file ({path!r}): "

@@ -17,12 +17,14 @@ from self_refine.context import FIELD_NAMES, ROLE_MODEL_FIELDS, RefineContext
 from self_refine.redact import redact_url, url_has_password
 
 __all__ = [
+    "RESPONSE_FORMAT_KEY",
     "UsageError",
     "build_graph",
     "check_reachable",
     "check_start",
     "critic_list",
     "read_reference",
+    "read_response_format",
     "run_context",
     "uses_local_model",
 ]
@@ -160,11 +162,42 @@ def check_reachable(context: RefineContext) -> None:
         ) from None
 
 
-def build_graph() -> Any:
-    """The uncompiled graph of the command line: its models and settings come with the context."""
+def build_graph(response_format: dict[str, Any] | None = None) -> Any:
+    """The uncompiled graph of the command line: its models and settings come with the context.
+
+    `response_format` is the JSON schema of a typed answer (`--response-format`).
+    """
     from self_refine.graphs import create_self_refine_graph
 
-    return create_self_refine_graph(None)
+    return create_self_refine_graph(None, response_format=response_format)
+
+
+RESPONSE_FORMAT_KEY = "response_format"
+"""Where a thread's settings row keeps the JSON schema its answer was typed with."""
+
+
+def read_response_format(path: str | None) -> dict[str, Any] | None:
+    """Read --response-format: a file holding a JSON schema (an object), checked as one."""
+    import json
+
+    from self_refine.critics.typed import ResponseFormat
+    from self_refine.errors import ConfigError
+
+    if path is None:
+        return None
+    source = f"--response-format file {path!r}"
+    text = _read_reference_file(path, source)
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{source} is not valid JSON: {error.msg} (line {error.lineno})") from None
+    if not isinstance(schema, dict):
+        raise UsageError(f'{source} must hold a JSON schema object, e.g. {{"type": "object"}}')
+    try:
+        ResponseFormat(schema)
+    except ConfigError as error:
+        raise UsageError(f"{source}: {error}") from None
+    return schema
 
 
 def check_start(graph: Any, context: RefineContext, payload: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""`run`, `resume` and `show`: one thread from the command line.
+"""`run` and `resume`: one thread from the command line (`show` is in `cli/show.py`).
 
 A run's steps are streamed and printed as they end; a human critic is asked at the
 terminal; a model or database failure names the command that continues the thread.
@@ -7,36 +7,46 @@ terminal; a model or database failure names the command that continues the threa
 from __future__ import annotations
 
 import argparse
-import os
-import sqlite3
 import sys
 import uuid
 from typing import Any
 
+from self_refine.cli.failures import run_failure
 from self_refine.cli.options import (
     EXIT_FAILURE,
     check_connection,
     trace_metadata,
     warn_key_on_command_line,
 )
+from self_refine.cli.paths import refuse_overlaps
 from self_refine.cli.settings import (
+    RESPONSE_FORMAT_KEY,
     UsageError,
     build_graph,
     check_reachable,
     check_start,
     read_reference,
+    read_response_format,
     run_context,
     uses_local_model,
 )
+from self_refine.cli.show import require_db
 from self_refine.context import RefineContext
-from self_refine.redact import terminal_safe
+from self_refine.redact import shell_command
 
-__all__ = ["cmd_resume", "cmd_run", "cmd_show", "database_failure"]
+__all__ = ["cmd_resume", "cmd_run"]
 
 
-def _stream(args: argparse.Namespace, context: RefineContext, thread_id: str, payload: Any) -> int:
+def _stream(
+    args: argparse.Namespace,
+    context: RefineContext,
+    thread_id: str,
+    payload: Any,
+    response_format: dict[str, Any] | None = None,
+) -> int:
     """Run a new thread (payload: its input) or continue one (None), printing each step.
 
+    `response_format` is the thread's JSON schema of a typed answer (None: plain text).
     With --json, stdout holds only the JSON result; the notes go to stderr.
     """
     from self_refine.graphs import GRAPH_NAME, recursion_limit
@@ -54,8 +64,9 @@ def _stream(args: argparse.Namespace, context: RefineContext, thread_id: str, pa
     }
     # The thread's writer lock is held from the first read to the last write: a second
     # `run` or `resume` of it is refused (ThreadBusyError) before it reads or writes.
+    resume = shell_command("self-refine", "resume", thread_id, "--db", db)
     with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):
-        graph = build_graph().compile(checkpointer=saver, name=GRAPH_NAME)
+        graph = build_graph(response_format).compile(checkpointer=saver, name=GRAPH_NAME)
         current = graph.get_state(config)
         started = bool(current.values)
         if payload is None and not started:
@@ -64,9 +75,13 @@ def _stream(args: argparse.Namespace, context: RefineContext, thread_id: str, pa
             if started:
                 raise UsageError(
                     f"thread {thread_id!r} already exists in {db}: continue it with "
-                    f"`self-refine resume {thread_id}` or choose another --thread-id"
+                    f"`{shell_command('self-refine', 'resume', thread_id)}` or choose another "
+                    "--thread-id"
                 )
-            ThreadSettings(args.db).save(thread_id, context.kept())  # replaces a stale row
+            kept = context.kept()
+            if response_format is not None:
+                kept[RESPONSE_FORMAT_KEY] = response_format
+            ThreadSettings(args.db).save(thread_id, kept)  # replaces a stale row
         print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
         if payload is None and not current.next:
             print(f"thread {thread_id} is already finished: nothing to resume", file=notes)
@@ -92,14 +107,10 @@ def _stream(args: argparse.Namespace, context: RefineContext, thread_id: str, pa
                             _print_step(node, update, thread_id)
                 payload = _answer_human_critic(graph.get_state(config), args)
         except KeyboardInterrupt:
-            print(
-                "\nself-refine: interrupted; continue with: "
-                f"self-refine resume {thread_id} --db {db}",
-                file=sys.stderr,
-            )
+            print(f"\nself-refine: interrupted; continue with: {resume}", file=sys.stderr)
             return 130
         except Exception as error:
-            _model_failure(error, context, thread_id, args.db)
+            run_failure(error, context, resume if _saved(graph, config) else None, args.db)
         finally:
             if meter:
                 meter.close()
@@ -108,7 +119,7 @@ def _stream(args: argparse.Namespace, context: RefineContext, thread_id: str, pa
     if state.interrupts:
         print(
             "self-refine: standard input ended while the human critic waited for a critique; "
-            f"the thread is saved: answer it with: self-refine resume {thread_id} --db {db}",
+            f"the thread is saved: answer it with: {resume}",
             file=sys.stderr,
         )
         return EXIT_FAILURE
@@ -134,7 +145,7 @@ def _print_step(node: str, update: Any, thread_id: str) -> None:
         drop_closed_stdout()
         print(
             f"note: stdout was closed; the run goes on to finish (see it with "
-            f"`self-refine show {thread_id}`)",
+            f"`{shell_command('self-refine', 'show', thread_id)}`)",
             file=sys.stderr,
         )
 
@@ -144,7 +155,7 @@ def _report(args: argparse.Namespace, thread_id: str, state: Any, db: str) -> No
     from self_refine.cli.console import print_result
 
     notes = sys.stderr if args.json else sys.stdout
-    resume = f"self-refine resume {thread_id} --db {db}"
+    resume = shell_command("self-refine", "resume", thread_id, "--db", db)
     if state.interrupts:
         print(f"waiting for a critique; answer it with: {resume}", file=notes)
     elif state.next:
@@ -161,6 +172,9 @@ def _print_json(thread_id: str, state: Any) -> None:
 
     values = state.values
     result = {k: values.get(k) for k in ("answer", "stop_reason", "iterations", "score")}
+    for typed in ("structured_response", "structured_error"):
+        if typed in values:
+            result[typed] = values[typed]
     attempts = values.get("attempts")
     print(
         json.dumps({"thread_id": thread_id, **result, "attempts": attempts, "next": [*state.next]})
@@ -189,48 +203,17 @@ def _answer_human_critic(state: Any, args: argparse.Namespace) -> Any:
     return _STOP if answer is None else Command(resume=answer)
 
 
-def _model_failure(error: Exception, context: RefineContext, thread_id: str, db: str) -> None:
-    """Turn an error from a model call into one line naming the model, endpoint and fix."""
-    from self_refine.errors import ConfigError, ModelCallError
-    from self_refine.redact import redact_url
-
-    if isinstance(error, ConfigError):
-        raise error
-    resume = f"self-refine resume {thread_id} --db {redact_url(db)}"
-    if isinstance(error, sqlite3.Error):
-        raise database_failure(error, db, resume) from None
-    if isinstance(error, ModelCallError):
-        raise RuntimeError(
-            f"{str(error).rstrip('.')}. Progress is saved; once the endpoint is back, "
-            f"continue with: {resume}"
-        ) from None
-    endpoint = redact_url(
-        context.base_url or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
-    )
-    detail = " ".join(str(error).split())[:300].rstrip(".") or type(error).__name__
-    raise RuntimeError(
-        f"model {context.model!r} at {endpoint} failed: {type(error).__name__}: {detail}. "
-        f"Progress is saved; continue with: {resume}"
-    ) from error
-
-
-def database_failure(error: BaseException, db: str, resume: str | None = None) -> Exception:
-    """One line for an SQLite error: a damaged file, a full disk, or another failure."""
-    from self_refine.errors import ConfigError
-    from self_refine.persistence.storage import damaged_message, is_damaged
-
-    if is_damaged(error):
-        return ConfigError(damaged_message(db, error))
-    reason = " ".join(str(error).split()) or type(error).__name__
-    fix = "free some disk space" if "full" in reason else "check the disk and the file"
-    then = f", then continue with: {resume}" if resume else ", then try again"
-    return RuntimeError(
-        f"the database {db!r} failed ({reason}); steps before this one are saved: {fix}{then}"
-    )
+def _saved(graph: Any, config: Any) -> bool:
+    """Whether the thread has a checkpoint to continue from (the failed step may be its first)."""
+    try:
+        return bool(graph.get_state(config).values)
+    except Exception:  # noqa: BLE001 - the storage itself may be what failed
+        return False
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Start a thread and stream its steps."""
+    from self_refine.persistence.storage import check_database
     from self_refine.state import validate_input
 
     if not args.task.strip():
@@ -238,10 +221,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.thread_id is not None and not args.thread_id.strip():
         raise UsageError("--thread-id is empty: give the thread a name, or leave --thread-id out")
     validate_input({"task": args.task})
+    reference_file = args.reference[1:] if (args.reference or "").startswith("@") else None
+    refuse_overlaps([], [("--reference", reference_file), *_key_file(args)], db=args.db)
+    check_database(args.db)
     context = run_context(args)
     if args.draft is not None and not args.draft.strip():
         raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
     reference = read_reference(args.reference)
+    response_format = read_response_format(args.response_format)
     payload: dict[str, Any] = {"task": args.task}
     if args.draft is not None:
         payload["draft"] = args.draft
@@ -249,83 +236,34 @@ def cmd_run(args: argparse.Namespace) -> int:
         payload["reference"] = reference
     validate_input(payload)  # e.g. a lone surrogate in the draft or the reference
     # Bad models, profiles, critics for this reference, missing keys fail here.
-    check_start(build_graph(), context, payload)
+    check_start(build_graph(response_format), context, payload)
     check_reachable(context)
     warn_key_on_command_line(args)
-    return _stream(args, context, args.thread_id or str(uuid.uuid4()), payload)
+    thread_id = args.thread_id or str(uuid.uuid4())
+    return _stream(args, context, thread_id, payload, response_format)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     """Continue a thread from its last checkpoint, with the settings it started with."""
-    from self_refine.persistence.storage import ThreadSettings
+    from self_refine.persistence.storage import ThreadSettings, check_database
     from self_refine.redact import redact_url
 
     check_connection(args)
-    _require_db(args.db, args.thread_id)
+    refuse_overlaps([], _key_file(args), db=args.db)
+    require_db(args.db, args.thread_id)
+    check_database(args.db)
     kept = ThreadSettings(args.db).load(args.thread_id)
     if kept is None:
         raise UsageError(
             f"no thread {args.thread_id!r} in {redact_url(args.db)}: check the id and --db"
         )
+    response_format = kept.pop(RESPONSE_FORMAT_KEY, None)
     # Connection options mean what they mean for `run`: the flag, else the environment.
     context = run_context(args, kept)
     check_reachable(context)
     warn_key_on_command_line(args)
-    return _stream(args, context, args.thread_id, None)
+    return _stream(args, context, args.thread_id, None, response_format)
 
 
-def _require_db(db: str, thread_id: str) -> None:
-    """Raise UsageError when a SQLite checkpoint file does not exist (never create one to read)."""
-    from self_refine.persistence.postgres import is_postgres_url
-    from self_refine.redact import redact_url
-
-    if not is_postgres_url(db) and not os.path.exists(db):
-        raise UsageError(
-            f"no thread {thread_id!r} in {redact_url(db)}: no such database file; "
-            "check the id and --db (or SELF_REFINE_DB)"
-        )
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    """Print a thread's attempts."""
-    import json
-
-    from self_refine.cli.console import attempts_table
-    from self_refine.graphs import GRAPH_NAME, create_self_refine_graph
-    from self_refine.persistence.storage import open_checkpointer
-    from self_refine.redact import redact_url
-
-    _require_db(args.db, args.thread_id)
-    with open_checkpointer(args.db) as saver:
-        # Reading a thread needs the graph's channels, not its models.
-        graph = create_self_refine_graph(None).compile(checkpointer=saver, name=GRAPH_NAME)
-        config: Any = {"configurable": {"thread_id": args.thread_id}}
-        state = graph.get_state(config)
-        history = list(graph.get_state_history(config)) if args.html and state.values else []
-    if not state.values:
-        raise UsageError(
-            f"no thread {args.thread_id!r} in {redact_url(args.db)}: check the id and --db"
-        )
-    values = state.values
-    if args.html:
-        from self_refine.pages.render import write_thread_page
-        from self_refine.pages.thread import step_times, thread_view
-
-        page = thread_view(values, title=f"thread {args.thread_id}", steps=step_times(history))
-        print(f"page written to {write_thread_page(page, args.html)}", file=sys.stderr)
-    if args.json:
-        # "" is the channel's value before the first draft: say "no draft yet" as null.
-        print(json.dumps({**values, "draft": values.get("draft") or None}, default=str))
-        return 0
-    task = terminal_safe(values.get("task") or "")
-    print(f"thread {terminal_safe(args.thread_id)}\ntask: {task}\n")
-    print(attempts_table(values.get("attempts") or []))
-    if values.get("stop_reason"):
-        answer = terminal_safe(values.get("answer") or "")
-        print(f"stop reason: {values['stop_reason']}; answer:\n    {answer}")
-    else:
-        print(
-            f"not finished; continue with: self-refine resume {args.thread_id} "
-            f"--db {redact_url(args.db)}"
-        )
-    return 0
+def _key_file(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    return [("--api-key-file", getattr(args, "api_key_file", None))]

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from self_refine.content import TaskContent
 from self_refine.state import Attempt, Critique, Usage
 
 __all__ = ["Critic", "CritiqueRequest", "CritiqueResult"]
@@ -15,11 +16,12 @@ __all__ = ["Critic", "CritiqueRequest", "CritiqueResult"]
 class CritiqueRequest:
     """The draft to judge, with the task, the earlier attempts and any reference data.
 
-    `notes` are findings of automatic checks (verifiers) that a critic should
-    explain and extend.
+    `task` is the task as given: its text, or content blocks with images (which
+    only models see; verifiers get its text). `notes` are findings of automatic checks
+    (verifiers) that a critic should explain and extend.
     """
 
-    task: str
+    task: TaskContent
     draft: str
     iteration: int
     attempts: Sequence[Attempt] = ()

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable, RunnableParallel, RunnableSequence
 from langchain_core.utils.json import parse_json_markdown
 from pydantic import BaseModel, Field
 
@@ -23,8 +18,18 @@ from self_refine.critics.parse import (
     salvage_cut_json,
     score_problem,
 )
-from self_refine.models.calls import ainvoke_in_slot, is_transport_error, refusal_of
+from self_refine.models.calls import ainvoke_in_slot, refusal_of
 from self_refine.models.resolve import message_text, message_usage
+from self_refine.models.structured import MODES as _MODES
+from self_refine.models.structured import NOTES_LOCK as _NOTES_LOCK
+from self_refine.models.structured import atrying as _atrying
+from self_refine.models.structured import bare_request as _bare_request
+from self_refine.models.structured import is_transport_only as _is_transport_error
+from self_refine.models.structured import is_unsupported as _is_unsupported
+from self_refine.models.structured import model_note as _note
+from self_refine.models.structured import short_error as _short_error
+from self_refine.models.structured import tried as _tried
+from self_refine.models.structured import trying as _trying
 from self_refine.prompts import PromptSet, feedback_messages
 from self_refine.state import Critique, Usage, add_usage
 
@@ -37,82 +42,6 @@ _EMPTY = "the critic returned an empty reply"
 
 class _UnreadableCritique(ValueError):
     """A structured-output reply cut off mid-JSON: nothing usable in it."""
-
-
-_MODES = ("json_schema", "json_object", "plain")
-"""How a critique is asked for, best first: a JSON schema the server enforces, a JSON
-object (the schema is in the prompt), plain text read by the lenient parser."""
-
-
-@dataclass
-class _ModelNote:
-    """What the critic learned about one model: the best way of asking that it takes,
-    the structured-output runnables built for it, and what failed on the way."""
-
-    model: BaseChatModel
-    structured: dict[str, Any] = field(default_factory=dict)
-    mode: str = _MODES[0]
-    tried: list[str] = field(default_factory=list)
-    settled: bool = False
-    """True once a structured call went through in `mode`: from then on, no waiting."""
-    gate: threading.Lock = field(default_factory=threading.Lock)
-    agates: dict[int, asyncio.Lock] = field(default_factory=dict)
-    """Until the mode is settled, one call at a time tries it (per event loop for async
-    calls), so concurrent critiques of a batch do not all try a way the server refuses."""
-
-
-@contextmanager
-def _trying(note: _ModelNote) -> Iterator[None]:
-    """Hold the note's gate while its way of asking is not settled yet.
-
-    Calls that waited at the gate while another call settled the way go on
-    together: the gate serializes the trials, not the calls after them.
-    """
-    if note.settled:
-        yield
-        return
-    with note.gate:
-        if not note.settled:
-            yield
-            return
-    yield
-
-
-@asynccontextmanager
-async def _atrying(note: _ModelNote) -> AsyncIterator[None]:
-    """Async twin of _trying(): an asyncio lock of the running loop."""
-    if note.settled:
-        yield
-        return
-    loop = id(asyncio.get_running_loop())
-    with _NOTES_LOCK:
-        if len(note.agates) > _NOTES_MAX:
-            note.agates.clear()
-        gate = note.agates.setdefault(loop, asyncio.Lock())
-    async with gate:
-        if not note.settled:
-            yield
-            return
-    yield
-
-
-# By model id, with the model kept alive so its id stays its own; a few dozen at most.
-# Building a structured-output runnable costs about a millisecond (ChatOpenAI converts
-# the schema), so it is built once per model.
-_NOTES: dict[int, _ModelNote] = {}
-_NOTES_MAX = 32
-_NOTES_LOCK = threading.Lock()
-
-
-def _note(model: BaseChatModel) -> _ModelNote:
-    note = _NOTES.get(id(model))
-    if note is not None and note.model is model:
-        return note
-    with _NOTES_LOCK:
-        if len(_NOTES) >= _NOTES_MAX:
-            _NOTES.pop(next(iter(_NOTES)))
-        note = _NOTES[id(model)] = _ModelNote(model)
-    return note
 
 
 class CritiqueReply(BaseModel):
@@ -280,22 +209,6 @@ class LLMCritic:
         return CritiqueResult(critique, usage, (*earlier, *problems))
 
 
-def _bare_request(chain: Any) -> Runnable[Any, Any] | None:
-    """The model call inside a structured-output chain, when the chain has LangChain's usual shape.
-
-    `with_structured_output(include_raw=True)` returns `{raw: model bound to the
-    provider's structured-output request} | parsers with fallbacks`: about ten
-    nested runs per call, which cost more CPU than the request itself (about
-    1.3 ms per critique with ChatOpenAI). The critic reads the reply itself
-    (`_as_structured`), so it calls the bound model alone: the same request.
-    None when the chain has another shape (it is then called whole).
-    """
-    if not isinstance(chain, RunnableSequence) or not isinstance(chain.first, RunnableParallel):
-        return None
-    steps = chain.first.steps__
-    return steps["raw"] if set(steps) == {"raw"} else None
-
-
 def _as_structured(reply: Any) -> dict[str, Any]:
     """A reply as a structured-output chain's result: {"raw", "parsed", "parsing_error"}.
 
@@ -322,41 +235,3 @@ def _refused(
     flat = " ".join(refusal.split())[:160]
     problem = f"the critic refused: {flat!r}"
     return CritiqueResult(Critique(source=source), usage, (*earlier, problem))
-
-
-_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured", "schema")
-
-
-def _is_unsupported(error: Exception) -> bool:
-    """True when the server or model refuses the way of asking itself, not the request.
-
-    Any 400/404/415/422, and a 5xx whose message names the response format (the
-    unmodified llama-cpp-python server answers a json_schema format with HTTP 500).
-    """
-    status = getattr(error, "status_code", None)
-    if isinstance(error, NotImplementedError) or status in (400, 404, 415, 422):
-        return True
-    text = str(error).lower()
-    return isinstance(status, int) and status >= 500 and any(w in text for w in _FORMAT_WORDS)
-
-
-def _short_error(error: Exception) -> str:
-    status = getattr(error, "status_code", None)
-    kind = f"HTTP {status}" if status else type(error).__name__
-    return f"{kind}: {' '.join(str(error).split())[:120]}"
-
-
-@contextmanager
-def _tried(note: _ModelNote) -> Iterator[None]:
-    """Say, on a failure of the plain-text call, which ways of asking failed before it."""
-    try:
-        yield
-    except Exception as error:
-        if note.tried:
-            error.add_note("the critic had stepped down after: " + "; ".join(note.tried))
-        raise
-
-
-def _is_transport_error(error: Exception) -> bool:
-    """True for failures that a plain-text call would hit too (network, auth, rate limits)."""
-    return is_transport_error(error) and not _is_unsupported(error)

@@ -15,10 +15,11 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 
+from self_refine.content import TaskContent, has_images
 from self_refine.context import MAX_ITERATIONS_LIMIT
 from self_refine.errors import ConfigError
 from self_refine.graphs.self_refine import GRAPH_NAME, recursion_limit
-from self_refine.state import RefineInput, RefineOutput, validate_input
+from self_refine.state import ANSWER_NAME, RefineInput, RefineOutput, validate_input
 
 __all__ = ["InputMapper", "OutputMapper", "refine_node", "reply_from_output", "task_from_messages"]
 
@@ -61,9 +62,15 @@ def _draft_message(messages: Sequence[AnyMessage]) -> AIMessage | None:
 
 
 def task_from_messages(state: Any) -> RefineInput:
-    """Default input mapping: the last human message is the task, a reply after it the draft."""
+    """Default input mapping: the last human message is the task, a reply after it the draft.
+
+    A message with images is the task as its content blocks, images included.
+    """
     messages = _messages(state)
-    payload: RefineInput = {"task": messages[_last_human(messages)].text}
+    question = messages[_last_human(messages)]
+    content = question.content
+    task = cast(TaskContent, content) if has_images(content) else question.text
+    payload: RefineInput = {"task": task}
     draft = _draft_message(messages)
     if draft is not None:
         payload["draft"] = draft.text
@@ -73,12 +80,13 @@ def task_from_messages(state: Any) -> RefineInput:
 def reply_from_output(state: Any, output: RefineOutput) -> dict[str, Any]:
     """Default output mapping: the answer as an AI message, replacing the draft reply if any.
 
-    The message's `response_metadata["self_refine"]` carries the stop reason,
-    the number of refine steps and the answer's score.
+    The message, named "answer", has in its `response_metadata["self_refine"]` the
+    stop reason, the number of refine steps and the answer's score.
     """
     draft = _draft_message(_messages(state))
     reply = AIMessage(
         output["answer"],
+        name=ANSWER_NAME,
         response_metadata={
             "self_refine": {
                 "stop_reason": output["stop_reason"],

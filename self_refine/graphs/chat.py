@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime
 
 from self_refine.context import RefineContext, settings_of
-from self_refine.graphs.adapters import refine_node
+from self_refine.graphs.adapters import refine_node, reply_from_output
 from self_refine.graphs.self_refine import GRAPH_NAME, ModelLike, create_self_refine_graph
 from self_refine.models.resolve import resolve_model
 from self_refine.nodes.plan import Role, role_model
 from self_refine.nodes.runnable import Node
+from self_refine.state import RefineOutput
 
 __all__ = ["CHAT_SYSTEM_PROMPT", "create_refined_chat_graph"]
 
@@ -46,6 +48,18 @@ def _make_draft_reply(model: ModelLike, system_prompt: str) -> Node:
     return Node(draft_reply, adraft_reply, name="draft_reply")
 
 
+def _answer_reply(state: Any, output: RefineOutput) -> dict[str, Any]:
+    """The answer as the chat's reply, under an id of its own; the draft reply is removed.
+
+    A reply that kept the draft's id would replace it in the state, but the
+    messages stream, which already sent the draft, would not send it again.
+    """
+    reply = reply_from_output(state, output)["messages"][0]
+    draft_id = reply.id
+    reply = reply.model_copy(update={"id": str(uuid.uuid4())})
+    return {"messages": [RemoveMessage(id=draft_id), reply] if draft_id else [reply]}
+
+
 def create_refined_chat_graph(
     model: ModelLike,
     *,
@@ -56,14 +70,19 @@ def create_refined_chat_graph(
 
     `refiner` is the compiled refine graph (default: one built on `model`).
     The run's `RefineContext` reaches both the draft (its `generator_model`
-    or `model`) and the refine subgraph.
+    or `model`) and the refine subgraph. On `stream_mode="messages"` the draft
+    reply streams as the model writes it, and the refined reply, an `AIMessage`
+    named "answer" that takes the draft's place, comes last.
     """
     resolve_model(model)  # bad model strings and missing keys fail here
     builder = StateGraph(MessagesState, context_schema=RefineContext)
     builder.add_node("draft_reply", _make_draft_reply(model, system_prompt))
     builder.add_node(
         "refine_reply",
-        refine_node(refiner or create_self_refine_graph(model).compile(name=GRAPH_NAME)),
+        refine_node(
+            refiner or create_self_refine_graph(model).compile(name=GRAPH_NAME),
+            to_output=_answer_reply,
+        ),
     )
     builder.add_edge(START, "draft_reply")
     builder.add_edge("draft_reply", "refine_reply")

@@ -10,13 +10,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable
 from langgraph.graph import END, START
 
 from self_refine.context import FIELD_NAMES, RefineContext
 from self_refine.critics import critic_names, resolve_critics
+from self_refine.critics.typed import ResponseFormat
 from self_refine.errors import ConfigError
 from self_refine.graphs.checked import CheckedStateGraph
 from self_refine.models.resolve import check_model
+from self_refine.models.roles import as_role
 from self_refine.nodes import (
     Loop,
     Role,
@@ -38,7 +41,8 @@ from self_refine.stopping import StopPolicy
 
 __all__ = ["GRAPH_NAME", "Roles", "create_self_refine_graph", "group_options", "recursion_limit"]
 
-ModelLike = BaseChatModel | str
+ModelLike = BaseChatModel | Runnable[Any, Any] | str
+"""A chat model, a model string, or any runnable a role can be (see `models/roles.py`)."""
 
 GRAPH_NAME = "self_refine"
 """The name to compile the graph with: its trace in LangSmith carries this name."""
@@ -58,7 +62,9 @@ def recursion_limit(max_iterations: int) -> int:
 class Roles:
     """A model per role, where a role should not use the graph's main model.
 
-    Each may be a LangChain chat model or a model string; None means the main model.
+    Each may be a LangChain chat model, a model string, a `Runnable` from messages to a
+    message, or a compiled graph with `messages` state (an agent such as
+    `create_react_agent`'s, compiled without a checkpointer); None means the main model.
     """
 
     generator: ModelLike | None = None
@@ -67,7 +73,9 @@ class Roles:
 
 
 _ROLE_KEYWORDS = {f"{role}_model": role for role in ("generator", "critic", "refiner")}
-_FACTORY_KEYWORDS = frozenset({"roles", "critics", "stop", "prompts", "settings"})
+_FACTORY_KEYWORDS = frozenset(
+    {"roles", "critics", "stop", "prompts", "settings", "response_format"}
+)
 _SETTING_KEYWORDS = frozenset(FIELD_NAMES) - {"model", "critics", *_ROLE_KEYWORDS}
 """The settings a flat keyword may give: every field of RefineContext but the models and
 critics (a factory argument, which may hold objects)."""
@@ -140,6 +148,7 @@ def create_self_refine_graph(
     stop: StopPolicy | Sequence[StopPolicy] | None = None,
     prompts: PromptSet | None = None,
     settings: RefineContext | None = None,
+    response_format: Any = None,
     **deprecated: Any,
 ) -> CheckedStateGraph:
     """Build the (uncompiled) generate -> critique -> refine loop.
@@ -161,6 +170,12 @@ def create_self_refine_graph(
     (configure a model instance yourself); the key is never stored. Compile the
     result with the checkpointer of your choice, and name it:
     `.compile(checkpointer=..., name=GRAPH_NAME)`.
+
+    `response_format` (a pydantic model class, a TypedDict or a JSON schema) makes
+    the answer typed: drafts are asked for as JSON of it (json_schema, else
+    json_object, else plain text, as the model takes), a draft that does not
+    validate gets the validation errors as its critique, and the output holds
+    `structured_response` (the answer's JSON value) beside `answer`.
 
     The flat keywords of version 0.1 (`critic_model=`, `max_iterations=`, ...)
     and model strings in `settings` still work and warn: pass `roles=Roles(critic=...)`
@@ -188,6 +203,15 @@ def create_self_refine_graph(
     }
     for spec in role_models.values():
         check_model(spec, base_url=settings.base_url)  # strings of no known form fail here
+    # A runnable is wrapped once, so every run calls (and every critic notes) one object.
+    role_models = {role: as_role(spec) for role, spec in role_models.items()}
+    answer_format = None
+    if response_format is not None:
+        answer_format = (
+            response_format
+            if isinstance(response_format, ResponseFormat)
+            else ResponseFormat(response_format)  # a bad schema fails here
+        )
     if isinstance(critics, str):
         critics = critic_names(critics)
     if critics:
@@ -200,6 +224,7 @@ def create_self_refine_graph(
         critics=tuple(critics),
         stop=tuple(stop) if stop is not None else None,
         prompts=prompts,
+        response_format=answer_format,
     )
     builder = CheckedStateGraph(
         loop,

@@ -11,6 +11,7 @@ once verified, so a killed download never leaves a file that is later used.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from self_refine.errors import ConfigError
+from self_refine.safe_files import read_own_file, replace_file
 
 __all__ = [
     "DEFAULT_LOCAL",
@@ -129,6 +131,18 @@ def fetch(model: KnownModel, *, progress: bool = True) -> Path:
             f"{target} does not match the sha256 of {model.description}; delete it and "
             "the model is fetched again"
         )
+    try:
+        return _fetch_into(folder, target, model, progress)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot write the model cache {str(folder)!r} ({error.strerror or error}): make "
+            f"it writable with {_mb(model.size)} free, or set SELF_REFINE_MODELS to a folder "
+            "that is"
+        ) from None
+
+
+def _fetch_into(folder: Path, target: Path, model: KnownModel, progress: bool) -> Path:
+    """Fetch, join and verify the model's parts into `target` in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
     _say(
         progress,
@@ -157,7 +171,7 @@ def fetch(model: KnownModel, *, progress: bool = True) -> Path:
                 f"({digest.hexdigest()[:16]}... instead of {model.sha256[:16]}...): refused"
             )
         os.replace(partial, target)
-    _mark_verified(target)
+    _mark_verified(target, model)
     _say(progress, f"  done: {target}")
     return target
 
@@ -256,16 +270,34 @@ def _mb(size: int) -> str:
     return f"{size / 1_000_000:,.0f} MB" if size >= 10_000_000 else f"{size / 1_000_000:.1f} MB"
 
 
-def _stamp(path: Path) -> str:
-    stat = path.stat()
-    return f"{stat.st_size}:{stat.st_mtime_ns}"
+def _identity(path: Path) -> dict[str, int]:
+    """What tells this file apart from any other, even one of the same size and mtime."""
+    found = path.stat()
+    return {
+        "size": found.st_size,
+        "inode": found.st_ino,
+        "device": found.st_dev,
+        "mtime_ns": found.st_mtime_ns,
+        "ctime_ns": found.st_ctime_ns,  # not settable by hand, unlike the mtime
+    }
+
+
+def _marker(path: Path) -> Path:
+    return path.with_name(path.name + ".verified")
 
 
 def _verified(path: Path, model: KnownModel) -> bool:
-    """True when the file's hash matches; checked once, then remembered by size and mtime."""
-    marker = path.with_name(path.name + ".verified")
-    if marker.is_file() and marker.read_text() == _stamp(path):
-        return True
+    """True when the file's hash matches; checked once, then remembered in a marker.
+
+    The marker records the hash and the file's identity (size, inode, device,
+    mtime, ctime): another file, even of the same size and mtime, is hashed again.
+    """
+    recorded = read_own_file(_marker(path))
+    try:
+        if recorded and json.loads(recorded) == {"sha256": model.sha256, **_identity(path)}:
+            return True
+    except ValueError:
+        pass  # a marker of an older version, or damaged: hash again
     if path.stat().st_size != model.size:
         return False
     digest = hashlib.sha256()
@@ -274,15 +306,17 @@ def _verified(path: Path, model: KnownModel) -> bool:
             digest.update(block)
     if digest.hexdigest() != model.sha256:
         return False
-    _mark_verified(path)
+    _mark_verified(path, model)
     return True
 
 
-def _mark_verified(path: Path) -> None:
-    marker = path.with_name(path.name + ".verified")
-    partial = marker.with_name(marker.name + ".tmp")
-    partial.write_text(_stamp(path))
-    os.replace(partial, marker)
+def _mark_verified(path: Path, model: KnownModel) -> None:
+    """Remember that `path` is `model`; a cache folder that cannot be written is hashed again."""
+    record = {"sha256": model.sha256, **_identity(path)}
+    try:
+        replace_file(_marker(path), json.dumps(record).encode())
+    except OSError:
+        pass
 
 
 def _say(progress: bool, text: str) -> None:

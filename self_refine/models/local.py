@@ -19,11 +19,12 @@ through tool calling, and builds one `Llama` per chat model. Here:
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -151,6 +152,9 @@ class LocalChatModel(BaseChatModel):
         "from the start; for measuring what reuse saves).",
     )
 
+    accepts_images: ClassVar[bool] = False
+    """The known models read text only: a task with images is refused before the first call."""
+
     @property
     def _llm_type(self) -> str:
         return "self-refine-local"
@@ -272,15 +276,27 @@ class LocalChatModel(BaseChatModel):
         include_raw: bool = False,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, Any]:
-        """Replies constrained by llama.cpp's JSON-schema grammar, parsed into `schema`."""
-        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
-            raise ConfigError("the local model's structured output takes a pydantic model class")
-        fmt = {"type": "json_object", "schema": bounded_lists(schema.model_json_schema())}
+        """Replies constrained by llama.cpp's JSON-schema grammar, parsed into `schema`.
+
+        A pydantic class's lists are bounded to a few items (critiques); a JSON
+        schema (a dict, a typed answer's) is used as given and its JSON value returned.
+        """
+        if isinstance(schema, dict):
+            fmt = {"type": "json_object", "schema": schema}
+        elif isinstance(schema, type) and issubclass(schema, BaseModel):
+            fmt = {"type": "json_object", "schema": bounded_lists(schema.model_json_schema())}
+        else:
+            raise ConfigError(
+                "the local model's structured output takes a pydantic model class or a JSON schema"
+            )
         bound = self.bind(response_format=fmt)
 
         def parse(raw: BaseMessage) -> Any:
             try:
-                parsed = schema.model_validate_json(raw.text)
+                if isinstance(schema, dict):
+                    parsed = json.loads(raw.text)
+                else:
+                    parsed = schema.model_validate_json(raw.text)
             except ValueError as error:
                 if not include_raw:
                     raise

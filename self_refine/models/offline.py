@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -190,12 +190,16 @@ def json_reply_parser(schema: Any, *, include_raw: bool = False) -> RunnableLamb
 
     With `include_raw`, the result is {"raw", "parsed", "parsing_error"} and a
     reply that does not fit the schema gives `parsed=None` instead of raising.
+    A JSON schema (a dict) gives the parsed JSON value, unchecked.
     """
 
     def parse(message: AIMessage) -> Any:
         try:
-            parsed = schema.model_validate_json(message.text)
-        except ValidationError as error:
+            if isinstance(schema, dict):
+                parsed = json.loads(message.text)
+            else:
+                parsed = schema.model_validate_json(message.text)
+        except (ValidationError, ValueError) as error:
             if include_raw:
                 return {"raw": message, "parsed": None, "parsing_error": error}
             raise
@@ -213,6 +217,8 @@ class OfflineModel(BaseChatModel):
     """Deterministic rule-based stand-in for a chat model (see the module docstring)."""
 
     edits_per_step: int = 2
+    accepts_images: ClassVar[bool] = False
+    """It reads text only: a task with images is refused before the first call."""
 
     @property
     def _llm_type(self) -> str:

@@ -11,9 +11,11 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable
 
 from self_refine.errors import ConfigError
 from self_refine.models import DEFAULT_MAX_TOKENS
+from self_refine.models.roles import as_role, is_role_runnable
 from self_refine.state import Usage
 
 __all__ = [
@@ -47,7 +49,7 @@ class ModelSpec:
 
 
 def resolve_model(
-    model: str | BaseChatModel,
+    model: str | BaseChatModel | Runnable[Any, Any],
     *,
     base_url: str | None = None,
     timeout: float | None = None,
@@ -65,14 +67,16 @@ def resolve_model(
     own model id, passed as is (Ollama's `"llama3.1:8b"`); without one, other
     `"provider:model"` strings go through `langchain`'s `init_chat_model` when
     `langchain` is installed. `api_key` (else OPENAI_API_KEY) is kept as a
-    secret inside the model only.
+    secret inside the model only. Any other LangChain `Runnable` (a messages-to-message
+    chain, a compiled graph with `messages` such as an agent) comes back wrapped as a
+    role (`models/roles.py`), which the nodes call as they call a chat model.
     """
     if isinstance(model, BaseChatModel):
         return model
+    if is_role_runnable(model):
+        return as_role(model)
     if not isinstance(model, str):
-        raise ConfigError(
-            f"model must be a model string or a LangChain chat model, got {type(model).__name__}"
-        )
+        raise ConfigError(_NOT_A_MODEL.format(kind=type(model).__name__))
     return _resolve(
         ModelSpec(
             model.strip(),
@@ -85,7 +89,9 @@ def resolve_model(
     )
 
 
-def check_model(model: str | BaseChatModel | None, *, base_url: str | None = None) -> None:
+def check_model(
+    model: str | BaseChatModel | Runnable[Any, Any] | None, *, base_url: str | None = None
+) -> None:
     """Raise ConfigError for a model string of no known form; keys are checked on use.
 
     A key may still come with a run's context, so only the string's form is
@@ -93,12 +99,18 @@ def check_model(model: str | BaseChatModel | None, *, base_url: str | None = Non
     """
     if model is None or isinstance(model, BaseChatModel):
         return
+    if is_role_runnable(model):
+        as_role(model)  # a graph without messages, or with a saver of its own, fails here
+        return
     if not isinstance(model, str):
-        raise ConfigError(
-            f"model must be a model string or a LangChain chat model, got {type(model).__name__}"
-        )
+        raise ConfigError(_NOT_A_MODEL.format(kind=type(model).__name__))
     _parse(model.strip(), base_url or os.environ.get("OPENAI_BASE_URL") or None)
 
+
+_NOT_A_MODEL = (
+    "model must be a model string or a LangChain chat model (or a Runnable from messages "
+    "to a message, or a compiled graph with 'messages' such as an agent), got {kind}"
+)
 
 KNOWN_FORMS = (
     "'offline' (the deterministic stand-in), 'local' (the embedded GGUF model), "
@@ -146,8 +158,10 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
     if provider == "local":
         from self_refine.models.fetch import local_model_path
         from self_refine.models.local import LocalChatModel
+        from self_refine.models.runtime import check_local_runtime
 
         path = local_model_path(name)
+        check_local_runtime(path)  # a crashing build or a file that cannot load, said here
         return LocalChatModel(
             model_path=str(path),
             model_name=f"local:{path.name}",

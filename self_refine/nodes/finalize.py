@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from self_refine.context import RefineContext
+from self_refine.critics.typed import ResponseFormat
 from self_refine.nodes.plan import Loop
 from self_refine.nodes.runnable import Node
-from self_refine.state import Attempt, RefineState
+from self_refine.state import ANSWER_NAME, Attempt, RefineState
 
 __all__ = ["make_finalize", "pick_best"]
 
@@ -28,21 +30,54 @@ def pick_best(attempts: list[Attempt]) -> Attempt | None:
     return max(scored, key=lambda a: (a["critique"]["score"], -a["iteration"], -len(a["draft"])))
 
 
+def _typed(form: ResponseFormat, chosen: Attempt | None, any_valid: bool) -> dict[str, Any]:
+    """The answer's JSON value, or why there is none (no draft matched the format)."""
+    draft = chosen["draft"] if chosen else ""
+    found = form.check(draft)
+    if found is None:
+        return {"structured_response": form.value(draft), "structured_error": None}
+    why = found.feedback[0] if found.feedback else "it is not JSON of the schema"
+    which = "the chosen draft does not" if any_valid else "no draft"
+    error = f"{which} matched the response format; the answer is the best draft as it is: {why}"
+    return {"structured_response": None, "structured_error": error}
+
+
 def make_finalize(loop: Loop) -> Node:
-    """Build the node that chooses the answer ("best" or "last")."""
+    """Build the node that chooses the answer ("best" or "last") and sends it as a message.
+
+    The message (an `AIMessage` named "answer", in the node's output) is what
+    `stream_mode="messages"` shows last: a chat front end can show the drafts'
+    tokens as progress and this message as the reply.
+    """
 
     def finalize(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Choose the answer among the attempts."""
         attempts = state.get("attempts") or []
         last = attempts[-1] if attempts else None
-        best = pick_best(attempts)
+        answer_format = loop.response_format
+        valid = (
+            [a for a in attempts if answer_format.check(a["draft"]) is None]
+            if answer_format
+            else []
+        )
+        best = pick_best(valid or attempts)
         chosen = last if loop.settings_for(state, runtime).select == "last" else best
+        answer = chosen["draft"] if chosen else state.get("draft", "")
+        score = chosen["critique"].get("score") if chosen else None
+        outcome = {"stop_reason": state.get("stop_reason"), "iterations": state.get("iteration", 0)}
         return {
-            "answer": chosen["draft"] if chosen else state.get("draft", ""),
+            "answer": answer,
+            # The answer as the run's last message on the messages stream (see the state).
+            "answer_message": AIMessage(
+                answer,
+                name=ANSWER_NAME,
+                response_metadata={"self_refine": {**outcome, "score": score}},
+            ),
             "best": best,
             "last": last,
             "iterations": state.get("iteration", 0),
-            "score": chosen["critique"].get("score") if chosen else None,
+            "score": score,
+            **(_typed(answer_format, chosen, bool(valid)) if answer_format else {}),
             # The working draft is cleared, so that new input on this thread starts
             # over from its own draft (or generates one) rather than this run's.
             "draft": "",

@@ -12,12 +12,13 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.runtime import Runtime
 
+from self_refine.content import TaskContent, has_images, task_text
 from self_refine.context import RefineContext, context_changes, settings_of
 from self_refine.critics import (
     CombinedCritic,
@@ -28,10 +29,13 @@ from self_refine.critics import (
     LLMCritic,
     resolve_critics,
 )
+from self_refine.critics.typed import ResponseFormat, TypedAnswerCritic
 from self_refine.errors import ConfigError
 from self_refine.models.calls import trace_config
 from self_refine.models.hygiene import DraftGuard, draft_limit
+from self_refine.models.images import refuse_images
 from self_refine.models.resolve import resolve_model
+from self_refine.models.structured import StructuredDrafts
 from self_refine.prompts import PromptSet, get_profile
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm, instruction_phrases
 from self_refine.state import RUN_CONTEXT
@@ -41,7 +45,7 @@ __all__ = ["Loop", "Role", "RunPlan", "critic_specs", "role_model"]
 
 Role = Literal["generator", "critic", "refiner"]
 
-ModelLike = BaseChatModel | str
+ModelLike = BaseChatModel | Runnable[Any, Any] | str
 
 _ENVIRONMENT = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
 """What a model given as a string reads when the settings do not say: part of a plan's key."""
@@ -91,6 +95,8 @@ class RunPlan:
     critic: CriticRun
     writes_code: bool
     models: Mapping[Role, ModelLike | None] = field(repr=False)
+    answer_format: ResponseFormat | None = None
+    """The graph's response format: drafts are asked for as JSON of its schema."""
 
     @property
     def profile(self) -> str:
@@ -98,8 +104,15 @@ class RunPlan:
         return self.prompts.name
 
     def model(self, role: Role) -> BaseChatModel:
-        """The model for a role: the settings' model for it, their `model`, else the graph's."""
-        return role_model(role, self.settings, self.models)
+        """The model for a role: the settings' model for it, their `model`, else the graph's.
+
+        With a response format, the generator and the refiner are asked for JSON of
+        its schema (`StructuredDrafts`).
+        """
+        model = role_model(role, self.settings, self.models)
+        if self.answer_format is None or role == "critic":
+            return model
+        return cast(BaseChatModel, StructuredDrafts(model, self.answer_format.schema))
 
     def check_models(self, *, generates: bool = True) -> None:
         """Raise ConfigError now if a model the run calls cannot be had (a missing key, say)."""
@@ -107,10 +120,20 @@ class RunPlan:
             self.model("generator")
         self.model("refiner")
 
+    def check_images(self, *, generates: bool = True) -> None:
+        """Raise ConfigError now if a model the run calls cannot read a task's images."""
+        roles: list[Role] = ["generator", "refiner"] if generates else ["refiner"]
+        for role in roles:
+            refuse_images(role, self.model(role))
+        explainer = self.critic.critic.explainer
+        if isinstance(explainer, LLMCritic):
+            refuse_images("critic", explainer.model)
+
     def guard(
-        self, task: str, feedback: Sequence[str] = (), previous: str | None = None
+        self, task: TaskContent, feedback: Sequence[str] = (), previous: str | None = None
     ) -> DraftGuard:
         """What a draft reply is held against before it becomes the draft."""
+        task = task_text(task)
         return DraftGuard(
             task=task,
             feedback=tuple(feedback),
@@ -138,6 +161,7 @@ class Loop:
     critics: tuple[Any, ...] = ()
     stop: tuple[StopPolicy, ...] | None = None
     prompts: PromptSet | None = None
+    response_format: ResponseFormat | None = None
     _plans: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -186,7 +210,10 @@ class Loop:
         """
         plan = self.plan_for(settings)
         plan.critic.critic.check(payload.get("reference"))
-        plan.check_models(generates=not (payload.get("draft") or "").strip())
+        generates = not (payload.get("draft") or "").strip()
+        plan.check_models(generates=generates)
+        if has_images(payload.get("task")):
+            plan.check_images(generates=generates)
         human = isinstance(plan.critic.critic.explainer, HumanCritic)
         if human and settings.candidates > 1:
             raise ConfigError(
@@ -203,6 +230,9 @@ class Loop:
     def _plan(self, settings: RefineContext, _environment: tuple[str | None, ...]) -> RunPlan:
         prompts = self.prompts or get_profile(settings.profile)
         critics = resolve_critics(critic_specs(settings, self.critics, prompts))
+        answer_format = self.response_format
+        if answer_format is not None:
+            prompts = answer_format.prompts(prompts)
         explainer: Critic | None = None
         if critics.explainer == "human":
             explainer = HumanCritic()
@@ -224,9 +254,14 @@ class Loop:
                     max_tokens_total=settings.max_tokens_total,
                 )
             ),
-            critic=CriticRun(CombinedCritic(critics.verifiers, explainer)),
+            critic=CriticRun(
+                TypedAnswerCritic(critics.verifiers, explainer, answer_format)
+                if answer_format is not None
+                else CombinedCritic(critics.verifiers, explainer)
+            ),
             writes_code=prompts.name.startswith("code") or "python_tests" in prompts.critics,
             models=self.models,
+            answer_format=answer_format,
         )
 
 

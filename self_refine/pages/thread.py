@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from self_refine.content import describe_task, image_source
 from self_refine.pages.charts import line_chart
-from self_refine.pages.diff import word_diff
+from self_refine.pages.diff import compare_drafts
 
-__all__ = ["PERSON_OR_MODEL", "attempt_views", "step_times", "thread_view"]
+__all__ = ["PERSON_OR_MODEL", "attempt_views", "step_times", "task_images", "thread_view"]
 
 PERSON_OR_MODEL = ("llm", "human")
 """Sources whose items cannot be checked against the next draft."""
@@ -74,6 +75,17 @@ def _why(attempts: Sequence[dict[str, Any]], picked: int | None) -> str:
     return f"attempt {picked}"
 
 
+def _rejected(given: Any) -> list[dict[str, str]]:
+    """The rejected replies as the page shows them: reason, detail, reply, each as text."""
+    entries = given if isinstance(given, list) else [given] if given else []
+    return [
+        {k: str(e.get(k) or "") for k in ("reason", "detail", "reply")}
+        if isinstance(e, dict)
+        else {"reason": "unknown", "detail": "", "reply": str(e)}
+        for e in entries
+    ]
+
+
 def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per attempt: draft diffed against the previous one, items, rejected replies."""
     views = []
@@ -83,11 +95,13 @@ def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         critique = attempt.get("critique") or {}
         problems = [str(p) for p in attempt.get("problems") or []]
         by_verifier = critique.get("verified") is not None
+        compared = compare_drafts(before, attempt["draft"]) if before is not None else None
         views.append(
             {
                 "iteration": attempt["iteration"],
                 "draft": attempt["draft"],
-                "diff": word_diff(before, attempt["draft"]) if before is not None else None,
+                "diff": compared.segments if compared else None,
+                "diff_note": compared.coarse if compared else None,
                 "score": critique.get("score"),
                 "done": bool(critique.get("done")),
                 "verified": critique.get("verified"),
@@ -98,12 +112,19 @@ def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 ],
                 "problems": problems,
                 "parse_fallback": any(p.startswith(_PLAIN_TEXT) for p in problems),
-                "rejected": list(attempt.get("rejected") or []),
+                "rejected": _rejected(attempt.get("rejected")),
                 "tokens": int((attempt.get("usage") or {}).get("total_tokens", 0)),
                 "correct": attempt.get("correct"),
             }
         )
     return views
+
+
+def task_images(task: Any) -> list[str]:
+    """The image sources of a task given as content blocks, for <img> tags (data: or http(s))."""
+    if not isinstance(task, list):
+        return []
+    return [image_source(b) for b in task if isinstance(b, dict) and b.get("type") != "text"]
 
 
 def step_times(history: Sequence[Any]) -> list[dict[str, Any]]:
@@ -137,7 +158,8 @@ def thread_view(
     usage = values.get("usage") or {}
     return {
         "title": title,
-        "task": values.get("task") or "",
+        "task": describe_task(values.get("task")),
+        "images": task_images(values.get("task")),
         "reference": values.get("reference"),
         "attempts": attempt_views(attempts),
         "score_chart": (
@@ -153,4 +175,7 @@ def thread_view(
             k: int(usage.get(k, 0)) for k in ("input_tokens", "output_tokens", "total_tokens")
         },
         "steps": list(steps) if steps else None,
+        "typed": "structured_response" in values,
+        "structured_response": values.get("structured_response"),
+        "structured_error": values.get("structured_error"),
     }

@@ -1,5 +1,7 @@
 """Where the command line keeps its checkpoints, and the settings each thread ran with.
 
+What a storage error means is in `persistence/failures.py`.
+
 The settings (model strings, limits, profile; never API keys) are kept beside
 the checkpoints so that `self-refine resume` continues a thread exactly as it
 was started. `db` is an SQLite file path, or a `postgresql://` URL (see
@@ -8,8 +10,8 @@ was started. `db` is an SQLite file path, or a `postgresql://` URL (see
 
 from __future__ import annotations
 
-import errno
 import json
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
@@ -19,6 +21,13 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from self_refine.errors import ConfigError
+from self_refine.persistence.failures import (
+    SQLITE_CANTOPEN,
+    failure_message,
+    not_writable,
+    not_writable_message,
+    sqlite_code,
+)
 from self_refine.persistence.postgres import (
     PostgresSettings,
     async_postgres_checkpointer,
@@ -29,9 +38,8 @@ from self_refine.persistence.postgres import (
 __all__ = [
     "DEFAULT_DB",
     "ThreadSettings",
-    "damaged_message",
-    "is_damaged",
-    "storage_failure",
+    "check_database",
+    "read_only_connection",
     "open_async_checkpointer",
     "open_checkpointer",
     "sqlite_path",
@@ -43,12 +51,14 @@ DEFAULT_DB = ".self-refine/checkpoints.sqlite"
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def sqlite_path(db: str) -> Path:
+def sqlite_path(db: str, *, read_only: bool = False) -> Path:
     """Check that an SQLite database can be created or opened at `db`, and return its path.
 
     `db` must be a regular file holding an SQLite database, or a path where a
     new one can be made: not ":memory:" (gone when the command ends) and not a
-    device or a folder (SQLite would put its journal beside it).
+    device or a folder (SQLite would put its journal beside it). Unless
+    `read_only`, the file and its folder must be writable: a command that saves
+    threads says "not writable" here, before any work.
     """
     if db.strip() in ("", ":memory:"):
         raise ConfigError(
@@ -66,17 +76,72 @@ def sqlite_path(db: str) -> Path:
             f"--db {str(path)!r} is not an SQLite database: give the path of the database "
             "the threads are in, or of a new one to create"
         )
+    if read_only:
+        return path
+    if why := not_writable(path):
+        raise ConfigError(not_writable_message(str(path), why))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with sqlite3.connect(path) as conn:
             conn.execute("PRAGMA user_version")
-    except sqlite3.DatabaseError as error:
-        raise ConfigError(damaged_message(str(path), error)) from None
-    except (OSError, sqlite3.Error) as error:
+    except sqlite3.Error as error:
+        raise ConfigError(failure_message(str(path), error)) from None
+    except OSError as error:
         raise ConfigError(
-            f"cannot open the database {str(path)!r} ({error}): choose a writable path with --db"
+            f"cannot open the database {str(path)!r} ({error.strerror or error}): choose a "
+            "writable path with --db"
         ) from None
     return path
+
+
+def check_database(db: str) -> None:
+    """Raise ConfigError when threads could not be saved at `db`; nothing is created.
+
+    For a command to call before any work; a PostgreSQL URL is checked when it connects.
+    """
+    if is_postgres_url(db):
+        return
+    path = sqlite_path(db, read_only=True)
+    if why := not_writable(path):
+        raise ConfigError(not_writable_message(str(path), why))
+
+
+def read_only_connection(db: str) -> sqlite3.Connection:
+    """Open an existing SQLite database read-only: nothing, not even a journal, is written.
+
+    A database in WAL mode needs a shared-memory file beside it; in a folder where
+    none can be made (a read-only folder or mount), where no other process can be
+    writing it either, the file is read as it is (SQLite's `immutable`).
+    """
+    path = sqlite_path(db, read_only=True)
+    uri = f"{path.absolute().as_uri()}?mode=ro"
+    try:
+        return _opened(uri)
+    except sqlite3.Error as error:
+        wal = path.with_name(path.name + "-wal")
+        unwritable = not os.access(path.absolute().parent, os.W_OK)
+        if sqlite_code(error) == SQLITE_CANTOPEN and unwritable and wal.exists():
+            raise ConfigError(
+                f"the database {str(path)!r} has changes in {str(wal)!r} that SQLite cannot "
+                "read in a read-only folder: copy both files to a writable folder and read "
+                "them there"
+            ) from None
+        if sqlite_code(error) != SQLITE_CANTOPEN or not unwritable:
+            raise ConfigError(failure_message(str(path), error)) from None
+    try:
+        return _opened(uri + "&immutable=1")
+    except sqlite3.Error as error:
+        raise ConfigError(failure_message(str(path), error)) from None
+
+
+def _opened(uri: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, check_same_thread=False)  # the saver serializes
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()  # opens the file now
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _not_sqlite(path: Path) -> bool:
@@ -89,48 +154,16 @@ def _not_sqlite(path: Path) -> bool:
     return bool(head) and head != _SQLITE_HEADER
 
 
-def damaged_message(db: str, error: BaseException) -> str:
-    """What to say when SQLite finds a database damaged ("database disk image is malformed")."""
-    return (
-        f"the database {db!r} is damaged ({error}): its threads cannot be read. Keep a copy, "
-        f"try `sqlite3 {db} .recover | sqlite3 recovered.sqlite` to save what is left, or "
-        "start afresh with another --db"
-    )
-
-
-def is_damaged(error: BaseException) -> bool:
-    """Whether an error is SQLite finding a damaged file (not a lock, a full disk or I/O)."""
-    return type(error) is sqlite3.DatabaseError
-
-
-_DISK_FULL_SQLSTATE = "53100"  # PostgreSQL's disk_full
-
-
-def storage_failure(error: BaseException) -> str | None:
-    """What failed when an error is the storage's own (full, damaged, I/O), else None.
-
-    Such a failure is not one item's: every later write would fail alike.
-    """
-    reason = " ".join(str(error).split()) or type(error).__name__
-    if isinstance(error, sqlite3.OperationalError) and ("full" in reason or "I/O" in reason):
-        return f"the checkpoint database failed ({reason})"
-    if is_damaged(error):
-        return f"the checkpoint database is damaged ({reason})"
-    if getattr(error, "sqlstate", None) == _DISK_FULL_SQLSTATE:
-        return f"the PostgreSQL server's disk is full ({reason.split(' CONTEXT:')[0]})"
-    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
-        return f"the disk failed ({error.strerror})"
-    return None
-
-
 @contextmanager
-def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
+def open_checkpointer(db: str, *, read_only: bool = False) -> Iterator[BaseCheckpointSaver[Any]]:
     """Open the checkpointer for an SQLite path or a PostgreSQL URL.
 
     An SQLite database is in WAL mode with `synchronous=NORMAL`: each committed
     step survives the program being killed, and only a power cut or an
     operating-system crash can lose the last few (never corrupt the file).
-    That saves a disk flush per commit, two per step.
+    That saves a disk flush per commit, two per step. `read_only` (for `show`)
+    opens an existing SQLite file without writing anything, so a database in a
+    read-only folder or mount can be read.
     """
     if is_postgres_url(db):
         with ExitStack() as stack:
@@ -140,11 +173,14 @@ def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    path = sqlite_path(db)
-    conn = sqlite3.connect(path, check_same_thread=False)  # the saver serializes access
+    if read_only:
+        conn = read_only_connection(db)
+    else:
+        conn = sqlite3.connect(sqlite_path(db), check_same_thread=False)  # the saver serializes
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
+        if not read_only:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
         yield SqliteSaver(conn)
     finally:
         conn.close()

@@ -29,6 +29,7 @@ from typing import Any, Literal, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from self_refine.content import TaskContent
 from self_refine.prompts.profiles import PromptSet
 from self_refine.state import Attempt
 
@@ -50,6 +51,7 @@ __all__ = [
     "normalized",
     "refine_messages",
     "repeated_phrase",
+    "task_message",
     "unfence",
 ]
 
@@ -104,8 +106,32 @@ ROLES = ("generator", "critic", "refiner")
 
 def fence(tag: str, text: str) -> str:
     """Wrap text in <tag> ... </tag>, escaping anything inside that looks like a fence."""
-    escaped = _TAG_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
-    return f"<{tag}>\n{escaped}\n</{tag}>"
+    return f"<{tag}>\n{_escaped(text)}\n</{tag}>"
+
+
+def _escaped(text: str) -> str:
+    return _TAG_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
+
+
+def task_message(task: TaskContent, after: str) -> HumanMessage:
+    """A user message: the task fenced in <task> tags, then `after`.
+
+    A task of content blocks keeps its blocks in their order: its text blocks are
+    fenced (escaped) as text is, and its images go to the model as they were given.
+    """
+    if isinstance(task, str):
+        return HumanMessage(f"{fence('task', task)}\n\n{after}")
+    blocks: list[str | dict[str, Any]] = []
+    text = "<task>"
+    for block in task:
+        if block.get("type") == "text":
+            text += "\n" + _escaped(str(block.get("text", "")))
+            continue
+        blocks.append({"type": "text", "text": text})
+        blocks.append(block)
+        text = ""
+    blocks.append({"type": "text", "text": f"{text}\n</task>\n\n{after}"})
+    return HumanMessage(blocks)
 
 
 def unfence(text: str) -> str:
@@ -201,28 +227,25 @@ def _phrases(prompts: PromptSet | None) -> Phrases:
     return Phrases(frozenset(runs), tuple(sentences))
 
 
-def generate_messages(prompts: PromptSet, task: str) -> list[BaseMessage]:
+def generate_messages(prompts: PromptSet, task: TaskContent) -> list[BaseMessage]:
     """Messages asking for a first draft of the task."""
-    return [
-        _system("generator", prompts.generate),
-        HumanMessage(f"{fence('task', task)}\n\n{prompts.request}"),
-    ]
+    return [_system("generator", prompts.generate), task_message(task, prompts.request)]
 
 
 def feedback_messages(
-    prompts: PromptSet, task: str, draft: str, notes: Sequence[str] = ()
+    prompts: PromptSet, task: TaskContent, draft: str, notes: Sequence[str] = ()
 ) -> list[BaseMessage]:
     """Messages asking for a critique of the draft, with optional findings to build on."""
-    parts = [fence("task", task), fence("draft", draft)]
+    parts = [fence("draft", draft)]
     if notes:
         parts.append(f"{NOTES_INTRO}\n" + fence("feedback", format_feedback(notes)))
     parts.append(CRITIQUE_ASK)
-    return [_system("critic", prompts.feedback), HumanMessage("\n\n".join(parts))]
+    return [_system("critic", prompts.feedback), task_message(task, "\n\n".join(parts))]
 
 
 def refine_messages(
     prompts: PromptSet,
-    task: str,
+    task: TaskContent,
     attempts: Sequence[Attempt],
     current: dict[str, Any] | None,
     history_window: int | None,
@@ -254,16 +277,16 @@ def refine_messages(
         _attempt_block(latest["iteration"], latest["draft"], current or latest["critique"])
     )
     history = "\n\n".join(blocks)
+    ask = f"{SINGLE_FORM_ASK} {prompts.revise or 'Reply with the new draft only.'}"
     return [
         _system("refiner", prompts.refine),
-        HumanMessage(
-            f"{fence('task', task)}\n\n{HISTORY_INTRO}\n\n{history}\n\n"
-            f"{SINGLE_FORM_ASK} {prompts.revise or 'Reply with the new draft only.'}"
-        ),
+        task_message(task, f"{HISTORY_INTRO}\n\n{history}\n\n{ask}"),
     ]
 
 
-def fresh_messages(prompts: PromptSet, task: str, feedback: Sequence[str]) -> list[BaseMessage]:
+def fresh_messages(
+    prompts: PromptSet, task: TaskContent, feedback: Sequence[str]
+) -> list[BaseMessage]:
     """A request for a new draft from the task and the latest feedback alone.
 
     No earlier draft is shown: small models asked to edit a draft they can see often
@@ -272,9 +295,7 @@ def fresh_messages(prompts: PromptSet, task: str, feedback: Sequence[str]) -> li
     problems = fence("feedback", format_feedback(feedback))
     return [
         _system("refiner", prompts.generate),
-        HumanMessage(
-            f"{fence('task', task)}\n\n{FRESH_INTRO}\n{problems}\n\n{FRESH_ASK} {prompts.request}"
-        ),
+        task_message(task, f"{FRESH_INTRO}\n{problems}\n\n{FRESH_ASK} {prompts.request}"),
     ]
 
 
@@ -290,7 +311,7 @@ def _rendered_attempt(iteration: int, draft: str, feedback: tuple[str, ...]) -> 
 
 
 def _conversation(
-    prompts: PromptSet, task: str, pairs: Sequence[tuple[str, dict[str, Any]]]
+    prompts: PromptSet, task: TaskContent, pairs: Sequence[tuple[str, dict[str, Any]]]
 ) -> list[BaseMessage]:
     """The task as the first user turn, then each draft as an assistant turn and its feedback."""
     messages: list[BaseMessage] = [

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from self_refine import RefineContext
-from self_refine.batch.io import BatchItem, read_items
+from self_refine.batch.items import BatchItem, read_items
 from self_refine.batch.job import BatchJob
 from self_refine.batch.metrics import format_summary, summarize
 from self_refine.cli.main import main
@@ -117,7 +117,7 @@ def test_a_task_that_is_not_text_says_what_it_got(tmp_path: Path) -> None:
     assert [item.task for item in items] == ["ok"]
     assert [str(p) for p in problems] == [
         'line 1: "task" must be a string, the text of the task; got a number (42)',
-        'line 2: "task" must be a string, the text of the task; got a list',
+        'line 2: "task": task block 0 must be an object such as {"type": "text", "text": "..."}',
         'line 3: "task" is empty: give the text of the task',
         'line 4: needs a "task" with the text of the task',
     ]

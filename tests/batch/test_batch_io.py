@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from self_refine.batch.io import OutputFile, in_shard, item_id, parse_shard, read_items
+from self_refine.batch.items import in_shard, item_id, parse_shard, read_items
+from self_refine.batch.output import OutputFile
 from self_refine.errors import ConfigError
 
 
@@ -80,6 +81,14 @@ def test_shards_cover_every_id_exactly_once() -> None:
     assert parse_shard("2/4") == (2, 4)
 
 
+def _result(id: str, answer: str, **more: str) -> dict[str, str]:
+    """A result line as `self-refine batch` writes it, cut to what these tests read."""
+    return {"id": id, "answer": answer, "stop_reason": "verified", **more}
+
+
+A = '{"id": "a", "answer": "1", "stop_reason": "verified"}'
+
+
 def _lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -87,47 +96,47 @@ def _lines(path: Path) -> list[dict[str, object]]:
 def test_output_file_resumes_with_the_ids_it_holds(tmp_path: Path) -> None:
     path = tmp_path / "out" / "results.jsonl"
     output = OutputFile.open(path, "key1")
-    output.write({"id": "a", "answer": "1", "run_key": "key1"})
-    output.write({"id": "b", "answer": "2", "run_key": "key1"})
+    output.write(_result("a", "1", run_key="key1"))
+    output.write(_result("b", "2", run_key="key1"))
     output.close()
     again = OutputFile.open(path, "key1")
     assert again.done_ids() == {"a", "b"}
     assert not again.repaired
-    again.write({"id": "c", "answer": "3", "run_key": "key1"})
+    again.write(_result("c", "3", run_key="key1"))
     again.close()
     assert [r["id"] for r in _lines(path)] == ["a", "b", "c"]
 
 
 def test_a_torn_last_line_is_cut_off_and_its_item_written_once(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    path.write_text('{"id": "a", "answer": "1"}\n{"id": "b", "ans')
+    path.write_text(A + '\n{"id": "b", "ans')
     output = OutputFile.open(path)
     assert output.repaired
     assert output.done_ids() == {"a"}
-    output.write({"id": "b", "answer": "2"})
+    output.write(_result("b", "2"))
     output.close()
     assert [r["id"] for r in _lines(path)] == ["a", "b"]
 
 
 def test_a_whole_last_line_without_newline_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    path.write_text('{"id": "a", "answer": "1"}')
+    path.write_text(A)
     output = OutputFile.open(path)
-    output.write({"id": "b", "answer": "2"})
+    output.write(_result("b", "2"))
     output.close()
     assert [r["id"] for r in _lines(path)] == ["a", "b"]
 
 
 def test_a_broken_line_before_the_end_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    path.write_text('{"id": "a"}\nnot json\n{"id": "b"}\n')
+    path.write_text(A + "\nnot json\n" + A.replace('"a"', '"b"') + "\n")
     with pytest.raises(ConfigError, match="line 2 of"):
         OutputFile.open(path)
 
 
 def test_output_from_other_settings_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    path.write_text('{"id": "a", "run_key": "old"}\n')
+    path.write_text(json.dumps(_result("a", "1", run_key="old")) + "\n")
     with pytest.raises(ConfigError, match="other settings"):
         OutputFile.open(path, "new")
 

@@ -55,6 +55,10 @@ def test_an_error_quoting_a_server_shows_its_escapes(
     assert "\\x1b]0;owned\\x07\\x1b[2J\\x9b31moverloaded" in err and err.count("\n") == 1
 
 
+def _attempt(**fields: Any) -> dict[str, Any]:
+    return {"iteration": 0, "draft": "d", "critique": {"score": 1.0, "feedback": []}, **fields}
+
+
 def _record(**fields: Any) -> str:
     record = {"id": "a", "answer": "42", "stop_reason": "verified", "iterations": 1, **fields}
     return json.dumps(record) + "\n"
@@ -105,6 +109,8 @@ def test_report_ignores_a_last_line_torn_inside_a_character(
         ({"correct_at": "TF"}, "correct_at should be a list of true, false or null"),
         ({"stop_reason": 7}, "stop_reason should be text, not int"),
         ({"attempts": [{"draft": 1}]}, "attempts should be a list of attempts"),
+        ({"attempts": [_attempt(rejected="echo")]}, "attempts should be a list of attempts"),
+        ({"attempts": [_attempt(rejected=[{"reason": 3}])]}, "attempts should be a list"),
         ({"id": None}, "id should be a string or a number, not NoneType"),
     ],
 )
@@ -118,3 +124,13 @@ def test_report_names_a_field_of_the_wrong_type(
         err = capsys.readouterr().err
         assert err.startswith(f"self-refine: error: line 2 of '{results}': {named}"), err
         assert "give the -o file of `self-refine batch`" in err and err.count("\n") == 1
+
+
+def test_a_page_shows_rejected_replies_of_any_shape_from_a_thread(tmp_path: Path) -> None:
+    from self_refine.pages.render import write_thread_page
+    from self_refine.pages.thread import thread_view
+
+    odd = [_attempt(rejected="echo"), _attempt(iteration=1, rejected=[{"reason": "empty"}, "x"])]
+    page = tmp_path / "t.html"
+    write_thread_page(thread_view({"task": "t", "attempts": odd}, title="t"), page)
+    assert "rejected: empty" in page.read_text()

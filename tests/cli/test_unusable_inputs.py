@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from self_refine import ConfigError, refine
-from self_refine.batch.io import read_items
+from self_refine.batch.items import read_items
 from self_refine.cli.main import main
 
 TASK = "Write one sentence using the words: dog, frisbee, park."

@@ -111,6 +111,35 @@ def test_big_file_hits_the_file_size_limit() -> None:
     assert run.load_error == "file size limit exceeded (1 MB)"
 
 
+_FILL = (
+    "def fill():\n"
+    "    for n in range(40):  # 600 MB in files each under the 16 MB file size limit\n"
+    "        with open(f'part{n}', 'wb') as f:\n"
+    "            f.write(b'x' * (15 << 20))\n"
+    "    return 'filled'\n"
+)
+
+
+def _disk_capped(run: Any) -> None:
+    if run.isolation.get("disk", "").startswith("not capped"):
+        pytest.skip(f"the kernel gives no private mount namespace here: {run.isolation['disk']}")
+
+
+def test_files_that_together_fill_the_disk_cap_fail_the_test_not_the_host() -> None:
+    run = run_python_tests(_FILL, [CodeTest("assert fill() == 'filled'")])
+    _disk_capped(run)
+    assert run.isolation["disk"] == "64 MB for the working directory (a tmpfs of its own)"
+    assert not run.passed
+    assert run.outcomes[0].detail.startswith("disk quota exceeded (64 MB for the working")
+
+
+def test_a_flood_of_empty_files_hits_the_same_cap() -> None:
+    code = "for n in range(100_000):\n    open(f'e{n}', 'w').close()\n"
+    run = run_python_tests(code, PASS, limits=SandboxLimits(disk_mb=2))
+    _disk_capped(run)
+    assert run.load_error == "disk quota exceeded (2 MB for the working directory)"
+
+
 def test_open_file_limit() -> None:
     run = run_python_tests("files = [open(f'f{i}', 'w') for i in range(1000)]", PASS)
     assert run.load_error is not None
@@ -399,13 +428,16 @@ def test_unprivileged_host_isolation_holds() -> None:
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
+            out["uncapped"] = iso.cap_disk(str(work), 1)  # no mount namespace yet: refused
             out["entered"] = sorted(iso.enter_namespaces(False))
             if "mount" in out["entered"]:
                 out["filesystem"] = iso.lock_filesystem(str(work), [], str(work / "x"))
+                out["capped"] = iso.cap_disk(str(work), 1)
             iso.forbid_new_privileges()
             os.chdir(work)
             iso.apply_limits(5, 256, 1, 64, iso.count_processes(uid) + 4)
             for name, attempt in (
+                ("disk", lambda: [Path(f"b{n}").write_bytes(b"x" * (512 << 10)) for n in range(3)]),
                 ("outside", lambda: open(outside, "w")),
                 ("network", lambda: socket.create_connection(("127.0.0.1", 9), timeout=1)),
             ):
@@ -437,6 +469,8 @@ def test_unprivileged_host_isolation_holds() -> None:
         pytest.skip(f"unprivileged user namespaces are not available here: {out}")
     assert "error" not in out, out
     assert out["filesystem"] == "read-only except the working directory"
+    assert out["uncapped"] is False and out["capped"] is True
+    assert out["disk"] == "No space left on device"
     assert out["outside"] == "Read-only file system" and not outside.exists()
     assert out["network"] == "Network is unreachable"
     assert out["forks"] == [4, "Resource temporarily unavailable"]

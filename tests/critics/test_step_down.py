@@ -43,3 +43,13 @@ def test_concurrent_sync_batch_tries_a_refused_format_once() -> None:
         formats = _formats(server)
     assert not result.errors
     assert formats.count("json_schema") == 1, formats
+
+
+@pytest.mark.parametrize("shape", ["openai", "fastapi"])
+def test_a_5xx_naming_the_format_in_any_body_shape_steps_down(shape: str) -> None:
+    """openai's client puts only `error.message` in its text; a FastAPI server says `detail`."""
+    with OpenAIServer(json_schema_status=500, json_schema_body=shape) as server:
+        result = refine_batch(TASKS[:1], model=_model(server), max_iterations=1, verifiers=())
+        formats = _formats(server)
+    assert not result.errors, result.errors
+    assert formats[0] == "json_schema" and "json_object" in formats[1:], formats

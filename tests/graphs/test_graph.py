@@ -53,6 +53,8 @@ def test_factory_returns_an_uncompiled_graph_with_input_and_output_schemas() -> 
         "score",
         "usage",
         "id",
+        "structured_response",
+        "structured_error",
     }
     context = graph.get_context_jsonschema()
     assert context is not None

@@ -142,6 +142,30 @@ async def test_streamed_run_yields_every_step(client: LangGraphClient) -> None:
     assert all(word in state["values"]["answer"] for word in ("dog", "frisbee", "park"))
 
 
+@pytest.mark.parametrize("graph_id", ["self_refine", "chat"])
+async def test_the_answer_message_streams_last(client: LangGraphClient, graph_id: str) -> None:
+    thread = await client.threads.create()
+    payload = {"task": TASK} if graph_id == "self_refine" else {"messages": [("user", TASK)]}
+    messages: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    async for part in client.runs.stream(
+        thread["thread_id"], graph_id, input=payload, stream_mode="messages-tuple"
+    ):
+        if part.event == "messages":
+            message, metadata = part.data
+            messages.append((message, metadata))
+    drafts = [m for m, _ in messages[:-1] if m.get("name") != "answer"]
+    answer, metadata = messages[-1]
+    assert drafts and answer["name"] == "answer" and answer["type"] == "ai"
+    assert all(word in answer["content"] for word in ("dog", "frisbee", "park"))
+    assert metadata["langgraph_node"] == (
+        "finalize" if graph_id == "self_refine" else "refine_reply"
+    )
+    state = await client.threads.get_state(thread["thread_id"])
+    values = state["values"]
+    final = values["answer"] if graph_id == "self_refine" else values["messages"][-1]["content"]
+    assert answer["content"] == final
+
+
 async def test_step_edit_resume_and_fork(client: LangGraphClient) -> None:
     thread_id = (await client.threads.create())["thread_id"]
     pause = {"interrupt_before": ["refine"]}

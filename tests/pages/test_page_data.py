@@ -129,3 +129,44 @@ def test_a_page_of_a_thousand_items_stays_a_few_times_its_jsonl(records: list[di
     assert html.count('<details class="item"') == 1000
     # 2.6x when measured: markup, a chart and a diff per item around small drafts.
     assert len(html.encode()) < 3 * raw, "the page grew out of proportion to its data"
+
+
+def _long_draft(sentences: int) -> str:
+    return " ".join(
+        f"Sentence {n} says something about item {n * 7 % 101}." for n in range(sentences)
+    )
+
+
+def _edited(draft: str) -> str:
+    return " ".join(w.upper() if n % 19 == 0 else w for n, w in enumerate(draft.split(" ")))
+
+
+def test_long_drafts_are_diffed_by_sentence_and_the_page_says_so() -> None:
+    """A whole-draft word diff is quadratic: 40 KB drafts took seconds; see benchmarks t7."""
+    first = _long_draft(800)
+    attempts = [
+        {"iteration": 0, "draft": first, "critique": {"score": 0.5, "feedback": ["More."]}},
+        {"iteration": 1, "draft": _edited(first), "critique": {"score": 0.6, "feedback": []}},
+    ]
+    view = thread_view({"task": "t", "attempts": attempts}, title="t")
+    segments = view["attempts"][1]["diff"]
+    assert "".join(t for k, t in segments if k != "del") == attempts[1]["draft"]
+    assert "".join(t for k, t in segments if k != "ins") == first
+    page = render_page("thread.html.j2", view)
+    assert "compared sentence by sentence" in page
+
+
+@pytest.mark.parametrize("edit", ["scattered", "one passage"])
+def test_a_megabyte_draft_is_compared_whole_and_gives_both_drafts_back(edit: str) -> None:
+    from self_refine.pages.diff import compare_drafts
+
+    before = _long_draft(20_000)
+    middle = len(before) // 2
+    after = _edited(before) if edit == "scattered" else before[:middle] + "NEW " + before[middle:]
+    compared = compare_drafts(before, after)
+    assert "".join(t for k, t in compared.segments if k != "del") == after
+    assert "".join(t for k, t in compared.segments if k != "ins") == before
+    if edit == "one passage":
+        assert compared.coarse is None and ("ins", "NEW ") in compared.segments
+    else:
+        assert compared.coarse is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -143,12 +144,12 @@ def test_ctrl_c_and_waiting_messages_mask_the_password(
     monkeypatch.setattr(OfflineModel, "_generate", interrupted)
     assert main(["run", TASK, "--thread-id", "cut", "--db", url]) == 130
     out, err = capsys.readouterr()
-    assert f"continue with: self-refine resume cut --db {masked}" in err
+    assert f"continue with: self-refine resume cut --db {shlex.quote(masked)}" in err
     assert "s3cret-pw" not in out + err
 
     # Standard input ends while the human critic waits: not success (exit 1), thread kept.
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     assert main(["run", TASK, "--critics", "human", "--thread-id", "ask", "--db", url]) == 1
     out, err = capsys.readouterr()
-    assert f"answer it with: self-refine resume ask --db {masked}" in out
+    assert f"answer it with: self-refine resume ask --db {shlex.quote(masked)}" in out
     assert "s3cret-pw" not in out + err

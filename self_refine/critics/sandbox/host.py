@@ -12,7 +12,8 @@ What holds, and how (see the threat model in docs/guides/sandbox.md):
 - where the kernel allows it: private network (no interfaces, no abstract
   sockets), IPC and mount namespaces, with /tmp, /var/tmp, /dev/shm, /run
   covered by empty tmpfs mounts and every mount read-only except the fresh
-  working directory;
+  working directory, itself a tmpfs of `disk_mb` (so the code's files, together,
+  never reach the host's disk);
 - an environment with no secrets; temp dirs named after the host's pid, removed
   afterwards or, after a crash of the host, at the next start;
 - inside the child, a Python audit hook (a second line only) that refuses
@@ -64,6 +65,7 @@ class SandboxLimits:
     cpu_seconds: int = 10
     memory_mb: int = 512
     file_size_mb: int = 16
+    disk_mb: int = 64
     max_processes: int = 32
     max_open_files: int = 64
     output_chars: int = 4000
@@ -226,7 +228,11 @@ def _run(
     spec = {
         "code": code,
         "tests": [_spec_test(t) for t in tests],
-        "limits": {**asdict(limits), "cpu_seconds": math.ceil(limits.cpu_seconds)},
+        "limits": {
+            **asdict(limits),
+            "cpu_seconds": math.ceil(limits.cpu_seconds),
+            "disk_mb": math.ceil(limits.disk_mb),
+        },
         "work": str(work),
         "private": str(private),
         "guards": guards,

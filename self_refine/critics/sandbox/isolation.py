@@ -4,6 +4,11 @@ The sandbox runner loads this file by path inside the child, before any
 untrusted code runs; nothing here is ever called in the host process. Every
 step is best effort and says what it achieved, so that the host can report
 what was actually contained on this platform.
+
+Longer than the ~300 lines a module should hold: every confinement step of the child
+is here, in one file the runner loads by path before any untrusted code runs, so that
+what the sandbox holds can be read in one place (the sandbox guide's threat model
+follows its order).
 """
 
 from __future__ import annotations
@@ -236,6 +241,26 @@ def lock_filesystem(work: str, expose: Sequence[str], stash: str, fresh_proc: bo
         f"read-only except the working directory and {len(stuck)} mount(s): "
         f"{', '.join(stuck)}{proc_note}"
     )
+
+
+_INODES_PER_MB = 64
+"""Files and folders a capped working directory may hold per MB of its size."""
+
+
+def cap_disk(work: str, disk_mb: int) -> bool:
+    """Cover `work` with a fresh tmpfs of `disk_mb` MB; False when the kernel refuses.
+
+    Must run in a private mount namespace, after lock_filesystem: the code then
+    writes into memory the size of the cap, never to the host's disk, and a
+    write past it fails with ENOSPC. The number of files is capped alike.
+    """
+    inodes = max(disk_mb * _INODES_PER_MB, 256)
+    options = f"mode=755,size={disk_mb}m,nr_inodes={inodes}"
+    try:
+        _mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV, options)
+    except OSError:
+        return False
+    return True
 
 
 def drop_privileges(candidates: Sequence[int], work: str) -> int:

@@ -4,6 +4,10 @@ Started by host.py as `python -I runner.py SPEC`; stdlib only. It
 reports JSON lines on the file descriptor the spec names: `ready` (with what
 isolation holds), `start` and `result` per test, then `done`. The code under
 test runs in this same process, after every isolation step.
+
+Longer than the ~300 lines a module should hold: it is one program, run by path in
+the confined child with the standard library only, and a second file would be one
+more thing to load (and to trust) before the guard is in place.
 """
 
 from __future__ import annotations
@@ -54,14 +58,22 @@ def _isolate(spec: dict[str, Any], iso: ModuleType, outer: set[str]) -> dict[str
         if "network" in entered
         else "not removed by the kernel here; blocked in Python only"
     )
+    limits = spec["limits"]
+    uncapped = f"not capped here: each file is capped at {limits['file_size_mb']} MB, not their sum"
     if "mount" in entered:
         expose = [p for p in {*sys.path, os.path.dirname(os.__file__)} if p] if as_root else []
         stash = os.path.join(spec["private"], "x")
         fresh = "pid" in outer
         report["filesystem"] = iso.lock_filesystem(work, expose, stash, fresh_proc=fresh)
         private_proc = fresh and "/proc could not" not in report["filesystem"]
+        report["disk"] = (
+            f"{limits['disk_mb']} MB for the working directory (a tmpfs of its own)"
+            if iso.cap_disk(work, limits["disk_mb"])
+            else uncapped + " (the kernel refused a tmpfs)"
+        )
     else:
         report["filesystem"] = "not locked by the kernel here; writes guarded in Python only"
+        report["disk"] = uncapped + " (no private mount namespace)"
         private_proc = False
     report["processes"] = (
         "only this run's (private PID namespace and /proc)"
@@ -84,7 +96,6 @@ def _isolate(spec: dict[str, Any], iso: ModuleType, outer: set[str]) -> dict[str
         iso.forbid_new_privileges()
     except OSError:
         report["privileges"] = "could not drop capabilities"
-    limits = spec["limits"]
     iso.apply_limits(
         limits["cpu_seconds"],
         limits["memory_mb"],
@@ -105,6 +116,8 @@ def _describe(error: BaseException) -> str:
     errno = getattr(error, "errno", None)
     if errno == 27:  # EFBIG
         return f"file size limit exceeded ({limits['file_size_mb']} MB)"
+    if errno in (28, 122):  # ENOSPC, EDQUOT
+        return f"disk quota exceeded ({limits['disk_mb']} MB for the working directory)"
     text = f"{type(error).__name__}: {error}".strip().rstrip(":")
     if errno == 11 and isinstance(error, OSError):  # EAGAIN from fork
         text += f" (process limit: {limits['max_processes']})"

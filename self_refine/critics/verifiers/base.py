@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from self_refine.content import task_text
 from self_refine.critics.base import CritiqueRequest, CritiqueResult
 from self_refine.errors import SelfRefineError
 from self_refine.state import Critique, add_usage
@@ -72,7 +73,7 @@ class VerifierCritic:
     def critique(self, request: CritiqueRequest) -> CritiqueResult:
         """Run the verifier; NotApplicable propagates to the caller."""
         try:
-            result = self.verify(request.task, request.draft, request.reference)
+            result = self.verify(task_text(request.task), request.draft, request.reference)
         except (NotApplicable, SelfRefineError):
             raise
         except Exception as error:

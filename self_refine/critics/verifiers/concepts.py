@@ -86,6 +86,10 @@ def _pattern(concept: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-]){head}(?:{last})(?![\w-])", re.I)
 
 
+MAX_CONCEPTS = 200
+"""Most concepts one reference may list: each is one feedback item when missing."""
+
+
 def missing_concepts(draft: str, concepts: list[str]) -> list[str]:
     """The concepts that do not appear in the draft, in their given order."""
     return [c for c in concepts if not _pattern(c).search(draft)]
@@ -102,7 +106,13 @@ def _prepare(reference: Any) -> list[str]:
     cleaned = [" ".join(c.split()) for c in concepts if c.strip()]
     if not cleaned:
         raise ConfigError('reference["concepts"] is empty: list the concepts the text must use')
-    return list(dict.fromkeys(cleaned))
+    unique = list(dict.fromkeys(cleaned))
+    if len(unique) > MAX_CONCEPTS:
+        raise ConfigError(
+            f'reference["concepts"] lists {len(unique):,} concepts, over {MAX_CONCEPTS}: a text '
+            "cannot use them all; give the few it must use"
+        )
+    return unique
 
 
 def _appears(concept: str, text: str) -> bool:
@@ -111,7 +121,8 @@ def _appears(concept: str, text: str) -> bool:
 
 def _judge(task: str, draft: str, concepts: list[str]) -> Critique:
     missing = missing_concepts(draft, concepts)
-    kept = [c for c in concepts if c not in missing]
+    absent = set(missing)
+    kept = [c for c in concepts if c not in absent]
     feedback = [f'Use the word "{c}".' for c in missing]
     if missing and kept:
         # Small models add the missing word and drop another: say which ones stay.

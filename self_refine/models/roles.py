@@ -1,0 +1,124 @@
+"""Any runnable as a role: a messages-to-message `Runnable`, or a compiled graph (an agent).
+
+A role is usually a chat model. It may also be:
+
+- a LangChain `Runnable` that takes a list of messages and returns a message (or a
+  string), such as `RunnableLambda(with_system_prompt) | model`;
+- a compiled LangGraph graph whose state has `messages`, such as langgraph's
+  `create_react_agent` or langchain's `create_agent`: it gets the request as its
+  `messages`, runs its own steps (tool calls included), and its last AI message is
+  the reply. Called inside a node of the refine graph, it runs as that node's
+  subgraph: its checkpoints nest under the refine run (namespace `generate:<task id>`,
+  say), Studio shows and steps them, and `stream(..., subgraphs=True)` streams them.
+
+`as_role` wraps either in `RunnableRole`, which the nodes call as they call a chat
+model: `invoke(messages, config)` returns one `AIMessage` whose `usage_metadata` adds
+up every model call the runnable made for it (an agent's tool-calling turns too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.pregel import Pregel
+
+from self_refine.errors import ConfigError
+from self_refine.state import add_usage
+
+__all__ = ["RunnableRole", "as_role", "is_role_runnable"]
+
+
+def is_role_runnable(value: Any) -> bool:
+    """True for a runnable that can fill a role without being a chat model."""
+    return isinstance(value, Runnable) and not isinstance(value, BaseChatModel)
+
+
+def _check_graph(graph: Pregel[Any, Any, Any, Any]) -> None:
+    """Refuse a graph that cannot take `messages` or keeps checkpoints of its own."""
+    channels = getattr(graph, "channels", {}) or {}
+    if "messages" not in channels:
+        raise ConfigError(
+            f"the graph {graph.get_name()!r} has no 'messages' in its state: a graph in a role "
+            "gets the request as messages and answers with its last AI message "
+            "(build it on MessagesState, as create_react_agent does)"
+        )
+    saver = graph.checkpointer
+    if saver is not None and saver is not False:
+        raise ConfigError(
+            f"the graph {graph.get_name()!r} was compiled with a checkpointer of its own: "
+            "compile it without one, so that its steps are checkpointed inside the refine run"
+        )
+
+
+class RunnableRole(Runnable[Sequence[BaseMessage], AIMessage]):
+    """A runnable called as a chat model: messages in, one AI message out, usage added up."""
+
+    accepts_images: bool | None = None
+    """Unknown: what the runnable does with image blocks is its own business."""
+
+    def __init__(self, runnable: Runnable[Any, Any]) -> None:
+        self.runnable = runnable
+        self.is_graph = isinstance(runnable, Pregel)
+        if self.is_graph:
+            _check_graph(runnable)  # type: ignore[arg-type]
+        self.name = runnable.get_name()
+        self.model_name = self.name
+
+    @property
+    def _llm_type(self) -> str:
+        """What kind of model this is, as LangChain chat models say it."""
+        return "self-refine-role"
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
+        """Refused, as by chat models without structured output: critics ask in plain text."""
+        raise NotImplementedError(f"{self.name!r} is not a chat model: no structured output")
+
+    def _input(self, messages: Sequence[BaseMessage]) -> Any:
+        return {"messages": list(messages)} if self.is_graph else list(messages)
+
+    def invoke(
+        self, input: Sequence[BaseMessage], config: RunnableConfig | None = None, **_: Any
+    ) -> AIMessage:
+        """Run the runnable on the request and return its reply."""
+        return self._reply(self.runnable.invoke(self._input(input), config), len(input))
+
+    async def ainvoke(
+        self, input: Sequence[BaseMessage], config: RunnableConfig | None = None, **_: Any
+    ) -> AIMessage:
+        """Async twin of invoke()."""
+        output = await self.runnable.ainvoke(self._input(input), config)
+        return self._reply(output, len(input))
+
+    def _reply(self, output: Any, sent: int) -> AIMessage:
+        """The reply in the runnable's output, with the usage of every model call it made."""
+        if isinstance(output, str):
+            return AIMessage(output)
+        if isinstance(output, AIMessage):
+            return output
+        messages = output.get("messages") if isinstance(output, dict) else None
+        if not isinstance(messages, list):
+            raise ConfigError(
+                f"{self.name!r} returned {type(output).__name__}: a runnable in a role must "
+                "return a message, a string, or a state with 'messages'"
+            )
+        new = [m for m in messages[sent:] if isinstance(m, AIMessage)]
+        replies = [m for m in new if not m.tool_calls and m.text.strip()]
+        if not replies:
+            return AIMessage("", usage_metadata=_usage(new))
+        return replies[-1].model_copy(update={"usage_metadata": _usage(new)})
+
+
+def _usage(messages: Sequence[AIMessage]) -> Any:
+    """The usage of several replies added up, in a message's `usage_metadata` shape."""
+    return add_usage(*(m.usage_metadata for m in messages))
+
+
+def as_role(model: Any) -> Any:
+    """The model as the nodes call it: a chat model as it is, any other runnable wrapped."""
+    if isinstance(model, RunnableRole) or not is_role_runnable(model):
+        return model
+    return RunnableRole(model)
