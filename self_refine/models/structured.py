@@ -251,11 +251,10 @@ class StructuredDrafts(Runnable[list[BaseMessage], AIMessage]):
         return self._drawn(runnable)
 
     def _drawn(self, runnable: Any) -> Any:
-        """The runnable with this draw's settings: a bare request (or the model) takes them
-        as call keywords; a structured chain of another shape is called as it is."""
-        if not self.settings or isinstance(runnable, RunnableSequence):
-            return runnable
-        return runnable.bind(**self.settings)
+        """The runnable with this draw's settings as call keywords: a bare request or the
+        model takes them, as does a chain whose first step is the bound model (a sequence
+        passes its keywords to its first step)."""
+        return runnable.bind(**self.settings) if self.settings else runnable
 
     def invoke(
         self, input: list[BaseMessage], config: RunnableConfig | None = None, **_: Any
