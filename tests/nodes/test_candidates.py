@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-import threading
-import time
 from typing import Any
 
 import pytest
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import (
     ConfigError,
     RefineContext,
-    arefine_batch,
     create_self_refine_graph,
     refine,
 )
@@ -25,7 +18,7 @@ from self_refine.models.calls import candidate_model
 from self_refine.models.local import LocalChatModel
 from self_refine.nodes import best_candidate
 from self_refine.prompts.render import FRESH_INTRO
-from tests.fakes import FakeChatModel, critique, role_of
+from tests.fakes import FakeChatModel, critique
 
 TASK = "Write about a day out using the words: dog, frisbee, park."
 REFERENCE = {"concepts": ["dog", "frisbee", "park"]}
@@ -55,9 +48,13 @@ def test_a_refine_step_sends_one_branch_per_candidate_and_keeps_the_one_verified
     assert result["answer"] == RIGHT
     assert result["stop_reason"] == "verified"
     step = result["attempts"][1]
-    others = sorted(c["draft"] for c in step["candidates"])
-    assert others == ["A dog and a frisbee.", "A dog in the park."]
-    assert step["candidate"] not in {c["index"] for c in step["candidates"]}
+    others = sorted(step["candidates"], key=lambda c: c["draft"])
+    assert [c["draft"] for c in others] == ["A dog and a frisbee.", "A dog in the park."]
+    assert sorted([step["candidate"], *(c["index"] for c in others)]) == [0, 1, 2]
+    # Each kept candidate is judged, and the step's usage covers all three replies.
+    assert all(c["verified"] is False and c["checked"] is not None for c in others)
+    assert all('Use the word "' in " ".join(c["critique"]["feedback"]) for c in others)
+    assert step["usage"]["output_tokens"] == 3 * model.output_tokens
     assert len(model.requests_for("refiner")) == 3
 
 
@@ -82,17 +79,18 @@ def test_candidate_zero_edits_the_draft_and_the_others_write_afresh() -> None:
 
 def _scored(messages: list[BaseMessage]) -> dict[str, Any]:
     """A critic that likes parks better than frisbees: the score depends on the draft."""
-    draft = messages[-1].text
+    draft = messages[-1].text.split("<draft>", 1)[1].split("</draft>", 1)[0]
     return critique(["Say more."], score=0.9 if "park" in draft else 0.3)
 
 
-def test_when_the_verifiers_tie_the_critics_score_picks() -> None:
-    model = FakeChatModel(
-        script={
-            "refiner": ["A dog sleeps in the park.", "A dog chews a frisbee."],
-            "critic": [_scored],
-        }
-    )
+def _by_form(messages: list[BaseMessage]) -> str:
+    """Candidate 0 (the edit request) writes about a frisbee, the fresh ones about a park."""
+    fresh = FRESH_INTRO in messages[-1].text
+    return "A dog sleeps in the park." if fresh else "A dog chews a frisbee."
+
+
+def test_when_the_verifiers_tie_the_critics_score_picks_even_a_later_candidate() -> None:
+    model = FakeChatModel(script={"refiner": [_by_form], "critic": [_scored]})
     result = refine(
         TASK,
         model=model,
@@ -102,23 +100,58 @@ def test_when_the_verifiers_tie_the_critics_score_picks() -> None:
         candidates=2,
         max_iterations=1,
     )
-    assert result["attempts"][1]["draft"] == "A dog sleeps in the park."
+    step = result["attempts"][1]
+    assert step["draft"] == "A dog sleeps in the park." and step["candidate"] == 1
+    assert [c["draft"] for c in step["candidates"]] == ["A dog chews a frisbee."]
 
 
-def test_a_candidate_the_verifiers_score_higher_wins_over_a_critics_praise() -> None:
-    first = {"index": 0, "draft": "a", "critique": {"score": 1.0}, "usage": {}}
-    second = {"index": 1, "draft": "b", "critique": {"score": 0.2}, "usage": {}}
-    chosen = best_candidate(
-        [{**first, "verified": False, "checked": 0.5}, {**second, "verified": True, "checked": 1.0}]  # type: ignore[list-item]
-    )
-    assert chosen is not None and chosen["draft"] == "b"
-    tied = best_candidate(
-        [
-            {**first, "verified": None, "checked": None},
-            {**second, "verified": None, "checked": None},
-        ]  # type: ignore[list-item]
-    )
-    assert tied is not None and tied["draft"] == "a"
+def _candidate(index: int, **fields: Any) -> Any:
+    return {"index": index, "draft": f"reply {index}", "critique": {}, "usage": {}, **fields}
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "why"),
+    [
+        # Each level decides although every later one points the other way.
+        (
+            {"verified": False, "checked": 0.9, "critique": {"score": 1.0}},
+            {"verified": True, "checked": 0.8, "critique": {"score": 0.1}},
+            "the verifiers passed it",
+        ),
+        (
+            {"verified": False, "checked": 0.5, "critique": {"score": 1.0}},
+            {"verified": False, "checked": 0.75, "critique": {"score": 0.0}},
+            "the verifiers scored it higher",
+        ),
+        (
+            {"verified": None, "checked": None, "critique": {"score": 0.2}},
+            {"verified": None, "checked": None, "critique": {"score": 0.9}},
+            "the critic scored it higher",
+        ),
+        (
+            {"verified": None, "checked": None, "critique": {}},
+            {"verified": None, "checked": 0.1, "critique": {}},
+            "only it was scored",
+        ),
+    ],
+)
+def test_the_pick_order_verified_then_verifier_score_then_critic_score(
+    first: dict[str, Any], second: dict[str, Any], why: str
+) -> None:
+    candidates = [_candidate(0, **first), _candidate(1, **second)]
+    for order in (candidates, candidates[::-1]):
+        chosen = best_candidate(order)
+        assert chosen is not None and chosen["index"] == 1, why
+
+
+def test_a_tie_goes_to_the_lower_index_and_a_rejected_reply_never_wins() -> None:
+    tied = [_candidate(2, verified=True, checked=1.0), _candidate(1, verified=True, checked=1.0)]
+    chosen = best_candidate(tied)
+    assert chosen is not None and chosen["index"] == 1
+    rejected = _candidate(0, draft="", verified=None, checked=None)
+    chosen = best_candidate([rejected, _candidate(3, verified=False, checked=0.0)])
+    assert chosen is not None and chosen["index"] == 3
+    assert best_candidate([rejected]) is None
 
 
 def test_when_every_candidate_is_rejected_the_previous_draft_stays() -> None:
@@ -201,66 +234,14 @@ def test_candidate_zero_is_the_model_as_it_is_and_the_others_are_draws_of_their_
     assert drawn[0]["seed"] != drawn[1]["seed"]
 
 
-class _Gauge(BaseChatModel):
-    """Replies after a pause, counting how many of its calls are in flight at most."""
-
-    in_flight: int = 0
-    most: int = 0
-
-    @property
-    def _llm_type(self) -> str:
-        return "gauge"
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        raise AssertionError("only async calls are expected")
-
-    async def _agenerate(
-        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
-    ) -> ChatResult:
-        self.in_flight += 1
-        self.most = max(self.most, self.in_flight)
-        await asyncio.sleep(0.05)
-        self.in_flight -= 1
-        text = json.dumps(critique(score=0.5)) if role_of(messages) == "critic" else "A dog."
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
-
-
-async def test_a_batchs_call_limit_counts_every_candidates_call() -> None:
-    model = _Gauge()
-    await arefine_batch(
-        [TASK, TASK], model=model, concurrency=2, candidates=4, max_iterations=0, critics=["llm"]
-    )
-    assert model.most == 2
-
-
-def test_the_human_critic_is_refused_with_several_candidates() -> None:
+def test_the_human_critic_is_refused_with_several_candidates_before_any_call() -> None:
+    model = FakeChatModel(script={"*": ["A dog."]})
     with pytest.raises(ConfigError, match="human critic answers one draft at a time"):
-        refine(TASK, model="offline", critics=["human"], candidates=2)
+        refine(TASK, model=model, critics=["human"], candidates=2, checkpointer=InMemorySaver())
+    assert model.requests == []
 
 
 @pytest.mark.parametrize("value", [0, 17, 1.5, True])
 def test_candidates_must_be_a_whole_number_in_range(value: Any) -> None:
     with pytest.raises(ConfigError, match="candidates must be"):
         RefineContext(candidates=value)
-
-
-def test_a_failed_branch_is_asked_again_on_resume_and_the_finished_ones_are_not() -> None:
-    calls: list[str] = []
-    failed = threading.Event()
-
-    def reply(messages: list[BaseMessage]) -> Any:
-        calls.append("refiner")
-        if not failed.is_set():
-            failed.set()
-            time.sleep(0.5)  # the other branches finish, and are saved, first
-            return RuntimeError("the server went away")
-        return "A dog in the park."
-
-    model = FakeChatModel(script={"refiner": [reply]})
-    graph = _graph(model, candidates=3, max_iterations=1)
-    with pytest.raises(RuntimeError, match="went away"):
-        graph.invoke({"task": TASK, "draft": "A dog.", "reference": REFERENCE}, _config())
-    assert len(calls) == 3
-    result = graph.invoke(None, _config())
-    assert len(calls) == 4
-    assert len(result["attempts"][1]["candidates"]) == 2
