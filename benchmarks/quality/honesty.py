@@ -22,7 +22,7 @@ from self_refine.critics.verifiers.shape import (
     word_list,
 )
 from self_refine.nodes.finalize import pick_best
-from self_refine.prompts.render import normalized
+from self_refine.prompts.phrases import normalized
 
 __all__ = ["FORMS", "answer_forms", "feedback_wording", "rejudge"]
 

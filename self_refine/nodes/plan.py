@@ -37,7 +37,8 @@ from self_refine.models.images import refuse_images
 from self_refine.models.resolve import resolve_model
 from self_refine.models.structured import StructuredDrafts
 from self_refine.prompts import PromptSet, get_profile
-from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm, instruction_phrases
+from self_refine.prompts.phrases import instruction_phrases
+from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm
 from self_refine.state import RUN_CONTEXT
 from self_refine.stopping import StopPolicy, policies_for
 
