@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
-import hashlib
 import json
 import math
 import os
@@ -45,10 +43,10 @@ from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from benchmarks.quality.document import document, examples_of
 from benchmarks.quality.figures import condition_figures
 from benchmarks.quality.honesty import answer_forms, rejudge
 from benchmarks.quality.sets import PROFILE, SETS_DIR, VERIFIER
-from benchmarks.run import _git_commit
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, REFINE_FORMS
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -199,27 +197,6 @@ def _model(
     return resolved.model_copy(update={"callbacks": [counter]})
 
 
-def _model_meta(model: Any, spec: str) -> dict[str, Any]:
-    from self_refine.models.fetch import KNOWN_MODELS
-
-    path = getattr(model, "model_path", None)
-    meta: dict[str, Any] = {"model": spec, "name": getattr(model, "model_name", spec)}
-    if path:
-        name = Path(path).name
-        known = [m for m in KNOWN_MODELS.values() if m.filename == name]
-        meta["file"] = name
-        meta["sha256"] = known[0].sha256 if known else _sha256(Path(path))
-    return meta
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as data:
-        while block := data.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 async def run(
     args: argparse.Namespace, chat_model: Any = None
 ) -> tuple[dict[str, Any], dict[str, dict[str, list[dict[str, Any]]]]]:
@@ -241,7 +218,7 @@ async def run(
     records: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for number, name in enumerate(args.sets):
         if number:
-            partial = _document(args, model, results, examples)
+            partial = document(args, model, results, examples)
             partial["unfinished_sets"] = args.sets[number:]
             write_results(partial, args.out, records)
         items = _items(name, args.n)
@@ -276,81 +253,9 @@ async def run(
                 figures["n"] = args.candidates
             results[name][condition] = figures
             runs[condition] = done
-        examples[name] = _examples(runs)
+        examples[name] = examples_of(runs)
         records[name] = runs
-    return _document(args, model, results, examples), records
-
-
-def _document(
-    args: argparse.Namespace,
-    model: Any,
-    results: dict[str, Any],
-    examples: dict[str, list[dict[str, Any]]],
-) -> dict[str, Any]:
-    return {
-        "date": datetime.date.today().isoformat(),
-        "command": " ".join(["python -m benchmarks.quality.run", *_shown_arguments(sys.argv[1:])]),
-        "commit": _git_commit(),
-        "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0]},
-        "model": _model_meta(model, args.model),
-        "items_per_set": args.n,
-        "items": {name: f["first"]["items"] for name, f in results.items() if "first" in f},
-        "cost_includes_first_draft": True,
-        "k": args.k,
-        "candidates": args.candidates,
-        "max_tokens": args.max_tokens,
-        "refine_form": args.refine_form or DEFAULT_REFINE_FORM,
-        "results": results,
-        "examples": examples,
-    }
-
-
-def _change_order(record: dict[str, Any]) -> int:
-    """Made wrong first, then made right, then other changes."""
-    before, after = bool(record.get("correct_first")), bool(record.get("correct_final"))
-    return 0 if before and not after else 1 if after and not before else 2
-
-
-def _shown_arguments(argv: list[str]) -> list[str]:
-    """The command's arguments without the value of --api-key (a key is never written)."""
-    shown: list[str] = []
-    hide_next = False
-    for argument in argv:
-        if hide_next:
-            shown.append("***")
-            hide_next = False
-        elif argument.startswith("--api-key="):
-            shown.append("--api-key=***")
-        else:
-            hide_next = argument == "--api-key"
-            shown.append(argument)
-    return shown
-
-
-def _examples(
-    runs: dict[str, list[dict[str, Any]]], per_condition: int = 2
-) -> list[dict[str, Any]]:
-    """A few items whose answer changed under refinement (verifier-guided, intrinsic).
-
-    Per condition, the items it made wrong come first, then those it made right.
-    """
-    chosen: list[dict[str, Any]] = []
-    for condition in ("verifier", "candidates", "intrinsic"):
-        changed = [r for r in runs.get(condition) or [] if r.get("answer") != r.get("first")]
-        picked = sorted(changed, key=_change_order)[:per_condition]
-        chosen += [{**r, "condition": condition} for r in picked]
-    return [
-        {
-            "id": r["id"],
-            "condition": r["condition"],
-            "task": r.get("task", ""),
-            "first": r.get("first", ""),
-            "final": r.get("answer", ""),
-            "correct_first": r.get("correct_first"),
-            "correct_final": r.get("correct_final"),
-        }
-        for r in chosen
-    ]
+    return document(args, model, results, examples), records
 
 
 def main() -> None:

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from benchmarks.quality.document import shown_arguments
 from benchmarks.quality.figures import PLAIN_TEXT_FALLBACK, condition_figures, correct_at
 from benchmarks.quality.report import markdown, readings
-from benchmarks.quality.run import _condition, _shown_arguments, run
+from benchmarks.quality.run import _condition, run
 from benchmarks.quality.sets import SETS, VERIFIER, make_set
 from self_refine.batch.judge import VerifierJudge
 from self_refine.critics import judge_draft
@@ -266,7 +267,7 @@ def test_the_report_says_in_words_when_a_condition_made_results_worse() -> None:
 
 
 def test_the_command_written_to_the_results_never_holds_the_key() -> None:
-    shown = _shown_arguments(["--api-key", "sk-secret", "--n", "3", "--api-key=sk-other"])
+    shown = shown_arguments(["--api-key", "sk-secret", "--n", "3", "--api-key=sk-other"])
     assert shown == ["--api-key", "***", "--n", "3", "--api-key=***"]
 
 
