@@ -11,7 +11,7 @@ A run's settings are, in this order:
    its run began with, kept in the thread (`RefineContext.kept`, never a secret);
 3. else the graph's settings (`create_self_refine_graph(settings=...)`).
 
-Longer than the ~300 lines a module should hold: one dataclass whose nineteen fields
+Longer than the ~300 lines a module should hold: one dataclass whose twenty fields
 each carry the description Studio shows; splitting it would split the one list of
 settings.
 """
