@@ -31,20 +31,7 @@ from self_refine.models.calls import RESAMPLE_TEMPERATURE
 from self_refine.prompts.render import FRESH_INTRO
 from tests.fakes import FakeChatModel, critique, role_of
 from tests.images import image_task
-
-TASK = "Write about a day out using the words: dog, frisbee, park."
-REFERENCE = {"concepts": ["dog", "frisbee", "park"]}
-RIGHT = "A dog catches a frisbee in the park."
-
-
-def _graph(model: Any, saver: InMemorySaver | None = None, **settings: Any) -> Any:
-    context = RefineContext(critics=("concepts",), **settings)
-    builder = create_self_refine_graph(model, settings=context)
-    return builder.compile(checkpointer=saver or InMemorySaver())
-
-
-def _config(thread: str = "t") -> Any:
-    return {"configurable": {"thread_id": thread}}
+from tests.nodes.candidate_runs import REFERENCE, RIGHT, TASK, concepts_graph, thread
 
 
 def test_the_candidates_are_parallel_tasks_of_one_step_each_one_checkpointed() -> None:
@@ -55,9 +42,9 @@ def test_the_candidates_are_parallel_tasks_of_one_step_each_one_checkpointed() -
         return RIGHT if FRESH_INTRO not in messages[-1].text else "A dog in the park."
 
     saver = InMemorySaver()
-    graph = _graph(FakeChatModel(script={"refiner": [reply]}), saver, candidates=3)
-    graph.invoke({"task": TASK, "draft": "A dog.", "reference": REFERENCE}, _config())
-    history = list(graph.get_state_history(_config()))
+    graph = concepts_graph(FakeChatModel(script={"refiner": [reply]}), saver, candidates=3)
+    graph.invoke({"task": TASK, "draft": "A dog.", "reference": REFERENCE}, thread())
+    history = list(graph.get_state_history(thread()))
     fan_out = next(s for s in history if s.next == ("candidate",) * 3)
     assert [t.name for t in fan_out.tasks] == ["candidate"] * 3
     assert len({t.id for t in fan_out.tasks}) == 3
@@ -71,7 +58,7 @@ def test_the_candidates_are_parallel_tasks_of_one_step_each_one_checkpointed() -
     ]
     assert sorted(task for task, _ in writes) == sorted(t.id for t in fan_out.tasks)
     assert sorted(value[0]["index"] for _, value in writes) == [0, 1, 2]
-    assert graph.get_state(_config()).values["answer"] == RIGHT
+    assert graph.get_state(thread()).values["answer"] == RIGHT
 
 
 def test_a_crash_mid_fan_out_keeps_the_finished_candidates_and_resume_asks_only_the_failed() -> (
@@ -89,16 +76,16 @@ def test_a_crash_mid_fan_out_keeps_the_finished_candidates_and_resume_asks_only_
         return "A dog in the park."
 
     model = FakeChatModel(script={"refiner": [reply]})
-    graph = _graph(model, candidates=3, max_iterations=1)
+    graph = concepts_graph(model, candidates=3, max_iterations=1)
     with pytest.raises(RuntimeError, match="went away"):
-        graph.invoke({"task": TASK, "draft": "A dog.", "reference": REFERENCE}, _config())
+        graph.invoke({"task": TASK, "draft": "A dog.", "reference": REFERENCE}, thread())
     assert len(calls) == 3
     # The step is still pending; LangGraph kept the finished branches' writes.
-    tasks = graph.get_state(_config()).tasks
+    tasks = graph.get_state(thread()).tasks
     assert [t.name for t in tasks] == ["candidate"] * 3
     assert sum(t.result is not None for t in tasks) == 2
     assert sum(t.error is not None for t in tasks) == 1
-    result = graph.invoke(None, _config())
+    result = graph.invoke(None, thread())
     assert len(calls) == 4
     step = result["attempts"][1]
     assert sorted([step["candidate"], *(c["index"] for c in step["candidates"])]) == [0, 1, 2]
@@ -213,10 +200,10 @@ def test_an_agent_in_a_role_runs_as_each_candidates_subgraph() -> None:
     namespaces = [
         namespace
         for namespace, _ in graph.stream(
-            {"task": TASK, "reference": REFERENCE}, _config(), subgraphs=True
+            {"task": TASK, "reference": REFERENCE}, thread(), subgraphs=True
         )
         if namespace
     ]
     assert len(namespaces) == 2 and all(ns[0].startswith("candidate:") for ns in namespaces)
     assert len(agent_model.requests) == 2
-    assert graph.get_state(_config()).values["answer"] == RIGHT
+    assert graph.get_state(thread()).values["answer"] == RIGHT

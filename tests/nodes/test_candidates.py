@@ -11,7 +11,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from self_refine import (
     ConfigError,
     RefineContext,
-    create_self_refine_graph,
     refine,
 )
 from self_refine.models.calls import candidate_model
@@ -19,31 +18,19 @@ from self_refine.models.local import LocalChatModel
 from self_refine.nodes import best_candidate
 from self_refine.prompts.render import FRESH_INTRO
 from tests.fakes import FakeChatModel, critique
-
-TASK = "Write about a day out using the words: dog, frisbee, park."
-REFERENCE = {"concepts": ["dog", "frisbee", "park"]}
-RIGHT = "A dog catches a frisbee in the park."
-
-
-def _graph(model: Any, **settings: Any) -> Any:
-    context = RefineContext(critics=("concepts",), **settings)
-    return create_self_refine_graph(model, settings=context).compile(checkpointer=InMemorySaver())
-
-
-def _config(thread: str = "t") -> Any:
-    return {"configurable": {"thread_id": thread}}
+from tests.nodes.candidate_runs import REFERENCE, RIGHT, TASK, concepts_graph, refined, thread
 
 
 def test_a_refine_step_sends_one_branch_per_candidate_and_keeps_the_one_verified() -> None:
     model = FakeChatModel(script={"refiner": ["A dog in the park.", RIGHT, "A dog and a frisbee."]})
-    graph = _graph(model, candidates=3, max_iterations=2)
+    graph = concepts_graph(model, candidates=3, max_iterations=2)
     steps = [
         next(iter(update))
         for update in graph.stream(
-            {"task": TASK, "draft": "A dog.", "reference": REFERENCE}, _config()
+            {"task": TASK, "draft": "A dog.", "reference": REFERENCE}, thread()
         )
     ]
-    result = graph.get_state(_config()).values
+    result = graph.get_state(thread()).values
     assert steps == ["begin", "critique", "candidate", "candidate", "candidate", "pick", "finalize"]
     assert result["answer"] == RIGHT
     assert result["stop_reason"] == "verified"
@@ -60,12 +47,9 @@ def test_a_refine_step_sends_one_branch_per_candidate_and_keeps_the_one_verified
 
 def test_candidate_zero_edits_the_draft_and_the_others_write_afresh() -> None:
     model = FakeChatModel(script={"refiner": ["A dog in the park."]})
-    refine(
-        TASK,
-        model=model,
+    refined(
+        model,
         draft="A dog.",
-        reference=REFERENCE,
-        critics=["concepts"],
         candidates=3,
         max_iterations=1,
     )
@@ -156,12 +140,9 @@ def test_a_tie_goes_to_the_lower_index_and_a_rejected_reply_never_wins() -> None
 
 def test_when_every_candidate_is_rejected_the_previous_draft_stays() -> None:
     model = FakeChatModel(script={"refiner": ["A dog."]})
-    result = refine(
-        TASK,
-        model=model,
+    result = refined(
+        model,
         draft="A dog.",
-        reference=REFERENCE,
-        critics=["concepts"],
         candidates=3,
         max_iterations=2,
     )
@@ -174,11 +155,8 @@ def test_when_every_candidate_is_rejected_the_previous_draft_stays() -> None:
 
 def test_best_of_n_samples_the_first_draft_n_times_and_never_refines() -> None:
     model = FakeChatModel(script={"generator": ["A dog.", RIGHT, "A park."]})
-    result = refine(
-        TASK,
-        model=model,
-        reference=REFERENCE,
-        critics=["concepts"],
+    result = refined(
+        model,
         candidates=3,
         max_iterations=0,
     )
@@ -190,11 +168,8 @@ def test_best_of_n_samples_the_first_draft_n_times_and_never_refines() -> None:
 
 def test_best_of_n_keeps_the_best_when_none_passes() -> None:
     model = FakeChatModel(script={"generator": ["A dog.", "A dog in the park.", "A park."]})
-    result = refine(
-        TASK,
-        model=model,
-        reference=REFERENCE,
-        critics=["concepts"],
+    result = refined(
+        model,
         candidates=3,
         max_iterations=0,
     )
@@ -204,7 +179,7 @@ def test_best_of_n_keeps_the_best_when_none_passes() -> None:
 
 def test_max_iterations_zero_critiques_one_first_draft_and_stops() -> None:
     model = FakeChatModel(script={"generator": ["A dog."]})
-    result = refine(TASK, model=model, reference=REFERENCE, critics=["concepts"], max_iterations=0)
+    result = refined(model, max_iterations=0)
     assert [a["iteration"] for a in result["attempts"]] == [0]
     assert result["stop_reason"] == "max_iterations"
     assert not model.requests_for("refiner")
@@ -212,11 +187,8 @@ def test_max_iterations_zero_critiques_one_first_draft_and_stops() -> None:
 
 def test_an_empty_first_step_when_every_first_reply_is_rejected() -> None:
     model = FakeChatModel(script={"generator": [""], "refiner": [RIGHT]})
-    result = refine(
-        TASK,
-        model=model,
-        reference=REFERENCE,
-        critics=["concepts"],
+    result = refined(
+        model,
         candidates=2,
         max_iterations=1,
     )
