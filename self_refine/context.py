@@ -26,17 +26,19 @@ from typing import Any, Literal
 
 from self_refine.errors import ConfigError
 from self_refine.models import DEFAULT_MAX_TOKENS
-from self_refine.prompts.render import REFINE_FORMS
 
 __all__ = [
     "CANDIDATES_LIMIT",
     "CONNECTION_FIELDS",
     "DEFAULT_MAX_ITERATIONS",
+    "DEFAULT_REFINE_FORM",
     "DEFAULT_MAX_TOKENS",
     "FIELD_NAMES",
     "MAX_ITERATIONS_LIMIT",
+    "REFINE_FORMS",
     "RESULT_FIELDS",
     "ROLE_MODEL_FIELDS",
+    "RefineForm",
     "RefineContext",
     "check_context_names",
     "context_changes",
@@ -48,6 +50,12 @@ DEFAULT_MAX_ITERATIONS = 3
 
 MAX_ITERATIONS_LIMIT = 50
 """Upper bound on `max_iterations`, so the graph's recursion limit stays finite."""
+
+RefineForm = Literal["conversation", "single", "fresh"]
+REFINE_FORMS: tuple[RefineForm, ...] = ("conversation", "single", "fresh")
+"""How a refine request may be laid out (`prompts/render.py` builds each)."""
+DEFAULT_REFINE_FORM: RefineForm = "conversation"
+"""The form used unless a profile or the run's settings choose another (see DESIGN.md)."""
 
 CANDIDATES_LIMIT = 16
 """Upper bound on `candidates`: replies sampled at once per draft step."""
@@ -165,7 +173,7 @@ class RefineContext:
             "the current one. Empty: all of them."
         ),
     )
-    refine_form: Literal["conversation", "single", "fresh"] | None = field(
+    refine_form: RefineForm | None = field(
         default=None,
         metadata=_describe(
             'How the refine request is laid out: "conversation" (the first request '

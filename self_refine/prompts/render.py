@@ -5,7 +5,8 @@ it can close a fence: it reaches the model as data, never as instructions.
 Each request keeps its stable part first (system prompt, task, older attempts)
 so successive requests of a thread share a prefix that providers can cache.
 
-The refine request comes in two forms (`REFINE_FORMS`):
+The refine request comes in three forms (`REFINE_FORMS`, kept with the setting in
+`self_refine.context`):
 - "conversation": a chat in which the task is the first user turn, each earlier draft
   an assistant turn and each critique a user turn that asks for the next draft. Every
   refine request of a run extends the previous one (append-only, so a model server
@@ -25,11 +26,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from self_refine.content import TaskContent
+from self_refine.context import DEFAULT_REFINE_FORM, REFINE_FORMS, RefineForm
 from self_refine.prompts.profiles import PromptSet
 from self_refine.state import Attempt
 
@@ -61,10 +63,6 @@ _DATA_NOTE = (
 )
 
 
-RefineForm = Literal["conversation", "single", "fresh"]
-REFINE_FORMS: tuple[RefineForm, ...] = ("conversation", "single", "fresh")
-DEFAULT_REFINE_FORM: RefineForm = "conversation"
-"""The form used unless a profile or the run's settings choose another (see DESIGN.md)."""
 FEEDBACK_TURN = "Feedback on your draft:"
 """How a feedback turn of the conversation form begins."""
 NEXT_DRAFT = (
