@@ -11,7 +11,7 @@ A run's settings are, in this order:
    its run began with, kept in the thread (`RefineContext.kept`, never a secret);
 3. else the graph's settings (`create_self_refine_graph(settings=...)`).
 
-Longer than the ~300 lines a module should hold: one dataclass whose nineteen fields
+Longer than the ~300 lines a module should hold: one dataclass whose twenty fields
 each carry the description Studio shows; splitting it would split the one list of
 settings.
 """
@@ -28,13 +28,17 @@ from self_refine.errors import ConfigError
 from self_refine.models import DEFAULT_MAX_TOKENS
 
 __all__ = [
+    "CANDIDATES_LIMIT",
     "CONNECTION_FIELDS",
     "DEFAULT_MAX_ITERATIONS",
+    "DEFAULT_REFINE_FORM",
     "DEFAULT_MAX_TOKENS",
     "FIELD_NAMES",
     "MAX_ITERATIONS_LIMIT",
+    "REFINE_FORMS",
     "RESULT_FIELDS",
     "ROLE_MODEL_FIELDS",
+    "RefineForm",
     "RefineContext",
     "check_context_names",
     "context_changes",
@@ -46,6 +50,15 @@ DEFAULT_MAX_ITERATIONS = 3
 
 MAX_ITERATIONS_LIMIT = 50
 """Upper bound on `max_iterations`, so the graph's recursion limit stays finite."""
+
+RefineForm = Literal["conversation", "single", "fresh"]
+REFINE_FORMS: tuple[RefineForm, ...] = ("conversation", "single", "fresh")
+"""How a refine request may be laid out (`prompts/render.py` builds each)."""
+DEFAULT_REFINE_FORM: RefineForm = "conversation"
+"""The form used unless a profile or the run's settings choose another (see DESIGN.md)."""
+
+CANDIDATES_LIMIT = 16
+"""Upper bound on `candidates`: replies sampled at once per draft step."""
 
 ROLE_MODEL_FIELDS = ("generator_model", "critic_model", "refiner_model")
 """The fields that name one role's model."""
@@ -127,8 +140,18 @@ class RefineContext:
     max_iterations: int = field(
         default=DEFAULT_MAX_ITERATIONS,
         metadata=_describe(
-            f"Most refine steps a run may take (1..{MAX_ITERATIONS_LIMIT}); always in force, "
-            "whatever the critic says."
+            f"Most refine steps a run may take (0..{MAX_ITERATIONS_LIMIT}); always in force, "
+            "whatever the critic says. 0: the first draft is critiqued and answered, never "
+            "refined (with candidates, best-of-N sampling)."
+        ),
+    )
+    candidates: int = field(
+        default=1,
+        metadata=_describe(
+            f"Replies each draft step samples at once (1..{CANDIDATES_LIMIT}), as parallel "
+            "branches: the first draft (unless the input brings one) and every refine step. "
+            "Each is critiqued; the verifiers' verdict, then the critic's score, picks one, "
+            "and the attempt keeps the others. 1: one reply, asked again once if rejected."
         ),
     )
     score_threshold: float | None = field(
@@ -150,14 +173,15 @@ class RefineContext:
             "the current one. Empty: all of them."
         ),
     )
-    refine_form: Literal["conversation", "single"] | None = field(
+    refine_form: RefineForm | None = field(
         default=None,
         metadata=_describe(
             'How the refine request is laid out: "conversation" (the first request '
             "continued as a chat: each earlier draft a reply of the model, each critique a "
-            'message asking for the next draft) or "single" (one message with the task and '
-            "every earlier draft and its feedback, fenced in tags). Empty: the profile's "
-            'form, else "conversation".'
+            'message asking for the next draft), "single" (one message with the task and '
+            'every earlier draft and its feedback, fenced in tags) or "fresh" (the task and '
+            "the latest feedback, no draft: a new draft written from scratch). Empty: the "
+            'profile\'s form, else "conversation".'
         ),
     )
     select: Literal["best", "last"] = field(
@@ -227,7 +251,8 @@ class RefineContext:
                 object.__setattr__(self, name, default)
         if self.critics is not None:
             object.__setattr__(self, "critics", _names(self.critics))
-        _check_number("max_iterations", self.max_iterations, 1, MAX_ITERATIONS_LIMIT, integer=True)
+        _check_number("max_iterations", self.max_iterations, 0, MAX_ITERATIONS_LIMIT, integer=True)
+        _check_number("candidates", self.candidates, 1, CANDIDATES_LIMIT, integer=True)
         _check_number("score_threshold", self.score_threshold, 0, 1)
         _check_number("patience", self.patience, 1, None, integer=True)
         _check_number("history_window", self.history_window, 0, None, integer=True)
@@ -238,9 +263,9 @@ class RefineContext:
         _check_number("max_tokens_total", self.max_tokens_total, 1, None, integer=True)
         _check_number("max_tokens", self.max_tokens, 1, 131072, integer=True)
         _check_number("max_draft_chars", self.max_draft_chars, 1, None, integer=True)
-        if self.refine_form is not None and self.refine_form not in ("conversation", "single"):
+        if self.refine_form is not None and self.refine_form not in REFINE_FORMS:
             raise ConfigError(
-                f'refine_form must be "conversation" or "single", got {self.refine_form!r}'
+                f'refine_form must be "conversation", "single" or "fresh", got {self.refine_form!r}'
             )
         if self.select not in ("best", "last"):
             raise ConfigError(f'select must be "best" or "last", got {self.select!r}')

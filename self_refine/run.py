@@ -20,7 +20,8 @@ from self_refine.graphs.self_refine import (
     group_options,
     recursion_limit,
 )
-from self_refine.state import RefineInput, RefineOutput, validate_input
+from self_refine.input_checks import validate_input
+from self_refine.state import RefineInput, RefineOutput
 
 __all__ = ["arefine", "refine"]
 

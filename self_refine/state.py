@@ -1,9 +1,13 @@
-"""The refine loop's data: critiques, attempts, and the graph's state schemas."""
+"""The refine loop's data: critiques, attempts, and the graph's state schemas.
+
+What a caller may pass in is checked in `self_refine.input_checks`. Longer than the
+~300 lines a module should hold: each state field's type sits beside the channel that
+stores it and the reducers they share, and they are read together.
+"""
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NotRequired, Required
 
@@ -17,10 +21,12 @@ from pydantic import BaseModel, Field, field_validator
 # typing_extensions' TypedDict on Python < 3.12.
 from typing_extensions import TypedDict
 
-from self_refine.content import TaskContent, task_problem
+from self_refine.content import TaskContent
 
 __all__ = [
     "Attempt",
+    "Candidate",
+    "CandidateInput",
     "Critique",
     "RefineInput",
     "RefineOutput",
@@ -28,16 +34,10 @@ __all__ = [
     "RejectedReply",
     "Usage",
     "ANSWER_NAME",
-    "MAX_REFERENCE_CHARS",
-    "MAX_REFERENCE_DEPTH",
-    "MAX_TASK_CHARS",
     "RUN_CONTEXT",
     "add_usage",
-    "lone_surrogate",
     "start_over",
     "starts_over",
-    "reference_problem",
-    "validate_input",
 ]
 
 
@@ -126,6 +126,26 @@ class RejectedReply(TypedDict):
     detail: str
 
 
+class Candidate(TypedDict):
+    """One of the replies a draft step sampled at once (`candidates` > 1), judged.
+
+    `index` is its place among the step's replies (0 at the model's own temperature);
+    `draft` is "" when the reply was rejected (`rejected` says why, and it was never
+    critiqued: `critique` is empty); `usage` covers its draft call and its critique.
+    `verified` is the verifiers' verdict (None when none judged it) and `checked` their
+    lowest score, which rank candidates before the critic's score does.
+    """
+
+    index: int
+    draft: str
+    critique: dict[str, Any]
+    usage: Usage
+    verified: bool | None
+    checked: float | None
+    problems: NotRequired[list[str]]
+    rejected: NotRequired[RejectedReply]
+
+
 class Attempt(TypedDict):
     """One draft and the critique it received.
 
@@ -135,7 +155,10 @@ class Attempt(TypedDict):
     something went wrong, says what (an empty or refused reply, a critique that
     was not valid JSON, a score outside [0, 1]) and how it was handled.
     `rejected`, present only when it happened, lists the replies that were not
-    taken as this draft (see `RejectedReply`).
+    taken as this draft (see `RejectedReply`). When the step sampled several
+    candidates, `candidate` is the index of the one picked (absent when every reply
+    was rejected and the previous draft stayed), `candidates` holds the others, and
+    `usage` covers every candidate's calls.
     """
 
     iteration: int
@@ -144,6 +167,12 @@ class Attempt(TypedDict):
     usage: Usage
     problems: NotRequired[list[str]]
     rejected: NotRequired[list[RejectedReply]]
+    candidate: NotRequired[int]
+    candidates: NotRequired[list[Candidate]]
+
+
+def _add_candidates(current: list[Candidate], new: list[Candidate]) -> list[Candidate]:
+    return [*current, *new]
 
 
 def _append_attempts(
@@ -201,6 +230,22 @@ class RefineInput(TypedDict, total=False):
     id: str
 
 
+class CandidateInput(TypedDict, total=False):
+    """What one candidate branch is sent (`Send`): the state its draft step reads.
+
+    `candidate` is the branch's index among the step's replies.
+    """
+
+    task: Required[TaskContent]
+    reference: Any
+    run_context: dict[str, Any]
+    draft: str
+    critique: dict[str, Any]
+    attempts: list[Attempt]
+    iteration: int
+    candidate: Required[int]
+
+
 class RefineState(TypedDict, total=False):
     """The loop's working state, checkpointed after every step.
 
@@ -210,7 +255,10 @@ class RefineState(TypedDict, total=False):
     continuation with None) brings no context of its own. `draft_usage`,
     `draft_problems` and `draft_rejected` describe the draft in the making until
     the critique records them in its attempt; `ask_again` is True after a reply
-    was rejected, while the node that asked for it asks once more.
+    was rejected, while the node that asked for it asks once more. `fan_out` is how
+    many replies the next draft step samples at once (the run's `candidates`),
+    written by the node before it; `candidates` collects those replies, judged, until
+    the `pick` node takes one and records the step.
     """
 
     # The task's text or content blocks (RefineInput says which): the channel is typed by
@@ -228,6 +276,8 @@ class RefineState(TypedDict, total=False):
     draft_problems: list[str]
     draft_rejected: list[RejectedReply]
     ask_again: bool
+    fan_out: int
+    candidates: Annotated[list[Candidate], _add_candidates]
     usage: Usage
     answer: str
     answer_message: AnswerMessage
@@ -287,98 +337,3 @@ def start_over() -> dict[str, Any]:
         "iterations": 0,
         "score": None,
     }
-
-
-MAX_TASK_CHARS = 100_000
-"""Longest task accepted, in characters; longer ones are refused before any model call."""
-
-
-MAX_REFERENCE_DEPTH = 32
-"""Deepest nesting of lists and objects accepted in a reference (checkpoints refuse ~250)."""
-MAX_REFERENCE_CHARS = 1_000_000
-"""Most characters of text (strings and keys) accepted in a reference."""
-
-
-def reference_problem(value: Any) -> str | None:
-    """Why a reference cannot be used (nested too deeply, too large), or None when it can.
-
-    Walked without recursion, so any depth is measured safely.
-    """
-    chars = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list | tuple):
-            if depth >= MAX_REFERENCE_DEPTH:
-                return (
-                    f"reference is nested more than {MAX_REFERENCE_DEPTH} levels deep: "
-                    "flatten it (a verifier reads a few levels at most)"
-                )
-            children = [*item.keys(), *item.values()] if isinstance(item, dict) else list(item)
-            stack.extend((child, depth + 1) for child in children)
-        else:
-            chars += len(item) if isinstance(item, str) else 1
-        if chars > MAX_REFERENCE_CHARS:
-            return (
-                f"reference holds over {MAX_REFERENCE_CHARS:,} characters of text: keep what "
-                "the verifiers check (an answer, tests, concepts, a schema) and leave the rest out"
-            )
-    return None
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def lone_surrogate(value: Any, name: str) -> str | None:
-    """Why text in `value` (a string, or JSON-like data) is not Unicode, or None when it is.
-
-    A lone surrogate (text decoded from bytes that were not UTF-8, or a JSON
-    escape such as "\\ud800" without its pair) cannot be stored, sent to a
-    model or printed as UTF-8: every run of such input would fail.
-    """
-    if isinstance(value, str):
-        found = _SURROGATE.search(value)
-        if found is None:
-            return None
-        return (
-            f"{name} holds {found.group()!r} at character {found.start()}, a lone surrogate "
-            "that is not Unicode text (bytes that were not UTF-8, or half of a JSON "
-            "\\uXXXX pair): fix the text's encoding or remove that character"
-        )
-    if isinstance(value, dict):
-        items = [*value.keys(), *value.values()]
-    elif isinstance(value, list | tuple):
-        items = list(value)
-    else:
-        return None
-    return next((why for item in items if (why := lone_surrogate(item, name))), None)
-
-
-def validate_input(state: Any) -> None:
-    """Raise ConfigError when the input has no usable task or a draft of the wrong type."""
-    from self_refine.errors import ConfigError
-
-    task = state.get("task") if isinstance(state, dict) else None
-    if isinstance(task, list):
-        if why := task_problem(task, MAX_TASK_CHARS):
-            raise ConfigError(why)
-    elif not isinstance(task, str):
-        raise ConfigError(
-            f"task must be a string, got {type(task).__name__}: pass {{'task': '...'}} "
-            "(or a list of text and image blocks)"
-        )
-    elif not task.strip():
-        raise ConfigError("task is empty: give the text of the task to refine a response for")
-    elif len(task) > MAX_TASK_CHARS:
-        raise ConfigError(
-            f"task is {len(task):,} characters, over the limit of {MAX_TASK_CHARS:,}: "
-            "shorten it or pass the long material as a draft or reference"
-        )
-    draft = state.get("draft")
-    if draft is not None and not isinstance(draft, str):
-        raise ConfigError(f"draft must be a string, got {type(draft).__name__}")
-    if why := reference_problem(state.get("reference")):
-        raise ConfigError(why)
-    for name in ("task", "draft", "reference"):
-        if why := lone_surrogate(state.get(name), name):
-            raise ConfigError(why)

@@ -43,13 +43,13 @@ def _scores(view: StopView) -> list[float]:
 
 @dataclass(frozen=True)
 class MaxIterations:
-    """Stop after `n` refine steps; always in force."""
+    """Stop after `n` refine steps (0: after the first draft's critique); always in force."""
 
     n: int
 
     def __post_init__(self) -> None:
-        if self.n < 1:
-            raise ConfigError(f"max_iterations must be >= 1, got {self.n}")
+        if self.n < 0:
+            raise ConfigError(f"max_iterations must be >= 0, got {self.n}")
 
     def __call__(self, view: StopView) -> str | None:
         return "max_iterations" if view.iteration >= self.n else None

@@ -19,7 +19,7 @@ from self_refine import (
     refine,
 )
 from self_refine.cli.main import main
-from self_refine.state import MAX_TASK_CHARS
+from self_refine.input_checks import MAX_TASK_CHARS
 from tests.openai_server import OpenAIServer, offline_responder
 from tests.scripted_responder import role_of
 
@@ -110,7 +110,7 @@ def test_the_cli_takes_a_token_budget(tmp_path: Path, capsys: pytest.CaptureFixt
     [
         (["   "], "the task is empty"),
         (["x" * (MAX_TASK_CHARS + 1)], f"over the limit of {MAX_TASK_CHARS:,}"),
-        ([TASK, "--max-iterations", "0"], "--max-iterations must be between 1 and 50"),
+        ([TASK, "--max-iterations", "-1"], "--max-iterations must be between 0 and 50"),
         ([TASK, "--score-threshold", "1.5"], "--score-threshold must be between 0 and 1"),
         ([TASK, "--patience", "0"], "--patience must be >= 1"),
         ([TASK, "--history-window", "-1"], "--history-window must be >= 0"),

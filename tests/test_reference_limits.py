@@ -23,7 +23,7 @@ from self_refine.cli.main import main
 from self_refine.critics.verifiers.base import BuiltinVerifier
 from self_refine.models.offline import OfflineModel
 
-MAX_REFERENCE_CHARS = 1_000_000  # the input checks' bound (self_refine.state)
+MAX_REFERENCE_CHARS = 1_000_000  # the input checks' bound (self_refine.input_checks)
 
 
 def _nested(levels: int) -> dict[str, Any]:

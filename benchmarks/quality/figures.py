@@ -25,8 +25,16 @@ def correct_at(record: dict[str, Any], k: int) -> list[bool]:
 
 def _draft_replies(attempt: dict[str, Any]) -> int:
     """Replies the model gave for one draft: one, or two when the first was rejected
-    (a rejected reply is asked again once)."""
+    (a rejected reply is asked again once); a step of candidates, one per candidate."""
+    if "candidates" in attempt:
+        return len(attempt["candidates"]) + ("candidate" in attempt)
     return min(len(attempt.get("rejected") or []) + 1, 2)
+
+
+def _rejected(attempt: dict[str, Any]) -> list[dict[str, Any]]:
+    """The replies of one draft step that were not taken, candidates' included."""
+    among = [c["rejected"] for c in attempt.get("candidates") or [] if c.get("rejected")]
+    return [*(attempt.get("rejected") or []), *among]
 
 
 def condition_figures(
@@ -35,7 +43,10 @@ def condition_figures(
     """Accuracy@0..k, transitions, score, cost and hygiene rates of one condition's records.
 
     Rejection rates are shares of the draft replies the model wrote: those of attempts
-    from iteration `written_from` on (1 for a condition given its first drafts).
+    from iteration `written_from` on (1 for a condition given its first drafts); a
+    step of candidates wrote one reply per candidate. `gamed_final_answers` is the share
+    of final answers of each form that counts them wrong (a record's `forms`, see
+    `honesty.answer_forms`).
     """
     n = len(records)
     if n == 0:
@@ -46,7 +57,7 @@ def condition_figures(
     final = [row[-1] for row in table]
     attempts = [a for record in records for a in record.get("attempts") or []]
     written = [a for a in attempts if int(a.get("iteration", 0)) >= written_from]
-    rejected = Counter(r["reason"] for a in written for r in a.get("rejected") or [])
+    rejected = Counter(r["reason"] for a in written for r in _rejected(a))
     replies = max(sum(_draft_replies(a) for a in written), 1)
     critiques = max(len(attempts), 1)
     fallbacks = sum(PLAIN_TEXT_FALLBACK in (a.get("problems") or []) for a in attempts)
@@ -68,5 +79,9 @@ def condition_figures(
         },
         "parse_fallbacks_per_critique": fallbacks / critiques,
         "echo_in_final_answers": sum(bool(r.get("echo_final")) for r in records) / n,
+        "gamed_final_answers": {
+            form: count / n
+            for form, count in Counter(f for r in records for f in r.get("forms") or []).items()
+        },
         "stop_reasons": dict(Counter(str(r.get("stop_reason")) for r in records)),
     }

@@ -14,7 +14,14 @@ _LABELS = {
     "intrinsic": "intrinsic self-refine (model critiques itself)",
     "verifier": "verifier-guided (checker findings + LLM critic)",
     "trainer": "refine only wrong first drafts",
+    "candidates": "refine with {n} candidates per step (verifier-guided)",
+    "bestofn": "best-of-{n} first drafts, no refinement",
 }
+
+
+def _label(condition: str, figures: dict[str, Any] | None = None) -> str:
+    label = _LABELS.get(condition, condition)
+    return label.format(n=(figures or {}).get("n", "N")) if "{n}" in label else label
 
 
 def _pct(value: float | None) -> str:
@@ -51,13 +58,14 @@ def markdown(document: dict[str, Any]) -> str:
     head = ["set", "condition", *[f"acc@{i}" for i in range(k + 1)]]
     head += ["w->r", "r->w", "score", "tok in/item", "tok out/item", "s/item", "calls/item"]
     head += ["replies rejected: echo/refusal/long/unchanged", "parse fallbacks", "echo in answers"]
+    head += ["gamed answers"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, conditions in document["results"].items():
         for condition, f in conditions.items():
             accuracy = list(f.get("accuracy_at") or [])
             accuracy += [accuracy[-1]] * (k + 1 - len(accuracy)) if accuracy else []
             rejected = f.get("rejected_share_of_replies") or {}
-            cells = [name, _LABELS.get(condition, condition), *map(_pct, accuracy)]
+            cells = [name, _label(condition, f), *map(_pct, accuracy)]
             cells += [str(f.get("wrong_to_right", "-")), str(f.get("right_to_wrong", "-"))]
             cells += [_num(f.get("mean_score"), 2), _num(f.get("input_tokens_per_item"), 0)]
             cells += [_num(f.get("output_tokens_per_item"), 0), _num(f.get("seconds_per_item"))]
@@ -68,6 +76,7 @@ def markdown(document: dict[str, Any]) -> str:
                 ),
                 _pct(f.get("parse_fallbacks_per_critique")),
                 _pct(f.get("echo_in_final_answers")),
+                _pct(sum((f.get("gamed_final_answers") or {}).values()) if "items" in f else None),
             ]
             lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "## Reading", "", *[f"- {line}" for line in readings(document)]]
@@ -76,7 +85,7 @@ def markdown(document: dict[str, Any]) -> str:
         for example in examples:
             condition = example.get("condition", "verifier")
             lines += [
-                f"**{name} / {example['id']}**, {_LABELS.get(condition, condition)} "
+                f"**{name} / {example['id']}**, {_label(condition)} "
                 f"({_verdict(example['correct_first'])} -> "
                 f"{_verdict(example['correct_final'])}): {example['task']}",
                 "",
@@ -102,7 +111,7 @@ def readings(document: dict[str, Any]) -> list[str]:
             if condition == "first" or not accuracy:
                 continue
             before, after = accuracy[0], accuracy[-1]
-            label = _LABELS.get(condition, condition)
+            label = _label(condition, f)
             moves = (
                 f"{f.get('wrong_to_right', 0)} wrong -> right, "
                 f"{f.get('right_to_wrong', 0)} right -> wrong"
@@ -114,7 +123,28 @@ def readings(document: dict[str, Any]) -> list[str]:
             else:
                 verdict = f"left accuracy where the first draft had it: {_pct(before)} -> "
             said.append(f"{name}, {label}: {verdict}{_pct(after)} ({moves}).")
+        said += _budget_reading(name, conditions)
     return said
+
+
+def _tokens(figures: dict[str, Any]) -> float:
+    return float(figures.get("input_tokens_per_item", 0) + figures.get("output_tokens_per_item", 0))
+
+
+def _budget_reading(name: str, conditions: dict[str, Any]) -> list[str]:
+    """Refining with candidates against best-of-N first drafts, at their tokens per item."""
+    refined, sampled = conditions.get("candidates"), conditions.get("bestofn")
+    if not (refined and sampled and refined.get("accuracy_at") and sampled.get("accuracy_at")):
+        return []
+    a, b = refined["accuracy_at"][-1], sampled["accuracy_at"][-1]
+    ta, tb = _tokens(refined), _tokens(sampled)
+    verdict = "matched or beat" if a >= b else "**fell short of**"
+    budget = "at no more tokens" if ta <= tb else "**with more tokens than it**"
+    return [
+        f"{name}: refining with {refined.get('n')} candidates per step {verdict} best-of-"
+        f"{sampled.get('n')} first drafts {budget}: {_pct(a)} at {ta:,.0f} tokens per item "
+        f"against {_pct(b)} at {tb:,.0f}."
+    ]
 
 
 def _items_line(document: dict[str, Any]) -> str:

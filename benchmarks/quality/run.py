@@ -8,7 +8,18 @@ an answer that echoes the task or the prompt's scaffolding counting as wrong:
   so all of them start from the very same drafts);
 - intrinsic: the model critiques itself (critic "llm", no verifier in the loop);
 - verifier: the set's verifier first, its findings explained by the LLM critic;
-- trainer: as verifier, but only items whose first draft is wrong are refined.
+- trainer: as verifier, but only items whose first draft is wrong are refined;
+- candidates: as verifier, each refine step sampling `--candidates` replies at once
+  (parallel branches), the verifier then the critic's score picking one;
+- bestofn: best-of-N first drafts, no refinement: N replies to the task at once, the
+  verifier picking one; N (`--best-of`, else worked out) makes its mean tokens per
+  item at least those of the candidates condition (else of verifier-guided), so the
+  two compare at equal budgets.
+
+Every refining condition's records are judged again for feedback wording (a draft
+that took over six words in a row of the feedback it was given counts wrong,
+`honesty.rejudge`), and every final answer is named by the forms that count it wrong
+(a word list, ...: `honesty.answer_forms`).
 
 Accuracy after k = 0..K refine steps comes from each item's attempts (one run with K
 steps). The cost of a refining condition (tokens, time, calls per item) includes the
@@ -22,9 +33,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
-import hashlib
 import json
+import math
 import os
 import sys
 import time
@@ -33,13 +43,14 @@ from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from benchmarks.quality.document import document, examples_of
 from benchmarks.quality.figures import condition_figures
+from benchmarks.quality.honesty import answer_forms, rejudge
 from benchmarks.quality.sets import PROFILE, SETS_DIR, VERIFIER
-from benchmarks.run import _git_commit
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, REFINE_FORMS
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-CONDITIONS = ("first", "intrinsic", "verifier", "trainer")
+CONDITIONS = ("first", "intrinsic", "verifier", "trainer", "candidates", "bestofn")
 
 
 class _Calls(BaseCallbackHandler):
@@ -91,6 +102,7 @@ async def _first_drafts(model: Any, name: str, items: list[dict[str, Any]]) -> l
                 "attempts": [attempt],
                 "stop_reason": "first_draft",
                 "echo_final": is_echo(item["task"], attempt["draft"]),
+                "forms": answer_forms(item["task"], attempt["draft"], item["reference"]),
             }
         )
     return records
@@ -108,30 +120,60 @@ async def _condition(
     from self_refine.batch.judge import is_echo
 
     verifier = VERIFIER[name]
+    best_of = condition == "bestofn"
+    options: dict[str, Any] = {
+        "critics": ["llm"] if condition == "intrinsic" else [verifier, "llm"],
+        "max_iterations": args.k,
+    }
+    if condition == "candidates":
+        options["candidates"] = args.candidates
+    if best_of:
+        options.update(critics=[verifier], candidates=args.best_of, max_iterations=0)
+    if args.refine_form:
+        options["refine_form"] = args.refine_form
     result = await arefine_batch(
         [item["task"] for item in items],
         model=model,
-        answers=firsts,
+        answers=None if best_of else firsts,
         references=[item["reference"] for item in items],
         ids=[item["id"] for item in items],
         verifiers=[verifier],
         refine_only_incorrect=condition == "trainer",
         concurrency=1,
-        critics=["llm"] if condition == "intrinsic" else [verifier, "llm"],
         profile=PROFILE[name],
-        max_iterations=args.k,
-        refine_form=args.refine_form,
+        **options,
     )
     records = []
     for item, record, answer, error in zip(
         items, result.records, result.answers, _errors(result.errors, len(items)), strict=True
     ):
-        record = dict(record or {"id": item["id"], "answer": answer, "correct_first": False})
+        record = rejudge(
+            dict(record or {"id": item["id"], "answer": answer, "correct_first": False})
+        )
         if error:
             record["error"] = error
-        record["echo_final"] = is_echo(item["task"], str(record.get("answer", "")))
+        final = str(record.get("answer", ""))
+        record["echo_final"] = is_echo(item["task"], final)
+        worded = bool(record.get("feedback_wording_final"))
+        record["forms"] = answer_forms(item["task"], final, item["reference"], worded)
         records.append(record)
     return records
+
+
+def best_of_n(first: dict[str, Any], matched: dict[str, Any] | None) -> int:
+    """The N whose best-of-N spends at least the mean tokens per item of `matched`.
+
+    One first draft costs `first`'s tokens per item; N is the smallest whole number of
+    those at or above `matched`'s (at least 2, at most the library's limit).
+    """
+    from self_refine.context import CANDIDATES_LIMIT
+
+    def tokens(figures: dict[str, Any]) -> float:
+        return float(figures["input_tokens_per_item"] + figures["output_tokens_per_item"])
+
+    if matched is None or tokens(first) <= 0:
+        return 4
+    return max(2, min(CANDIDATES_LIMIT, math.ceil(tokens(matched) / tokens(first))))
 
 
 def _errors(errors: dict[int, str], size: int) -> list[str | None]:
@@ -155,27 +197,6 @@ def _model(
     return resolved.model_copy(update={"callbacks": [counter]})
 
 
-def _model_meta(model: Any, spec: str) -> dict[str, Any]:
-    from self_refine.models.fetch import KNOWN_MODELS
-
-    path = getattr(model, "model_path", None)
-    meta: dict[str, Any] = {"model": spec, "name": getattr(model, "model_name", spec)}
-    if path:
-        name = Path(path).name
-        known = [m for m in KNOWN_MODELS.values() if m.filename == name]
-        meta["file"] = name
-        meta["sha256"] = known[0].sha256 if known else _sha256(Path(path))
-    return meta
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as data:
-        while block := data.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 async def run(
     args: argparse.Namespace, chat_model: Any = None
 ) -> tuple[dict[str, Any], dict[str, dict[str, list[dict[str, Any]]]]]:
@@ -197,7 +218,7 @@ async def run(
     records: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for number, name in enumerate(args.sets):
         if number:
-            partial = _document(args, model, results, examples)
+            partial = document(args, model, results, examples)
             partial["unfinished_sets"] = args.sets[number:]
             write_results(partial, args.out, records)
         items = _items(name, args.n)
@@ -209,92 +230,32 @@ async def run(
         results[name]["first"] = condition_figures(first, 0, first_seconds, first_calls)
         firsts = [record["answer"] for record in first]
         runs = {"first": first}
-        for condition in args.conditions:
-            if condition == "first":
-                continue
+        # Best-of-N last: its N is worked out from the tokens the refining conditions spent.
+        order = [c for c in args.conditions if c not in ("first", "bestofn")]
+        order += ["bestofn"] if "bestofn" in args.conditions else []
+        for condition in order:
+            if condition == "bestofn" and not args.best_of_given:
+                matched = results[name].get("candidates") or results[name].get("verifier")
+                args.best_of = best_of_n(results[name]["first"], matched)
             print(f"[{name}] {condition} ...", file=sys.stderr, flush=True)
             start, calls = time.perf_counter(), counter.calls
             done = await _condition(model, name, condition, items, firsts, args)
-            seconds = time.perf_counter() - start + first_seconds
-            _with_first_cost(done, first)
-            calls_made = counter.calls - calls + first_calls
-            figures = condition_figures(done, args.k, seconds, calls_made, written_from=1)
+            seconds = time.perf_counter() - start
+            calls_made = counter.calls - calls
+            if condition == "bestofn":
+                figures = condition_figures(done, 0, seconds, calls_made)
+                figures["n"] = args.best_of
+            else:
+                _with_first_cost(done, first)
+                seconds, calls_made = seconds + first_seconds, calls_made + first_calls
+                figures = condition_figures(done, args.k, seconds, calls_made, written_from=1)
+            if condition == "candidates":
+                figures["n"] = args.candidates
             results[name][condition] = figures
             runs[condition] = done
-        examples[name] = _examples(runs)
+        examples[name] = examples_of(runs)
         records[name] = runs
-    return _document(args, model, results, examples), records
-
-
-def _document(
-    args: argparse.Namespace,
-    model: Any,
-    results: dict[str, Any],
-    examples: dict[str, list[dict[str, Any]]],
-) -> dict[str, Any]:
-    return {
-        "date": datetime.date.today().isoformat(),
-        "command": " ".join(["python -m benchmarks.quality.run", *_shown_arguments(sys.argv[1:])]),
-        "commit": _git_commit(),
-        "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0]},
-        "model": _model_meta(model, args.model),
-        "items_per_set": args.n,
-        "items": {name: f["first"]["items"] for name, f in results.items() if "first" in f},
-        "cost_includes_first_draft": True,
-        "k": args.k,
-        "max_tokens": args.max_tokens,
-        "refine_form": args.refine_form or DEFAULT_REFINE_FORM,
-        "results": results,
-        "examples": examples,
-    }
-
-
-def _change_order(record: dict[str, Any]) -> int:
-    """Made wrong first, then made right, then other changes."""
-    before, after = bool(record.get("correct_first")), bool(record.get("correct_final"))
-    return 0 if before and not after else 1 if after and not before else 2
-
-
-def _shown_arguments(argv: list[str]) -> list[str]:
-    """The command's arguments without the value of --api-key (a key is never written)."""
-    shown: list[str] = []
-    hide_next = False
-    for argument in argv:
-        if hide_next:
-            shown.append("***")
-            hide_next = False
-        elif argument.startswith("--api-key="):
-            shown.append("--api-key=***")
-        else:
-            hide_next = argument == "--api-key"
-            shown.append(argument)
-    return shown
-
-
-def _examples(
-    runs: dict[str, list[dict[str, Any]]], per_condition: int = 2
-) -> list[dict[str, Any]]:
-    """A few items whose answer changed under refinement (verifier-guided, intrinsic).
-
-    Per condition, the items it made wrong come first, then those it made right.
-    """
-    chosen: list[dict[str, Any]] = []
-    for condition in ("verifier", "intrinsic"):
-        changed = [r for r in runs.get(condition) or [] if r.get("answer") != r.get("first")]
-        picked = sorted(changed, key=_change_order)[:per_condition]
-        chosen += [{**r, "condition": condition} for r in picked]
-    return [
-        {
-            "id": r["id"],
-            "condition": r["condition"],
-            "task": r.get("task", ""),
-            "first": r.get("first", ""),
-            "final": r.get("answer", ""),
-            "correct_first": r.get("correct_first"),
-            "correct_final": r.get("correct_final"),
-        }
-        for r in chosen
-    ]
+    return document(args, model, results, examples), records
 
 
 def main() -> None:
@@ -317,12 +278,22 @@ def main() -> None:
         choices=REFINE_FORMS,
         help=f"layout of the refine request (default: the library's, {DEFAULT_REFINE_FORM})",
     )
+    parser.add_argument(
+        "--candidates", type=int, default=3, help="replies per refine step (default 3)"
+    )
+    parser.add_argument(
+        "--best-of",
+        type=int,
+        help="N of best-of-N first drafts (default: the smallest N whose tokens per item "
+        "are at least those of the candidates condition, else of verifier-guided)",
+    )
     parser.add_argument("--sets", default="constrained,arithmetic,code")
     parser.add_argument("--conditions", default=",".join(CONDITIONS))
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     args.sets = [s for s in args.sets.split(",") if s]
     args.conditions = [c for c in args.conditions.split(",") if c]
+    args.best_of_given = args.best_of is not None
     document, records = asyncio.run(run(args))
     for path in write_results(document, args.out, records):
         print(path)

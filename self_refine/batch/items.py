@@ -14,7 +14,7 @@ from typing import Any
 
 from self_refine.content import TaskContent, task_problem
 from self_refine.errors import ConfigError
-from self_refine.state import MAX_TASK_CHARS, lone_surrogate, reference_problem
+from self_refine.input_checks import MAX_TASK_CHARS, lone_surrogate, reference_problem
 
 __all__ = [
     "BatchItem",

@@ -61,6 +61,9 @@ def _job(
             "leave --verifiers out, or name some (e.g. --verifiers answer)"
         )
     settings = {name: getattr(context, name) for name in RESULT_FIELDS}
+    if settings["candidates"] == 1:
+        # Left out at its default, so batches begun before the setting existed keep their threads.
+        del settings["candidates"]
     settings.update(refine_only_incorrect=args.refine_only_incorrect, verifiers=verifiers)
     if response_format is not None:  # a typed batch's items get threads of their own
         settings["response_format"] = response_format

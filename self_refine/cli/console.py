@@ -8,7 +8,7 @@ from itertools import zip_longest
 from typing import Any, TextIO
 
 from self_refine.redact import terminal_safe
-from self_refine.state import Attempt
+from self_refine.state import Attempt, Candidate
 
 __all__ = ["attempts_table", "print_result", "print_update", "shown_feedback"]
 
@@ -51,12 +51,20 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
     elif node in ("generate", "refine") and "draft" in update:
         label = "first draft" if node == "generate" else f"draft {update.get('iteration')}"
         print(f"[{node}] {label}:\n{_indent(update['draft'])}", file=out)
-    elif node == "critique" and update.get("attempts"):
+    elif node == "candidate" and update.get("candidates"):
+        _print_candidate(update["candidates"][-1], out)
+    elif node in ("critique", "pick") and update.get("attempts"):
         attempt: Attempt = update["attempts"][-1]
         critique = attempt["critique"]
+        picked = (
+            f"  candidate {attempt['candidate']} of {len(attempt.get('candidates') or []) + 1}"
+            if "candidate" in attempt
+            else ""
+        )
         print(
-            f"[critique] iteration {attempt['iteration']}  score {_score(critique.get('score'))}"
-            f"  done {str(critique.get('done', False)).lower()}  ({critique.get('source')})",
+            f"[{node}] iteration {attempt['iteration']}{picked}  score "
+            f"{_score(critique.get('score'))}  done {str(critique.get('done', False)).lower()}"
+            f"  ({critique.get('source')})",
             file=out,
         )
         empty = "(every verifier passed)" if critique.get("verified") else "(no feedback items)"
@@ -81,6 +89,19 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
     elif node == "finalize":
         print(f"[finalize] answer chosen (score {_score(update.get('score'))})", file=out)
     out.flush()
+
+
+def _print_candidate(candidate: Candidate, out: TextIO) -> None:
+    """One sampled reply of a draft step: its score and text, or why it was rejected."""
+    rejected = candidate.get("rejected")
+    if rejected is not None:
+        reason = terminal_safe(str(rejected.get("reason", "rejected")))
+        print(f"[candidate {candidate['index']}] reply rejected ({reason})", file=out)
+        return
+    score = _score(candidate["critique"].get("score"))
+    print(
+        f"[candidate {candidate['index']}] score {score}:\n{_indent(candidate['draft'])}", file=out
+    )
 
 
 def print_result(result: dict[str, Any], out: TextIO) -> None:

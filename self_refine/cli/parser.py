@@ -36,6 +36,13 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-iterations", type=int, help=f"most refine steps ({_DEFAULT.max_iterations})"
     )
+    parser.add_argument(
+        "--candidates",
+        type=int,
+        metavar="N",
+        help="replies each draft step samples at once; the verifiers, then the critic's "
+        f"score, pick one ({_DEFAULT.candidates}; with --max-iterations 0: best-of-N)",
+    )
     parser.add_argument("--score-threshold", type=float, help="stop at this score (0..1)")
     parser.add_argument("--patience", type=int, help="stop after N rounds without a better score")
     parser.add_argument(

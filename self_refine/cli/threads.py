@@ -213,8 +213,8 @@ def _saved(graph: Any, config: Any) -> bool:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Start a thread and stream its steps."""
+    from self_refine.input_checks import validate_input
     from self_refine.persistence.storage import check_database
-    from self_refine.state import validate_input
 
     if not args.task.strip():
         raise UsageError("the task is empty: give the text of the task in quotes")

@@ -30,11 +30,16 @@ class CritiqueRequest:
 
 
 class CritiqueResult(NamedTuple):
-    """A critique, the tokens spent obtaining it, and what went wrong on the way."""
+    """A critique, the tokens spent obtaining it, and what went wrong on the way.
+
+    `checked` is the lowest score the verifiers gave the draft (None when no verifier
+    judged it): candidates are ranked by it before the critic's own score.
+    """
 
     critique: Critique
     usage: Usage
     problems: tuple[str, ...] = ()
+    checked: float | None = None
 
 
 @runtime_checkable

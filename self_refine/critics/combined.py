@@ -86,11 +86,14 @@ class CombinedCritic:
         return dataclasses.replace(request, notes=[*request.notes, *notes])
 
     def _finish(self, judged: list[Critique], explained: CritiqueResult | None) -> CritiqueResult:
+        scores = [c.score for c in judged if c.score is not None]
+        checked = min(scores) if scores else None
         if explained is None:
             passed = all(c.done for c in judged)
-            return CritiqueResult(merge_critiques(judged, verified=passed), add_usage())
+            merged = merge_critiques(judged, verified=passed)
+            return CritiqueResult(merged, add_usage(), checked=checked)
         merged = merge_critiques([*judged, explained.critique], verified=False if judged else None)
-        return CritiqueResult(merged, explained.usage, explained.problems)
+        return CritiqueResult(merged, explained.usage, explained.problems, checked)
 
     def _needs_explainer(self, judged: list[Critique]) -> bool:
         return self.explainer is not None and (not judged or not all(c.done for c in judged))

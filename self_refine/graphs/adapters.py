@@ -19,7 +19,8 @@ from self_refine.content import TaskContent, has_images
 from self_refine.context import MAX_ITERATIONS_LIMIT
 from self_refine.errors import ConfigError
 from self_refine.graphs.self_refine import GRAPH_NAME, recursion_limit
-from self_refine.state import ANSWER_NAME, RefineInput, RefineOutput, validate_input
+from self_refine.input_checks import validate_input
+from self_refine.state import ANSWER_NAME, RefineInput, RefineOutput
 
 __all__ = ["InputMapper", "OutputMapper", "refine_node", "reply_from_output", "task_from_messages"]
 

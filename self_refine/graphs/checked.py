@@ -37,9 +37,10 @@ from langgraph.types import Command, StateSnapshot
 
 from self_refine.context import RefineContext, settings_of
 from self_refine.errors import ConfigError
+from self_refine.input_checks import validate_input
 from self_refine.nodes.plan import Loop
 from self_refine.persistence.locks import atry_lock, try_lock
-from self_refine.state import RefineInput, RefineOutput, RefineState, validate_input
+from self_refine.state import RefineInput, RefineOutput, RefineState
 
 __all__ = ["CheckedCompiledGraph", "CheckedStateGraph", "check_new_input"]
 

@@ -24,9 +24,11 @@ from self_refine.nodes import (
     Loop,
     Role,
     make_begin,
+    make_candidate,
     make_critique,
     make_finalize,
     make_generate,
+    make_pick,
     make_refine,
     route_after_critique,
     route_after_generate,
@@ -50,7 +52,8 @@ def recursion_limit(max_iterations: int) -> int:
     """Graph steps a run of `max_iterations` refine steps needs, with a small margin.
 
     begin, generate (asked again once at most) and critique, then refine (the same)
-    and critique per iteration, then finalize.
+    and critique per iteration, then finalize; a step of candidates takes two
+    (candidate, pick).
     """
     return 3 * max_iterations + 6
 
@@ -234,11 +237,16 @@ def create_self_refine_graph(
     builder.add_node("generate", make_generate(loop))
     builder.add_node("critique", make_critique(loop))
     builder.add_node("refine", make_refine(loop))
+    builder.add_node("candidate", make_candidate(loop))
+    builder.add_node("pick", make_pick(loop))
     builder.add_node("finalize", make_finalize(loop))
     builder.add_edge(START, "begin")
-    builder.add_conditional_edges("begin", route_start, ["generate", "critique"])
+    builder.add_conditional_edges("begin", route_start, ["generate", "critique", "candidate"])
     builder.add_conditional_edges("generate", route_after_generate, ["generate", "critique"])
-    builder.add_conditional_edges("critique", route_after_critique, ["refine", "finalize"])
+    after_step = ["refine", "finalize", "candidate"]
+    builder.add_conditional_edges("critique", route_after_critique, after_step)
     builder.add_conditional_edges("refine", route_after_refine, ["refine", "critique"])
+    builder.add_edge("candidate", "pick")
+    builder.add_conditional_edges("pick", route_after_critique, after_step)
     builder.add_edge("finalize", END)
     return builder

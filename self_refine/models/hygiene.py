@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from self_refine.prompts.render import Phrases, instruction_phrases, repeated_phrase
+from self_refine.prompts.phrases import Phrases, instruction_phrases, repeated_phrase
 from self_refine.state import RejectedReply
 
 __all__ = ["DraftGuard", "clean_reply", "draft_limit", "rejected"]
@@ -105,7 +105,7 @@ class DraftGuard:
     """The draft the reply should change (refine steps); a reply that is this draft again,
     while there is feedback to act on, is no new draft."""
     instructions: Phrases = field(default_factory=instruction_phrases)
-    """Phrases of the instructions sent, normalized (`prompts.render.instruction_phrases`;
+    """Phrases of the instructions sent, normalized (`prompts.phrases.instruction_phrases`;
     by default the library's own, without a profile's)."""
 
     def check(self, text: str, refusal: str | None) -> tuple[str, str] | None:

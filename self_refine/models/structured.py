@@ -219,16 +219,27 @@ class StructuredDrafts(Runnable[list[BaseMessage], AIMessage]):
     It is called as the model is (`invoke(messages, config)`) and answers one
     message whose text is the JSON: indented canonically when it parses, as the
     model wrote it when it does not (then the draft's check says what is wrong).
+    `bind(temperature=..., seed=...)` makes a new draw of it (a resample, a
+    candidate): the requests carry those settings, the model's note stays shared.
     """
 
-    def __init__(self, model: Any, schema: dict[str, Any]) -> None:
+    def __init__(
+        self, model: Any, schema: dict[str, Any], settings: dict[str, Any] | None = None
+    ) -> None:
         self.model = model
         self.schema = schema
+        self.settings = settings or {}
+        self.temperature = getattr(model, "temperature", None)
+        self.seed = getattr(model, "seed", None)
         key = json.dumps(schema, sort_keys=True).encode()
         self.key = "draft:" + hashlib.sha256(key).hexdigest()[:16]
         self.name = getattr(model, "name", None) or type(model).__name__
         self.model_name = getattr(model, "model_name", None) or getattr(model, "model", None)
         self.accepts_images = getattr(model, "accepts_images", None)
+
+    def bind(self, **settings: Any) -> StructuredDrafts:
+        """The same drafts asked with these request settings (temperature, seed) too."""
+        return StructuredDrafts(self.model, self.schema, {**self.settings, **settings})
 
     def _runnable(self, mode: str) -> Any:
         note = model_note(self.model)
@@ -237,7 +248,13 @@ class StructuredDrafts(Runnable[list[BaseMessage], AIMessage]):
             method = "json_schema" if mode == "json_schema" else "json_mode"
             chain = self.model.with_structured_output(self.schema, method=method, include_raw=True)
             runnable = note.structured[f"{self.key}:{mode}"] = bare_request(chain) or chain
-        return runnable
+        return self._drawn(runnable)
+
+    def _drawn(self, runnable: Any) -> Any:
+        """The runnable with this draw's settings as call keywords: a bare request or the
+        model takes them, as does a chain whose first step is the bound model (a sequence
+        passes its keywords to its first step)."""
+        return runnable.bind(**self.settings) if self.settings else runnable
 
     def invoke(
         self, input: list[BaseMessage], config: RunnableConfig | None = None, **_: Any
@@ -258,7 +275,7 @@ class StructuredDrafts(Runnable[list[BaseMessage], AIMessage]):
                 continue
             return _json_text(reply)
         with tried(note):
-            return _json_text(self.model.invoke(input, config))
+            return _json_text(self._drawn(self.model).invoke(input, config))
 
     async def ainvoke(
         self, input: list[BaseMessage], config: RunnableConfig | None = None, **_: Any
@@ -279,4 +296,4 @@ class StructuredDrafts(Runnable[list[BaseMessage], AIMessage]):
                 continue
             return _json_text(reply)
         with tried(note):
-            return _json_text(await self.model.ainvoke(input, config))
+            return _json_text(await self._drawn(self.model).ainvoke(input, config))

@@ -5,16 +5,20 @@
 - `runnable.py`: `Node`, a node's sync and async `(state, runtime)` bodies;
 - `begin.py`, `generate.py`, `critique.py`, `refine.py`, `finalize.py`: the nodes;
   `draft.py`: what a draft step writes, and asking again after a rejected reply;
+  `candidates.py`: a draft step of several replies at once (`candidate` branches)
+  and the `pick` node that keeps the best;
 - `routing.py`: the pure routing functions.
 """
 
 from self_refine.nodes.begin import make_begin
+from self_refine.nodes.candidates import best_candidate, make_candidate, make_pick
 from self_refine.nodes.critique import make_critique
 from self_refine.nodes.finalize import make_finalize, pick_best
 from self_refine.nodes.generate import make_generate
 from self_refine.nodes.plan import Loop, Role, RunPlan
 from self_refine.nodes.refine import make_refine
 from self_refine.nodes.routing import (
+    candidate_sends,
     route_after_critique,
     route_after_generate,
     route_after_refine,
@@ -25,10 +29,14 @@ __all__ = [
     "Loop",
     "Role",
     "RunPlan",
+    "best_candidate",
+    "candidate_sends",
     "make_begin",
+    "make_candidate",
     "make_critique",
     "make_finalize",
     "make_generate",
+    "make_pick",
     "make_refine",
     "pick_best",
     "route_after_critique",

@@ -25,9 +25,14 @@ def make_begin(loop: Loop) -> Node:
     """Build the node that starts a run."""
 
     def begin(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
-        """Keep the run's settings; clear an earlier run's results from the thread."""
+        """Keep the run's settings; clear an earlier run's results from the thread.
+
+        `fan_out` tells the routing how many replies the first draft step samples.
+        """
         given = runtime.context
-        kept = settings_of(given, loop.settings).kept() if given is not None else {}
-        return {**(start_over() if starts_over(state) else {}), RUN_CONTEXT: kept}
+        settings = settings_of(given, loop.settings)
+        kept = settings.kept() if given is not None else {}
+        cleared = start_over() if starts_over(state) else {}
+        return {**cleared, RUN_CONTEXT: kept, "fan_out": settings.candidates}
 
     return Node(begin, name="begin")

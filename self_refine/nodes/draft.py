@@ -10,18 +10,34 @@ empty) and the critique records both replies in its attempt.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
 
 from self_refine.models.calls import DraftReply
+from self_refine.models.hygiene import DraftGuard
 from self_refine.state import RefineState, RejectedReply, add_usage
 
-__all__ = ["ASKS_PER_DRAFT", "draft_update", "rejected_reply"]
+__all__ = ["ASKS_PER_DRAFT", "DraftRequest", "draft_update", "rejected_reply"]
 
 ASKS_PER_DRAFT = 2
 """How many replies a draft step may ask for: the first, and one more after a rejection."""
 
 
-def rejected_reply(state: RefineState) -> RejectedReply | None:
+class DraftRequest(NamedTuple):
+    """One request for a draft: whom to ask, what to send, and what the reply is held to."""
+
+    model: Any
+    messages: list[BaseMessage]
+    config: RunnableConfig
+    guard: DraftGuard
+    role: str
+    iteration: int
+
+
+def rejected_reply(state: Mapping[str, Any]) -> RejectedReply | None:
     """The rejected reply this step asks again after, or None for a first ask."""
     rejected = state.get("draft_rejected") or []
     return rejected[-1] if state.get("ask_again") and rejected else None

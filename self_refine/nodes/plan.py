@@ -23,8 +23,6 @@ from self_refine.context import RefineContext, context_changes, settings_of
 from self_refine.critics import (
     CombinedCritic,
     Critic,
-    CritiqueRequest,
-    CritiqueResult,
     HumanCritic,
     LLMCritic,
     resolve_critics,
@@ -36,8 +34,10 @@ from self_refine.models.hygiene import DraftGuard, draft_limit
 from self_refine.models.images import refuse_images
 from self_refine.models.resolve import resolve_model
 from self_refine.models.structured import StructuredDrafts
+from self_refine.nodes.critic_run import CriticRun
 from self_refine.prompts import PromptSet, get_profile
-from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm, instruction_phrases
+from self_refine.prompts.phrases import instruction_phrases
+from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm
 from self_refine.state import RUN_CONTEXT
 from self_refine.stopping import StopPolicy, policies_for
 
@@ -51,37 +51,6 @@ _ENVIRONMENT = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
 """What a model given as a string reads when the settings do not say: part of a plan's key."""
 
 _PLANS_KEPT = 32
-
-
-class CriticRun(Runnable[CritiqueRequest, CritiqueResult]):
-    """The run's critic as a child run of the critique node, with the run's trace metadata.
-
-    Built once per plan; unlike a `RunnableLambda`, it does not inspect the
-    critic's signature on every call.
-    """
-
-    def __init__(self, critic: CombinedCritic) -> None:
-        self.critic = critic
-        self.name = f"{critic.name} critic"
-        self.model = getattr(critic.explainer, "model", None)
-
-    def _critique(self, request: CritiqueRequest) -> CritiqueResult:
-        return self.critic.critique(request)
-
-    async def _acritique(self, request: CritiqueRequest) -> CritiqueResult:
-        return await self.critic.acritique(request)
-
-    def invoke(
-        self, input: CritiqueRequest, config: RunnableConfig | None = None, **_: Any
-    ) -> CritiqueResult:
-        """Critique the draft in a child run."""
-        return self._call_with_config(self._critique, input, config)
-
-    async def ainvoke(
-        self, input: CritiqueRequest, config: RunnableConfig | None = None, **_: Any
-    ) -> CritiqueResult:
-        """Critique the draft in a child run, without blocking the event loop."""
-        return await self._acall_with_config(self._acritique, input, config)
 
 
 @dataclass(frozen=True)
@@ -205,7 +174,8 @@ class Loop:
 
         Its critics must be able to judge drafts for the input's reference, every
         model it will call must be had (a model string of no known form, a missing
-        key), and a human critic needs the run to be saved (`saved`) to resume it.
+        key), and a human critic needs the run to be saved (`saved`) to resume it and
+        a single reply per step to answer.
         """
         plan = self.plan_for(settings)
         plan.critic.critic.check(payload.get("reference"))
@@ -213,7 +183,13 @@ class Loop:
         plan.check_models(generates=generates)
         if has_images(payload.get("task")):
             plan.check_images(generates=generates)
-        if not saved and isinstance(plan.critic.critic.explainer, HumanCritic):
+        human = isinstance(plan.critic.critic.explainer, HumanCritic)
+        if human and settings.candidates > 1:
+            raise ConfigError(
+                f"the human critic answers one draft at a time; candidates={settings.candidates} "
+                "would ask about every candidate at once: use candidates=1 with it"
+            )
+        if not saved and human:
             raise ConfigError(
                 "the human critic needs a checkpointer to resume the run with the answer: "
                 "compile the graph with one (e.g. checkpointer=InMemorySaver()) or serve it "

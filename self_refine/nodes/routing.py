@@ -1,12 +1,19 @@
-"""Pure routing functions: they read the state and never call a model or raise."""
+"""Pure routing functions: they read the state and never call a model or raise.
+
+A draft step that samples several replies (`fan_out` > 1, the run's `candidates`)
+is routed as one `Send` per reply to the `candidate` node (see `nodes/candidates.py`).
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from self_refine.state import RefineState
+from langgraph.types import Send
+
+from self_refine.state import CandidateInput, RefineState
 
 __all__ = [
+    "candidate_sends",
     "route_after_critique",
     "route_after_generate",
     "route_after_refine",
@@ -14,9 +21,30 @@ __all__ = [
 ]
 
 
-def route_start(state: RefineState) -> Literal["generate", "critique"]:
-    """Start at the critique when the input brings a draft, else generate one."""
-    return "critique" if (state.get("draft") or "").strip() else "generate"
+def candidate_sends(state: RefineState) -> list[Send]:
+    """One `candidate` branch per reply of the next draft step, each sent what it reads."""
+    sends = []
+    for index in range(state.get("fan_out") or 1):
+        branch: CandidateInput = {
+            "task": state["task"],
+            "reference": state.get("reference"),
+            "run_context": state.get("run_context") or {},
+            "draft": state.get("draft", ""),
+            "critique": state.get("critique") or {},
+            "attempts": state.get("attempts") or [],
+            "iteration": state.get("iteration", 0),
+            "candidate": index,
+        }
+        sends.append(Send("candidate", branch))
+    return sends
+
+
+def route_start(state: RefineState) -> Literal["generate", "critique"] | list[Send]:
+    """Start at the critique when the input brings a draft, else write the first draft:
+    one reply, or several at once."""
+    if (state.get("draft") or "").strip():
+        return "critique"
+    return candidate_sends(state) if (state.get("fan_out") or 1) > 1 else "generate"
 
 
 def route_after_generate(state: RefineState) -> Literal["generate", "critique"]:
@@ -29,6 +57,9 @@ def route_after_refine(state: RefineState) -> Literal["refine", "critique"]:
     return "refine" if state.get("ask_again") else "critique"
 
 
-def route_after_critique(state: RefineState) -> Literal["refine", "finalize"]:
-    """Finalize once the critique step has named a stop reason."""
-    return "finalize" if state.get("stop_reason") else "refine"
+def route_after_critique(state: RefineState) -> Literal["refine", "finalize"] | list[Send]:
+    """Finalize once the critique (or pick) step has named a stop reason; else refine:
+    one reply, or several at once."""
+    if state.get("stop_reason"):
+        return "finalize"
+    return candidate_sends(state) if (state.get("fan_out") or 1) > 1 else "refine"

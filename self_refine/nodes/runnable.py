@@ -21,8 +21,9 @@ from self_refine.state import RefineState
 __all__ = ["Node"]
 
 Update = dict[str, Any]
-Body = Callable[[RefineState, Runtime[Any]], Update]
-AsyncBody = Callable[[RefineState, Runtime[Any]], Awaitable[Update]]
+Body = Callable[[Any, Runtime[Any]], Update]
+"""A node's body: its input (the state, or what a `Send` gave it) and the run's runtime."""
+AsyncBody = Callable[[Any, Runtime[Any]], Awaitable[Update]]
 
 
 class Node(Runnable[RefineState, Update]):

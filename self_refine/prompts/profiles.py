@@ -31,7 +31,7 @@ class PromptSet:
     verifier among them is skipped for inputs whose reference lacks its data.
     `stop` are the stop policies used when the graph was not given `stop=`.
     `request` follows the task in the generate request; `refine_form` is
-    "conversation" or "single" (see `refine_messages`).
+    "conversation", "single" or "fresh" (see `refine_messages`).
     """
 
     name: str
@@ -46,7 +46,7 @@ class PromptSet:
     revise: str = ""
     """What the refine request ends with, after the feedback (empty: rewrite the draft
     addressing every item, and reply with the new draft only)."""
-    refine_form: Literal["conversation", "single"] | None = None
+    refine_form: Literal["conversation", "single", "fresh"] | None = None
     """How the refine request is laid out when the run's settings do not say (None: the
     library's default, see `self_refine.prompts.render`)."""
 

@@ -5,14 +5,20 @@ it can close a fence: it reaches the model as data, never as instructions.
 Each request keeps its stable part first (system prompt, task, older attempts)
 so successive requests of a thread share a prefix that providers can cache.
 
-The refine request comes in two forms (`REFINE_FORMS`):
+The refine request comes in three forms (`REFINE_FORMS`, kept with the setting in
+`self_refine.context`):
 - "conversation": a chat in which the task is the first user turn, each earlier draft
   an assistant turn and each critique a user turn that asks for the next draft. Every
   refine request of a run extends the previous one (append-only, so a model server
   reuses what it has read), and no draft or feedback is wrapped in tags that a model
   could copy back;
 - "single": one user message holding the task and every (draft, feedback) pair,
-  fenced in tags, then the instruction.
+  fenced in tags, then the instruction;
+- "fresh": the first request again, with the latest feedback as problems an earlier
+  response had, and no draft at all: a new draft written from the task, which a model
+  cannot answer by copying its last one (`fresh_messages`). The refine step also asks
+  this way when a reply in another form was the draft unchanged, and so do a step's
+  candidates after the first.
 """
 
 from __future__ import annotations
@@ -20,11 +26,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Literal, NamedTuple
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from self_refine.content import TaskContent
+from self_refine.context import DEFAULT_REFINE_FORM, REFINE_FORMS, RefineForm
 from self_refine.prompts.profiles import PromptSet
 from self_refine.state import Attempt
 
@@ -32,17 +39,18 @@ __all__ = [
     "ASK_AGAIN",
     "DEFAULT_REFINE_FORM",
     "FENCE_TAGS",
-    "Phrases",
+    "FRESH_ASK",
+    "FRESH_INTRO",
+    "LIBRARY_TEXTS",
+    "ROLES",
     "REFINE_FORMS",
     "RefineForm",
     "feedback_messages",
     "fence",
+    "fresh_messages",
     "format_feedback",
     "generate_messages",
-    "instruction_phrases",
-    "normalized",
     "refine_messages",
-    "repeated_phrase",
     "task_message",
     "unfence",
 ]
@@ -55,10 +63,6 @@ _DATA_NOTE = (
 )
 
 
-RefineForm = Literal["conversation", "single"]
-REFINE_FORMS: tuple[RefineForm, ...] = ("conversation", "single")
-DEFAULT_REFINE_FORM: RefineForm = "conversation"
-"""The form used unless a profile or the run's settings choose another (see DESIGN.md)."""
 FEEDBACK_TURN = "Feedback on your draft:"
 """How a feedback turn of the conversation form begins."""
 NEXT_DRAFT = (
@@ -66,6 +70,12 @@ NEXT_DRAFT = (
     "Reply with the new draft only."
 )
 """How a feedback turn ends, unless the profile's `revise` says otherwise."""
+
+
+FRESH_INTRO = "An earlier response to this task had these problems:"
+"""What introduces the latest feedback in the fresh refine form."""
+FRESH_ASK = "Write a new response to the task that avoids them."
+"""The instruction of the fresh refine form, before the profile's `request` line."""
 
 
 ASK_AGAIN = (
@@ -136,79 +146,19 @@ def _system(role: str, instructions: str) -> SystemMessage:
     return SystemMessage(f"Role: {role}\n\n{instructions.strip()}\n\n{_DATA_NOTE}")
 
 
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_PHRASE_WORDS = 6
-"""A reply holding this many words of an instruction in a row repeats the prompt."""
-
-
-def normalized(text: str) -> str:
-    """Lower-case words separated by single spaces: punctuation and layout left out."""
-    return " ".join(_WORD.findall(text.lower()))
-
-
-class Phrases(NamedTuple):
-    """Normalized phrases of instructions: runs of six words, and shorter sentences whole."""
-
-    runs: frozenset[tuple[str, ...]]
-    sentences: tuple[str, ...]
-
-
-def instruction_phrases(prompts: PromptSet | None = None) -> Phrases:
-    """Every run of six words of the instructions the loop sends with this profile (None:
-    the library's own, without a profile's), normalized; a sentence of two to five words
-    (a role label, "Reply with the sentences only.") whole. A reply that holds one repeats
-    the prompt instead of answering it (`repeated_phrase`). Worked out from the texts
-    themselves, so it never falls behind a change of a prompt."""
-    try:
-        return _phrases(prompts)
-    except TypeError:  # a PromptSet holding a list cannot be a cache key
-        return _phrases.__wrapped__(prompts)
-
-
-def repeated_phrase(text: str, phrases: Phrases) -> str | None:
-    """The first of the phrases that `text` holds; None when it holds none."""
-    flat = normalized(text)
-    spaced = f" {flat} "
-    found = next((s for s in phrases.sentences if f" {s} " in spaced), None)
-    if found:
-        return found
-    words = flat.split()
-    runs = zip(*(words[start:] for start in range(_PHRASE_WORDS)), strict=False)
-    run = next((run for run in runs if run in phrases.runs), None)
-    return " ".join(run) if run else None
-
-
-@lru_cache(maxsize=64)
-def _phrases(prompts: PromptSet | None) -> Phrases:
-    own = (
-        [prompts.generate, prompts.feedback, prompts.refine, prompts.request, prompts.revise]
-        if prompts
-        else []
-    )
-    texts = [
-        *own,
-        NEXT_DRAFT,
-        FEEDBACK_TURN,
-        _DATA_NOTE,
-        SINGLE_FORM_ASK,
-        CRITIQUE_ASK,
-        NOTES_INTRO,
-        HISTORY_INTRO,
-        ASK_AGAIN.replace("{detail}", ""),
-    ]
-    runs: set[tuple[str, ...]] = set()
-    sentences = {f"role {role}": None for role in ROLES}
-    for text in texts:
-        for sentence in _SENTENCE_END.split(text):
-            words = tuple(normalized(sentence).split())
-            if len(words) < _PHRASE_WORDS:
-                if len(words) >= 4:
-                    sentences.setdefault(" ".join(words), None)
-                continue
-            for start in range(len(words) - _PHRASE_WORDS + 1):
-                runs.add(words[start : start + _PHRASE_WORDS])
-    return Phrases(frozenset(runs), tuple(sentences))
+LIBRARY_TEXTS = (
+    NEXT_DRAFT,
+    FEEDBACK_TURN,
+    _DATA_NOTE,
+    SINGLE_FORM_ASK,
+    CRITIQUE_ASK,
+    NOTES_INTRO,
+    HISTORY_INTRO,
+    FRESH_INTRO,
+    FRESH_ASK,
+    ASK_AGAIN.replace("{detail}", ""),
+)
+"""Every instruction this module writes into requests besides a profile's own prompts."""
 
 
 def generate_messages(prompts: PromptSet, task: TaskContent) -> list[BaseMessage]:
@@ -240,7 +190,7 @@ def refine_messages(
     The latest attempt is always included, with `current` (the critique in the
     state, which a person may have edited) as its feedback; `history_window`
     limits how many earlier attempts come with it (None: all). `form` is
-    "conversation" or "single" (see the module docstring).
+    "conversation", "single" or "fresh" (see the module docstring).
     """
     if not attempts:
         raise ValueError("refine needs at least one critiqued draft")
@@ -254,6 +204,8 @@ def refine_messages(
     pairs.append((latest["draft"], current or latest["critique"]))
     if form == "conversation":
         return _conversation(prompts, task, pairs)
+    if form == "fresh":
+        return fresh_messages(prompts, task, (current or latest["critique"]).get("feedback") or [])
     blocks = [_attempt_block(a["iteration"], a["draft"], a["critique"]) for a in earlier]
     blocks.append(
         _attempt_block(latest["iteration"], latest["draft"], current or latest["critique"])
@@ -263,6 +215,21 @@ def refine_messages(
     return [
         _system("refiner", prompts.refine),
         task_message(task, f"{HISTORY_INTRO}\n\n{history}\n\n{ask}"),
+    ]
+
+
+def fresh_messages(
+    prompts: PromptSet, task: TaskContent, feedback: Sequence[str]
+) -> list[BaseMessage]:
+    """A request for a new draft from the task and the latest feedback alone.
+
+    No earlier draft is shown: small models asked to edit a draft they can see often
+    reply with that draft unchanged (the quality guide has the figures).
+    """
+    problems = fence("feedback", format_feedback(feedback))
+    return [
+        _system("refiner", prompts.generate),
+        task_message(task, f"{FRESH_INTRO}\n{problems}\n\n{FRESH_ASK} {prompts.request}"),
     ]
 
 

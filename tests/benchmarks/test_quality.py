@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from benchmarks.quality.document import shown_arguments
 from benchmarks.quality.figures import PLAIN_TEXT_FALLBACK, condition_figures, correct_at
 from benchmarks.quality.report import markdown, readings
-from benchmarks.quality.run import _condition, _shown_arguments, run
+from benchmarks.quality.run import _condition, run
 from benchmarks.quality.sets import SETS, VERIFIER, make_set
 from self_refine.batch.judge import VerifierJudge
 from self_refine.critics import judge_draft
@@ -76,10 +77,15 @@ def test_a_given_first_draft_is_no_reply_of_the_model() -> None:
 def test_an_answer_that_echoes_the_task_is_wrong_though_it_holds_every_word() -> None:
     item = make_set("constrained", 1, seed=1)[0]
     echo = f"{item['task']} " + " ".join(item["reference"]["concepts"])
-    assert judge_draft(item["task"], echo, item["reference"], ["concepts"]) is True
     assert VerifierJudge(["concepts"])(item["task"], echo, item["reference"]) is False
-    scaffolding = "<draft>\n" + " ".join(item["reference"]["concepts"]) + "\n</draft>"
+    scaffolding = f"<draft>{_sentence(item)}</draft>"
+    assert judge_draft(item["task"], scaffolding, item["reference"], ["concepts"]) is True
     assert VerifierJudge(["concepts"])(item["task"], scaffolding, item["reference"]) is False
+
+
+def _sentence(item: dict[str, Any]) -> str:
+    """A sentence that uses every required word of a constrained item."""
+    return "We saw " + " by ".join(f"a {word}" for word in item["reference"]["concepts"]) + "."
 
 
 @pytest.mark.parametrize("name", list(SETS))
@@ -102,8 +108,7 @@ def test_every_constrained_item_is_satisfiable() -> None:
     for item in make_set("constrained", 10, seed=2026):
         words = item["reference"]["concepts"]
         assert 4 <= len(words) <= 8 and len(set(words)) == len(words)
-        sentence = "We saw " + ", ".join(words) + "."
-        assert judge_draft(item["task"], sentence, item["reference"], ["concepts"]) is True
+        assert judge_draft(item["task"], _sentence(item), item["reference"], ["concepts"]) is True
 
 
 def test_every_reference_solution_passes_its_hidden_tests_and_a_stub_fails() -> None:
@@ -137,7 +142,14 @@ def test_the_runner_writes_its_tables_with_the_offline_model(tmp_path: Path) -> 
     document = json.loads(next(tmp_path.glob("quality-offline-*.json")).read_text())
     assert set(document["results"]) == {"constrained", "arithmetic"}
     for conditions in document["results"].values():
-        assert set(conditions) == {"first", "intrinsic", "verifier", "trainer"}
+        assert set(conditions) == {
+            "first",
+            "intrinsic",
+            "verifier",
+            "trainer",
+            "candidates",
+            "bestofn",
+        }
         assert conditions["first"]["items"] == 2
     page = (tmp_path / "quality-latest.md").read_text()
     assert "| constrained | verifier-guided" in page
@@ -185,13 +197,16 @@ def _args(**given: Any) -> argparse.Namespace:
         "refine_form": None,
         "sets": ["constrained"],
         "conditions": ["first", "intrinsic", "verifier", "trainer"],
+        "candidates": 2,
+        "best_of": None,
+        "best_of_given": False,
     }
     return argparse.Namespace(**{**values, **given})
 
 
 async def test_an_echoed_final_answer_is_counted_wrong_through_the_runner() -> None:
     item = make_set("constrained", 1, seed=2026)[0]
-    echo = f"{item['task']} " + " ".join(item["reference"]["concepts"])
+    echo = f"<draft>{_sentence(item)}</draft>"
     assert judge_draft(item["task"], echo, item["reference"], ["concepts"]) is True
     model = FakeChatModel(
         script={
@@ -252,5 +267,78 @@ def test_the_report_says_in_words_when_a_condition_made_results_worse() -> None:
 
 
 def test_the_command_written_to_the_results_never_holds_the_key() -> None:
-    shown = _shown_arguments(["--api-key", "sk-secret", "--n", "3", "--api-key=sk-other"])
+    shown = shown_arguments(["--api-key", "sk-secret", "--n", "3", "--api-key=sk-other"])
     assert shown == ["--api-key", "***", "--n", "3", "--api-key=***"]
+
+
+def test_a_draft_that_takes_over_feedback_wording_counts_wrong_at_its_step() -> None:
+    from benchmarks.quality.honesty import rejudge
+
+    said = "Mention the compass the travellers carry beside the river."
+    attempts = [
+        {
+            "iteration": 0,
+            "draft": "The train runs.",
+            "critique": {"feedback": [said], "score": 0.5},
+            "correct": False,
+        },
+        {
+            "iteration": 1,
+            "draft": "The train runs. Mention the compass the travellers carry.",
+            "critique": {"score": 1.0},
+            "correct": True,
+        },
+    ]
+    record = {
+        "task": "t",
+        "answer": attempts[1]["draft"],
+        "correct_final": True,
+        "attempts": attempts,
+    }
+    judged = rejudge(record)
+    assert judged["correct_at"] == [False, False]
+    assert judged["correct_final"] is False and judged["feedback_wording_final"] is True
+
+
+def test_a_critic_quoting_the_draft_is_no_feedback_wording() -> None:
+    from benchmarks.quality.honesty import feedback_wording
+
+    draft = "The old train runs along the quiet river at dawn."
+    quoted = [(f'"{draft}" needs a compass.', draft)]
+    assert not feedback_wording(draft + " A compass glints.", quoted, "task")
+
+
+def test_final_answers_are_named_by_their_gamed_forms() -> None:
+    from benchmarks.quality.honesty import answer_forms
+
+    item = make_set("constrained", 2, seed=2026)[1]
+    words = item["reference"]["concepts"]
+    assert answer_forms(item["task"], ", ".join(words) + ".", item["reference"]) == ["word list"]
+    instruction = f"Add {words[0]} to the scene."
+    assert "instruction" in answer_forms(item["task"], instruction, item["reference"])
+    assert answer_forms("What is 2 + 2?", "The answer is 4.", {"answer": "4"}) == []
+
+
+def test_candidate_replies_and_their_rejections_count_in_the_rates() -> None:
+    step = {
+        "iteration": 1,
+        "candidate": 0,
+        "candidates": [
+            {"index": 1, "rejected": {"reason": "unchanged"}},
+            {"index": 2, "rejected": {"reason": "echo"}},
+        ],
+    }
+    figures = condition_figures(
+        [_record([False], attempts=[{"iteration": 0}, step])], 0, 1.0, 1, written_from=1
+    )
+    assert figures["draft_replies_per_item"] == 3.0
+    assert figures["rejected_share_of_replies"] == {"unchanged": 1 / 3, "echo": 1 / 3}
+
+
+def test_best_of_n_spends_at_least_the_refining_conditions_tokens() -> None:
+    from benchmarks.quality.run import best_of_n
+
+    first = {"input_tokens_per_item": 100, "output_tokens_per_item": 20}
+    refined = {"input_tokens_per_item": 900, "output_tokens_per_item": 250}
+    assert best_of_n(first, refined) == 10  # 1,150 tokens / 120 per draft, rounded up
+    assert best_of_n(first, {"input_tokens_per_item": 10_000, "output_tokens_per_item": 0}) == 16

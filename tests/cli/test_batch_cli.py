@@ -325,7 +325,7 @@ def test_bad_options_and_other_settings_fail_before_any_model_call(
         (["in.jsonl", "-o", "x.jsonl", "--shard", "4/3"], "--shard must be I/N"),
         (["missing.jsonl", "-o", "x.jsonl"], "check the input path"),
         (["in.jsonl", "-o", "x.jsonl", "--concurrency", "0"], "--concurrency must be >= 1"),
-        (["in.jsonl", "-o", "x.jsonl", "--max-iterations", "0"], "--max-iterations must be"),
+        (["in.jsonl", "-o", "x.jsonl", "--max-iterations", "-1"], "--max-iterations must be"),
         (["in.jsonl", "-o", "x.jsonl", "--timeout", "0"], "--timeout must be a positive"),
         (["in.jsonl", "-o", "x.jsonl", "--critics", "human,answer"], "human critic works alone"),
         (["in.jsonl", "-o", "x.jsonl", "--verifiers", "answer,oracle"], "unknown name(s) 'oracle'"),

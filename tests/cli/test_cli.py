@@ -6,55 +6,21 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
 
 from self_refine.cli.main import main
 from self_refine.context import FIELD_NAMES
-from self_refine.models.offline import OfflineModel
 from self_refine.persistence.storage import DEFAULT_DB as DB
 from self_refine.persistence.storage import ThreadSettings
 from self_refine.prompts.render import FEEDBACK_TURN
+from tests.cli.conftest import Calls
 from tests.conftest import run_cli
-from tests.fakes import role_of
 from tests.openai_server import OpenAIServer
 
 TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
-
-
-class Calls:
-    """The roles of every request the offline model answered, and faults to raise."""
-
-    def __init__(self) -> None:
-        self.roles: list[str] = []
-        self.prompts: list[str] = []
-        self.fail: dict[str, BaseException] = {}
-
-    def sent_to(self, role: str) -> list[str]:
-        """The text of every request the given role received, oldest first."""
-        return [text for seen, text in zip(self.roles, self.prompts, strict=True) if seen == role]
-
-
-@pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
-    """Record the offline model's requests; `calls.fail[role] = error` raises once."""
-    seen = Calls()
-    original: Callable[..., Any] = OfflineModel._generate
-
-    def spy(self: OfflineModel, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-        role = role_of(messages)
-        seen.roles.append(role)
-        seen.prompts.append("\n".join(m.text for m in messages))
-        if role in seen.fail:
-            raise seen.fail.pop(role)
-        return original(self, messages, *args, **kwargs)
-
-    monkeypatch.setattr(OfflineModel, "_generate", spy)
-    return seen
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -358,8 +324,9 @@ def test_unknown_thread_is_a_usage_error(capsys: pytest.CaptureFixture[str], com
     ("args", "says"),
     [
         (["   "], "the task is empty"),
-        ([TASK, "--max-iterations", "0"], "--max-iterations must be between 1 and 50"),
-        ([TASK, "--max-iterations", "51"], "--max-iterations must be between 1 and 50"),
+        ([TASK, "--max-iterations", "-1"], "--max-iterations must be between 0 and 50"),
+        ([TASK, "--max-iterations", "51"], "--max-iterations must be between 0 and 50"),
+        ([TASK, "--candidates", "0"], "--candidates must be between 1 and 16"),
         ([TASK, "--score-threshold", "1.5"], "--score-threshold must be between 0 and 1"),
         ([TASK, "--score-threshold", "-0.1"], "--score-threshold must be between 0 and 1"),
         ([TASK, "--patience", "0"], "--patience must be >= 1"),

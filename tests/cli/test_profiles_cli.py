@@ -20,7 +20,7 @@ PAPER_TASKS = {
     "acronym",
     "constrained_generation",
 }
-TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
+TASK = "Write about a dog in a park using the words: dog, frisbee, park, catch."
 REFERENCE = '{"concepts": ["dog", "frisbee", "park", "catch"]}'
 
 

@@ -14,7 +14,7 @@ from pydantic import Field
 from self_refine import ConfigError, Critique, MaxIterations, arefine, refine
 from self_refine.critics import CombinedCritic, CritiqueRequest, resolve_verifier
 
-TASK = "Write one sentence using the words: dog, frisbee, park."
+TASK = "Write about a dog using the words: dog, frisbee, park."
 CONCEPTS = {"concepts": ["dog", "frisbee", "park"]}
 
 

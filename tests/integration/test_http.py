@@ -129,7 +129,8 @@ def test_bad_input_makes_no_request(
     url = ["--base-url", server.base_url]
     for args in (
         ["", "--model", "test-model"],
-        [TASK, "--model", "test-model", "--max-iterations", "0"],
+        [TASK, "--model", "test-model", "--max-iterations", "-1"],
+        [TASK, "--model", "test-model", "--candidates", "0"],
         [TASK, "--model", "test-model", "--score-threshold", "2"],
         [TASK, "--model", "bad model!"],
         [TASK, "--model", "test-model", "--critic-model", "two words"],

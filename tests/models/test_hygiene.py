@@ -13,6 +13,7 @@ from self_refine.critics.parse import read_critique
 from self_refine.critics.verifiers.answer import extract_answer
 from self_refine.models.calls import RESAMPLE_TEMPERATURE
 from self_refine.models.hygiene import DraftGuard, clean_reply, draft_limit, feedback_of
+from self_refine.prompts.render import FRESH_INTRO
 from tests.fakes import FakeChatModel, critique
 
 TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
@@ -239,7 +240,7 @@ class _ColdModel(FakeChatModel):
         return super()._generate(messages, stop, run_manager, **kw)
 
 
-def test_a_refine_reply_that_is_the_same_draft_is_asked_again_warmer() -> None:
+def test_a_refine_reply_that_is_the_same_draft_is_asked_again_afresh_and_warmer() -> None:
     model = _ColdModel(
         script={
             "generator": ["A dog in a park."],
@@ -255,7 +256,11 @@ def test_a_refine_reply_that_is_the_same_draft_is_asked_again_warmer() -> None:
     assert second["draft"] == "A dog catches a frisbee in a park."
     assert [r["reason"] for r in second["rejected"]] == ["unchanged"]
     first_ask, again = model.requests_for("refiner")
-    assert again.messages == first_ask.messages, "the same request, sampled again"
+    assert "A dog in a park." in [m.text for m in first_ask.messages]
+    assert FRESH_INTRO in again.prompt and "A dog in a park." not in again.prompt, (
+        "asked afresh: the task and the feedback, no draft to copy"
+    )
+    assert "Add frisbee." in again.prompt
     assert model.temperatures == [0.2, 0.2, 0.2, RESAMPLE_TEMPERATURE, 0.2]
     assert model.seeds == [7, 7, 7, 7 + 1 + 1, 7], "a draw of its own: seed + 1 + iteration"
 

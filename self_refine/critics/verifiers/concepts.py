@@ -1,11 +1,15 @@
-"""The `concepts` verifier: every required concept appears in the draft, in any inflection."""
+"""The `concepts` verifier: every required concept appears in the draft, in any inflection,
+in text of the shape the task asks for (see `shape.py`): not a word list, no more
+sentences than asked, not an instruction about the text, no remarks about it."""
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from self_refine.critics.verifiers.base import BuiltinVerifier, reference_field
+from self_refine.critics.verifiers.shape import shape_problems
 from self_refine.errors import ConfigError
 from self_refine.state import Critique
 
@@ -73,6 +77,7 @@ def concept_forms(word: str) -> set[str]:
     return forms
 
 
+@lru_cache(maxsize=1024)
 def _pattern(concept: str) -> re.Pattern[str]:
     """Match the concept; in a phrase only the last word is inflected ("ice creams")."""
     words = concept.lower().split()
@@ -110,6 +115,10 @@ def _prepare(reference: Any) -> list[str]:
     return unique
 
 
+def _appears(concept: str, text: str) -> bool:
+    return _pattern(concept).search(text) is not None
+
+
 def _judge(task: str, draft: str, concepts: list[str]) -> Critique:
     missing = missing_concepts(draft, concepts)
     absent = set(missing)
@@ -118,10 +127,14 @@ def _judge(task: str, draft: str, concepts: list[str]) -> Critique:
     if missing and kept:
         # Small models add the missing word and drop another: say which ones stay.
         feedback.append(f"Keep the words already used: {', '.join(kept)}.")
+    shape = shape_problems(task, draft, concepts, _appears)
+    coverage = 1 - len(missing) / len(concepts)
+    # A text of the wrong shape gets half credit at most, so that a proper sentence
+    # missing a word ranks above a list of every word.
     return Critique(
-        feedback=feedback,
-        score=round(1 - len(missing) / len(concepts), 3),
-        done=not missing,
+        feedback=[*feedback, *shape],
+        score=round(coverage / 2 if shape else coverage, 3),
+        done=not missing and not shape,
     )
 
 

@@ -1,0 +1,185 @@
+"""Parallel candidates: a draft step that samples several replies at once, and the pick.
+
+With `candidates` > 1 a draft step (the first draft, or a refine step) is a fan-out:
+the routing sends one `candidate` branch per reply (`Send`), so LangGraph runs them
+as parallel tasks of one step, each checkpointed as it finishes, and Studio shows
+them side by side. A branch asks for its reply (candidate 0 as the model samples
+and, in a refine step, in the run's form; the others each a draw of their own,
+`models.calls.candidate_model`, in the fresh form), holds it to
+the draft rules (`models/hygiene.py`; a rejected reply is not asked again, the other
+branches stand in for that) and has the run's critic judge it. The `pick` node then
+takes the best (`best_candidate`), records it as the step's attempt with the others
+beside it, and names the stop reason, as the critique node does for a single reply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
+
+from self_refine.context import RefineContext
+from self_refine.critics import CritiqueResult
+from self_refine.models.calls import (
+    DraftReply,
+    aask_draft,
+    ask_draft,
+    candidate_model,
+    model_errors,
+)
+from self_refine.nodes.critique import critique_request, step_writes
+from self_refine.nodes.draft import DraftRequest
+from self_refine.nodes.generate import generate_request
+from self_refine.nodes.plan import Loop, RunPlan
+from self_refine.nodes.refine import refine_request
+from self_refine.nodes.runnable import Node
+from self_refine.state import (
+    Attempt,
+    Candidate,
+    CandidateInput,
+    Critique,
+    RefineState,
+    add_usage,
+)
+
+__all__ = ["NO_USABLE_REPLY", "best_candidate", "make_candidate", "make_pick"]
+
+NO_USABLE_REPLY = "Every reply was rejected, so there is no draft yet: write the response."
+"""The feedback on an empty first draft when every candidate reply was rejected."""
+
+
+def _request(plan: RunPlan, state: Mapping[str, Any]) -> DraftRequest:
+    """The branch's request: a refine step's after an attempt, else the first draft's.
+
+    Candidate 0 of a refine step asks in the run's form; the others in the fresh form
+    (the task and the feedback, no draft), which a small model cannot answer by copying
+    the draft: sampled again, an edit request mostly brings the same copy back.
+    """
+    if state.get("attempts"):
+        ask = refine_request(plan, state, "fresh" if state["candidate"] else None)
+    else:
+        ask = generate_request(plan, state)
+    return ask._replace(model=candidate_model(ask.model, state["candidate"], ask.config))
+
+
+def _candidate(
+    state: Mapping[str, Any], reply: DraftReply, judged: CritiqueResult | None
+) -> dict[str, Any]:
+    """The branch's write: its reply, judged (or rejected), appended to `candidates`."""
+    record: Candidate = {
+        "index": state["candidate"],
+        "draft": reply.text,
+        "critique": judged.critique.model_dump() if judged else {},
+        "usage": add_usage(reply.usage, judged.usage if judged else None),
+        "verified": judged.critique.verified if judged else None,
+        "checked": judged.checked if judged else None,
+    }
+    problems = [*([reply.problem] if reply.problem else []), *(judged.problems if judged else ())]
+    if problems:
+        record["problems"] = problems
+    if reply.rejected is not None:
+        record["rejected"] = reply.rejected
+    return {"candidates": [record]}
+
+
+def make_candidate(loop: Loop) -> Node:
+    """Build the branch node: one sampled reply of a draft step, critiqued."""
+
+    def candidate(state: CandidateInput, runtime: Runtime[RefineContext]) -> dict[str, Any]:
+        """Sample one reply for the draft step and critique it."""
+        plan = loop.plan(state, runtime)
+        ask = _request(plan, state)
+        reply = ask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
+        judged = None
+        if reply.text:
+            request = critique_request(state, reply.text, ask.iteration)
+            with model_errors("critic", plan.critic.model):
+                judged = plan.critic.invoke(request, _trace(plan, ask.iteration))
+        return _candidate(state, reply, judged)
+
+    async def acandidate(state: CandidateInput, runtime: Runtime[RefineContext]) -> dict[str, Any]:
+        """Sample one reply for the draft step and critique it."""
+        plan = loop.plan(state, runtime)
+        ask = _request(plan, state)
+        reply = await aask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
+        judged = None
+        if reply.text:
+            request = critique_request(state, reply.text, ask.iteration)
+            with model_errors("critic", plan.critic.model):
+                judged = await plan.critic.ainvoke(request, _trace(plan, ask.iteration))
+        return _candidate(state, reply, judged)
+
+    return Node(candidate, acandidate, name="candidate")
+
+
+def _trace(plan: RunPlan, iteration: int) -> Any:
+    return plan.trace("candidate", "critic", plan.critic.model, iteration)
+
+
+def _rank(candidate: Candidate) -> tuple[bool, bool, float, float, int]:
+    score = candidate["critique"].get("score")
+    checked = candidate.get("checked")
+    return (
+        bool(candidate["draft"].strip()),
+        candidate.get("verified") is True,
+        -1.0 if checked is None else float(checked),
+        -1.0 if score is None else float(score),
+        -candidate["index"],
+    )
+
+
+def best_candidate(candidates: Sequence[Candidate]) -> Candidate | None:
+    """The candidate to keep: a usable reply the verifiers passed, else the one they scored
+    highest, then the critic's score; ties go to the lower index (candidate 0 is the
+    model's own sample). None when every reply was rejected."""
+    usable = [c for c in candidates if c["draft"].strip()]
+    return max(usable, key=_rank) if usable else None
+
+
+def _attempt(state: RefineState, candidates: list[Candidate]) -> Attempt:
+    """The step's attempt: the picked candidate, the others beside it.
+
+    When every reply was rejected, a refine step keeps the previous draft and its
+    critique (the `unchanged` policy then ends the run), a first draft stays empty.
+    """
+    attempts = state.get("attempts") or []
+    chosen = best_candidate(candidates)
+    iteration = state.get("iteration", 0) + 1 if attempts else 0
+    if chosen is not None:
+        draft, critique = chosen["draft"], chosen["critique"]
+    elif attempts:
+        draft, critique = attempts[-1]["draft"], attempts[-1]["critique"]
+    else:
+        draft, critique = "", Critique(feedback=[NO_USABLE_REPLY], score=0.0).model_dump()
+    attempt: Attempt = {
+        "iteration": iteration,
+        "draft": draft,
+        "critique": critique,
+        "usage": add_usage(*(c["usage"] for c in candidates)),
+        "candidates": [c for c in candidates if c is not chosen],
+    }
+    if chosen is not None:
+        attempt["candidate"] = chosen["index"]
+        if chosen.get("problems"):
+            attempt["problems"] = list(chosen["problems"])
+    return attempt
+
+
+def make_pick(loop: Loop) -> Node:
+    """Build the node that takes the best candidate and records the step."""
+
+    def pick(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
+        """Keep the best of the step's candidates as its draft, and decide whether to stop."""
+        candidates = sorted(state.get("candidates") or [], key=lambda c: c["index"])
+        attempt = _attempt(state, candidates)
+        writes = step_writes(loop.plan(state, runtime), state, attempt, attempt["usage"])
+        return {
+            **writes,
+            "draft": attempt["draft"],
+            "iteration": attempt["iteration"],
+            "candidates": Overwrite([]),
+        }
+
+    return Node(pick, name="pick")
