@@ -2,6 +2,7 @@
 
     python -m benchmarks.local_batch rates [MODEL] [ROUNDS]
     python -m benchmarks.local_batch batch [MODEL] [ROUNDS] [ITEMS]
+    python -m benchmarks.local_batch processes [MODEL] [ROUNDS]
 
 `rates`: the embedded model's raw rates, straight from llama.cpp (its own
 timers, no Python sampling): prompt tokens read per second and tokens written
@@ -17,7 +18,11 @@ Prints items per minute, and splits the wall time into the model (the time the
 model's lock is held: reading, writing, llama-cpp-python's sampling) and the
 rest (orchestration: the graph, checkpoints, prompts, the output file).
 
-Both print the load average beside every figure: on a shared machine compare
+`processes`: tokens written per second by one process of 2 threads against two
+processes of 1 thread each writing at the same time (what worker processes, one
+model each, would give on this CPU).
+
+All print the load average beside every figure: on a shared machine compare
 only the ratios of one run.
 """
 
@@ -158,6 +163,46 @@ def rates(model_name: str, rounds: int) -> None:
         decoder.close()
 
 
+def _writer(model_name: str, threads: int) -> None:
+    """In a fresh process: read the prompt, then write with `threads` threads; print tokens/s."""
+    import llama_cpp as L
+
+    _quiet_llama()
+    L.llama_backend_init()
+    model = L.llama_model_load_from_file(_path(model_name).encode(), L.llama_model_default_params())
+    vocab = L.llama_model_get_vocab(model)
+    text = b"Cities plant trees along streets for shade, cleaner air and calmer traffic. " * 40
+    buffer = (L.llama_token * 4096)()
+    count = L.llama_tokenize(vocab, text, len(text), buffer, 4096, True, False)
+    prompt = list(buffer[:count])[:PROMPT_TOKENS]
+    decoder = _Decoder(model, threads)
+    decoder.write(prompt, 1, prompt[5])  # warm
+    print(json.dumps({"rate": decoder.write(prompt, 1, prompt[5])}), flush=True)
+
+
+def processes(model_name: str, rounds: int) -> None:
+    """Print tokens written per second: one process of 2 threads, two processes of 1 thread."""
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=root)
+
+    def run(threads: int, count: int) -> float:
+        command = [sys.executable, "-m", "benchmarks.local_batch", "writer", model_name]
+        started = [
+            subprocess.Popen([*command, str(threads)], stdout=subprocess.PIPE, text=True, env=env)
+            for _ in range(count)
+        ]
+        return sum(json.loads(p.communicate()[0].strip().splitlines()[-1])["rate"] for p in started)
+
+    best = {"one process, 2 threads": 0.0, "two processes, 1 thread each": 0.0}
+    for _ in range(rounds):
+        for name, (threads, count) in zip(best, ((2, 1), (1, 2)), strict=True):
+            rate = run(threads, count)
+            best[name] = max(best[name], rate)
+            print(f"{name:<30} {rate:7.1f} tokens/s written (all together); {_load()}", flush=True)
+    one, two = best.values()
+    print(f"best of {rounds}: two 1-thread processes over one 2-thread process: {two / one:.2f}x")
+
+
 TOPICS = (
     "street trees",
     "night trains",
@@ -292,10 +337,16 @@ def main() -> None:
         rates(model, int(args[1]) if len(args) > 1 else 3)
     elif what == "batch":
         batch(model, int(args[1]) if len(args) > 1 else 2, int(args[2]) if len(args) > 2 else 20)
+    elif what == "processes":
+        processes(model, int(args[1]) if len(args) > 1 else 3)
+    elif what == "writer":
+        _writer(model, int(args[1]))
     elif what == "child":
         child(model, int(args[1]), int(args[2]), Path(args[3]))
     else:
-        raise SystemExit("usage: python -m benchmarks.local_batch rates|batch [MODEL] ...")
+        raise SystemExit(
+            "usage: python -m benchmarks.local_batch rates|batch|processes [MODEL] ..."
+        )
 
 
 if __name__ == "__main__":
