@@ -152,21 +152,26 @@ def feedback_of(attempts: Sequence[Mapping[str, Any]], current: Sequence[str] = 
     An item that quotes the draft it was given on (critics often repeat a sentence of
     the draft as an "item") is left out: a new draft that keeps that sentence echoes
     the draft, not the critic. `current` is feedback on the latest attempt's draft.
-    Each item is compared with its own draft only, so a step costs the same at the
-    fiftieth attempt as at the first.
+    Each item is compared with its own draft only, and an attempt's items are sorted
+    out once (`_own_items`), so a step does not search every earlier draft again.
     """
-    pairs = [(attempt.get("draft"), attempt.get("critique")) for attempt in attempts]
-    latest = pairs[-1][0] if pairs else None
-    kept: dict[str, None] = {}
-    for draft, items in [
-        (latest, list(current)),
-        *((d, c.get("feedback") or []) for d, c in pairs if isinstance(c, dict)),
-    ]:
-        flat_draft = _flat_known(str(draft or "")) if draft else None
-        for item in map(str, items):
-            if flat_draft is None or _echo_key(item)[0] not in flat_draft:
-                kept.setdefault(item, None)
+    latest = attempts[-1].get("draft") if attempts else None
+    kept: dict[str, None] = dict.fromkeys(_own_items(str(latest or ""), tuple(map(str, current))))
+    for attempt in attempts:
+        critique = attempt.get("critique")
+        if isinstance(critique, dict):
+            items = tuple(map(str, critique.get("feedback") or ()))
+            kept.update(dict.fromkeys(_own_items(str(attempt.get("draft") or ""), items)))
     return list(kept)
+
+
+@lru_cache(maxsize=4096)
+def _own_items(draft: str, items: tuple[str, ...]) -> tuple[str, ...]:
+    """The items that do not quote `draft` ("" for no draft: all of them), in order."""
+    if not draft:
+        return items
+    flat_draft = _flat_known(draft)
+    return tuple(item for item in items if _echo_key(item)[0] not in flat_draft)
 
 
 _SOURCE_TAG = re.compile(r"^\s*\[[\w+.-]+\]\s*")

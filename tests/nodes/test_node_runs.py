@@ -74,3 +74,25 @@ def test_invoking_the_graph_calls_the_models_synchronously() -> None:
     model = _RecordingOffline(edits_per_step=1, calls=[])
     _graph(model).invoke({"task": TASK})
     assert model.calls == ["sync"] * 6
+
+
+class _ModelCallMetadata(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.roles: list[str] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.roles.append((kwargs.get("metadata") or {}).get("role", ""))
+
+
+async def test_a_watched_run_shows_the_critic_as_a_child_run_with_its_metadata() -> None:
+    starts, calls = _ChainStarts(), _ModelCallMetadata()
+    config: Any = {"callbacks": [starts, calls]}
+    await _graph(OfflineModel(edits_per_step=1)).ainvoke({"task": TASK}, config)
+    assert starts.names["offline critic"] == 3
+    assert calls.roles.count("critic") == 3
+
+
+def test_an_unwatched_run_still_critiques_every_draft() -> None:
+    result = _graph(OfflineModel(edits_per_step=1)).invoke({"task": TASK})
+    assert result["stop_reason"] == "max_iterations"
+    assert [a["critique"]["source"] for a in result["attempts"]] == ["offline"] * 3
