@@ -10,6 +10,10 @@ REFERENCE ?= {"concepts": ["train", "pencil", "compass", "river"]}
 # The model `make run` uses: the embedded local model (built and fetched on first use),
 # or MODEL=offline (the deterministic stand-in, nothing to build), or any model string.
 MODEL ?= local
+# Replies sampled at once per draft step, the verifier picking one: with the local 0.5B
+# model one greedy draft of the default task misses a word and refinement of that one
+# draft rarely fixes it, while one of four samples passes (benchmarks/results/quality-latest.md).
+CANDIDATES ?= 4
 # The default task comes with its concept check; a TASK of your own runs plain.
 ifeq ($(origin TASK),file)
 RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)'
@@ -53,7 +57,7 @@ $(VENV)/.installed-studio: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed-run
 
 run: $(RUN_NEEDS)
-	$(BIN)/self-refine run "$(TASK)" --model $(MODEL) $(RUN_OPTIONS)
+	$(BIN)/self-refine run "$(TASK)" --model $(MODEL) --candidates $(CANDIDATES) $(RUN_OPTIONS)
 
 # LangGraph Studio on a free port of 127.0.0.1, offline model unless SELF_REFINE_MODEL says otherwise.
 # SELF_REFINE_MODEL=local (or local:NAME, local:PATH.gguf) also installs the local extra and
