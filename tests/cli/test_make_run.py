@@ -39,15 +39,17 @@ def _readme_transcript() -> list[str]:
 
 def test_a_task_of_your_own_runs_plain() -> None:
     argv = _make_run("TASK=Write a haiku about rain.")
-    assert argv == ["run", "Write a haiku about rain.", "--model", "local"]
-    argv = _make_run("TASK=Write a haiku about rain.", "MODEL=offline")
-    assert argv == ["run", "Write a haiku about rain.", "--model", "offline"]
+    assert argv == ["run", "Write a haiku about rain.", "--model", "local", "--candidates", "4"]
+    argv = _make_run("TASK=Write a haiku about rain.", "MODEL=offline", "CANDIDATES=1")
+    assert argv == ["run", "Write a haiku about rain.", "--model", "offline", "--candidates", "1"]
 
 
 _STEP_LINES = (
     re.compile(r"thread: \S+  \(db: \.self-refine/checkpoints\.sqlite\)"),
-    re.compile(r"\[generate\] first draft:"),
-    re.compile(r"\[critique\] iteration 0  score \d\.\d\d  done (true|false)  \(\S+\)"),
+    re.compile(r"\[candidate \d\] score \d\.\d\d:"),
+    re.compile(
+        r"\[pick\] iteration 0  candidate \d of 4  score \d\.\d\d  done (true|false)  \(\S+\)"
+    ),
     re.compile(r"\[finalize\] answer chosen.*"),
     re.compile(r"Stopped: \w+ after \d+ refine step\(s\); score \d\.\d\d; tokens \d+"),
     re.compile(r"Answer:"),
