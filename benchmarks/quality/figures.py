@@ -46,7 +46,8 @@ def condition_figures(
     from iteration `written_from` on (1 for a condition given its first drafts); a
     step of candidates wrote one reply per candidate. `gamed_final_answers` is the share
     of final answers of each form that counts them wrong (a record's `forms`, see
-    `honesty.answer_forms`).
+    `honesty.answer_forms`; an answer may have several), `gamed_share` the share of final
+    answers with any of them.
     """
     n = len(records)
     if n == 0:
@@ -83,5 +84,6 @@ def condition_figures(
             form: count / n
             for form, count in Counter(f for r in records for f in r.get("forms") or []).items()
         },
+        "gamed_share": sum(bool(r.get("forms")) for r in records) / n,
         "stop_reasons": dict(Counter(str(r.get("stop_reason")) for r in records)),
     }

@@ -76,7 +76,7 @@ def markdown(document: dict[str, Any]) -> str:
                 ),
                 _pct(f.get("parse_fallbacks_per_critique")),
                 _pct(f.get("echo_in_final_answers")),
-                _pct(sum((f.get("gamed_final_answers") or {}).values()) if "items" in f else None),
+                _pct(f.get("gamed_share")),
             ]
             lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "## Reading", "", *[f"- {line}" for line in readings(document)]]

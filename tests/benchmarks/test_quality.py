@@ -342,3 +342,15 @@ def test_best_of_n_spends_at_least_the_refining_conditions_tokens() -> None:
     refined = {"input_tokens_per_item": 900, "output_tokens_per_item": 250}
     assert best_of_n(first, refined) == 10  # 1,150 tokens / 120 per draft, rounded up
     assert best_of_n(first, {"input_tokens_per_item": 10_000, "output_tokens_per_item": 0}) == 16
+
+
+def test_the_gamed_answers_share_counts_an_answer_of_two_forms_once() -> None:
+    records = [
+        _record([False], forms=["too many sentences", "feedback wording"]),
+        _record([False], forms=["word list"]),
+        _record([True], forms=[]),
+        _record([True]),
+    ]
+    figures = condition_figures(records, 0, seconds=1.0, calls=4)
+    assert figures["gamed_share"] == 0.5
+    assert figures["gamed_final_answers"]["too many sentences"] == 0.25
