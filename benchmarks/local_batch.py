@@ -121,8 +121,8 @@ class _Decoder:
         return sequences * WRITE_STEPS / spent
 
 
-def rates(model_name: str, rounds: int) -> None:
-    """Print the raw read and write rates: 1 vs 2 threads, 1 vs 4 sequences per decode."""
+def _model_and_prompt(model_name: str) -> tuple[Any, list[int]]:
+    """llama.cpp's model loaded from its file, and a prompt of `PROMPT_TOKENS` tokens."""
     import llama_cpp as L
 
     _quiet_llama()
@@ -132,7 +132,12 @@ def rates(model_name: str, rounds: int) -> None:
     text = b"Cities plant trees along streets for shade, cleaner air and calmer traffic. " * 40
     buffer = (L.llama_token * 4096)()
     count = L.llama_tokenize(vocab, text, len(text), buffer, 4096, True, False)
-    prompt = list(buffer[:count])[:PROMPT_TOKENS]
+    return model, list(buffer[:count])[:PROMPT_TOKENS]
+
+
+def rates(model_name: str, rounds: int) -> None:
+    """Print the raw read and write rates: 1 vs 2 threads, 1 vs 4 sequences per decode."""
+    model, prompt = _model_and_prompt(model_name)
     token = prompt[5]
     best: dict[str, float] = {}
     decoders = {threads: _Decoder(model, threads) for threads in (1, 2)}
@@ -165,16 +170,7 @@ def rates(model_name: str, rounds: int) -> None:
 
 def _writer(model_name: str, threads: int) -> None:
     """In a fresh process: read the prompt, then write with `threads` threads; print tokens/s."""
-    import llama_cpp as L
-
-    _quiet_llama()
-    L.llama_backend_init()
-    model = L.llama_model_load_from_file(_path(model_name).encode(), L.llama_model_default_params())
-    vocab = L.llama_model_get_vocab(model)
-    text = b"Cities plant trees along streets for shade, cleaner air and calmer traffic. " * 40
-    buffer = (L.llama_token * 4096)()
-    count = L.llama_tokenize(vocab, text, len(text), buffer, 4096, True, False)
-    prompt = list(buffer[:count])[:PROMPT_TOKENS]
+    model, prompt = _model_and_prompt(model_name)
     decoder = _Decoder(model, threads)
     decoder.write(prompt, 1, prompt[5])  # warm
     print(json.dumps({"rate": decoder.write(prompt, 1, prompt[5])}), flush=True)

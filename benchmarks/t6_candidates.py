@@ -29,6 +29,8 @@ from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from benchmarks.t6_local import reply_tokens
+
 TASK = (
     "Write one or two natural sentences that use all of these words: train, pencil, compass, river."
 )
@@ -42,20 +44,7 @@ class _Replies(BaseCallbackHandler):
         self.replies: list[tuple[int, int, int]] = []
 
     def on_llm_end(self, response: Any, **kwargs: Any) -> None:
-        for generations in response.generations:
-            for generation in generations:
-                message = getattr(generation, "message", None)
-                if message is None:
-                    continue
-                usage = getattr(message, "usage_metadata", None) or {}
-                evaluated = int(message.response_metadata.get("prompt_tokens_evaluated", 0))
-                self.replies.append(
-                    (
-                        int(usage.get("input_tokens", 0)),
-                        evaluated,
-                        int(usage.get("output_tokens", 0)),
-                    )
-                )
+        self.replies.extend(reply_tokens(response))
 
 
 def _cold(model: Any) -> None:

@@ -20,6 +20,7 @@ import datetime
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,15 +52,22 @@ class _Evaluated(BaseCallbackHandler):
         self.prompts.extend(messages)
 
     def on_llm_end(self, response: Any, **kwargs: Any) -> None:
-        for generations in response.generations:
-            for generation in generations:
-                message = getattr(generation, "message", None)
-                if message is None:
-                    continue
-                self.calls += 1
-                self.evaluated += int(message.response_metadata.get("prompt_tokens_evaluated", 0))
-                usage = getattr(message, "usage_metadata", None) or {}
-                self.sent += int(usage.get("input_tokens", 0))
+        for sent, evaluated, _ in reply_tokens(response):
+            self.calls += 1
+            self.evaluated += evaluated
+            self.sent += sent
+
+
+def reply_tokens(response: Any) -> Iterator[tuple[int, int, int]]:
+    """(prompt tokens sent, prompt tokens evaluated, tokens written) of each local reply."""
+    for generations in response.generations:
+        for generation in generations:
+            message = getattr(generation, "message", None)
+            if message is None:
+                continue
+            usage = getattr(message, "usage_metadata", None) or {}
+            evaluated = int(message.response_metadata.get("prompt_tokens_evaluated", 0))
+            yield int(usage.get("input_tokens", 0)), evaluated, int(usage.get("output_tokens", 0))
 
 
 def _item(model: Any, form: Any, task: str = TASK) -> tuple[float, _Evaluated]:
