@@ -14,22 +14,26 @@ prompt again. Measured from a cold cache (nothing read before), one item:
 Figures: prompt tokens evaluated (llama.cpp's counter, `prompt_tokens_evaluated`)
 with N candidates against 1, and the N-candidate run's wall time against what the
 model's raw rates in that run (llama.cpp's timers) say reading the one-candidate run's
-prompts plus writing every reply costs. Exits 1 when N candidates evaluate more than
-1.3x the prompt tokens of one.
+prompts plus writing every reply costs. A suite of `make bench` (target 6 rows).
 
-    python -m benchmarks.t6_candidates [--model local] [--n 4]
+    python -m benchmarks.t6_candidates [--model local] [--n 4] [--quick] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from benchmarks.report import Row, markdown_table
 from benchmarks.t6_local import reply_tokens
+
+TARGET = 6
 
 TASK = (
     "Write one or two natural sentences that use all of these words: train, pencil, compass, river."
@@ -102,45 +106,70 @@ def _run(model: Any, candidates: int, steps: int) -> tuple[float, _Replies]:
     return time.perf_counter() - start, counter
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="local")
-    parser.add_argument("--n", type=int, default=4)
-    parser.add_argument("--max-tokens", type=int, default=64)
-    args = parser.parse_args()
+def run(model_name: str, n: int = 4, max_tokens: int = 64) -> list[Row]:
+    """Both scenarios, 1 and `n` candidates each: tokens evaluated and wall time, as rows."""
     from self_refine.models.local import LocalChatModel
     from self_refine.models.resolve import resolve_model
 
-    resolved = resolve_model(args.model)
+    resolved = resolve_model(model_name)
     assert isinstance(resolved, LocalChatModel), "a local model string: local, local:NAME"
-    model = LocalChatModel(model_path=resolved.model_path, max_tokens=args.max_tokens)
+    model = LocalChatModel(model_path=resolved.model_path, max_tokens=max_tokens)
     model.invoke("Say hello.")  # the model loaded before anything is timed
-    met = True
+    rows = []
     for label, steps in (("first draft only (best-of-N)", 0), ("first draft + 1 refine step", 1)):
         seconds_one, one = _run(model, 1, steps)
         before = _perf(model)
-        seconds_n, many = _run(model, args.n, steps)
+        seconds_n, many = _run(model, n, steps)
         after = _perf(model)
         read = (after[0] - before[0]) / ((after[1] - before[1]) / 1000)
         written = (after[2] - before[2]) / ((after[3] - before[3]) / 1000)
         evaluated_one = sum(r[1] for r in one.replies)
         evaluated_n = sum(r[1] for r in many.replies)
-        written_n = sum(r[2] for r in many.replies)
-        bound = evaluated_one / read + written_n / written
-        ratio = evaluated_n / max(evaluated_one, 1)
-        read_fully = sum(1 for sent, evaluated, _ in many.replies if evaluated > sent / 4)
-        print(
-            f"{label}: {args.n} candidates per step ({len(many.replies)} replies, "
-            f"{read_fully} of them reading their prompt) evaluated {evaluated_n} prompt tokens, "
-            f"1 candidate ({len(one.replies)} replies) "
-            f"{evaluated_one}: {ratio:.2f}x (target <= 1.3x); wall {seconds_n:.1f} s (1 candidate: "
-            f"{seconds_one:.1f} s); the prompt read once plus every reply written at the raw "
-            f"rates ({read:.0f} prompt tok/s read, {written:.1f} tok/s written, in that run) "
-            f"= {bound:.1f} s: x{seconds_n / bound:.2f} (target <= 1.2)",
-            flush=True,
-        )
-        met = met and ratio <= 1.3
-    return 0 if met else 1
+        bound = evaluated_one / read + sum(r[2] for r in many.replies) / written
+        reading = sum(1 for sent, evaluated, _ in many.replies if evaluated > sent / 4)
+        rows += [
+            Row(
+                TARGET,
+                f"prompt tokens evaluated, {n} candidates per step / 1 ({label})",
+                "tokens",
+                value=evaluated_n,
+                baseline=evaluated_one,
+                baseline_label="1 candidate",
+                goal="<= 1.3x",
+                met=evaluated_n <= 1.3 * evaluated_one,
+                note=f"{reading} of {len(many.replies)} replies read their prompt",
+            ),
+            Row(
+                TARGET,
+                f"wall time, {n} candidates per step ({label})",
+                "s",
+                value=seconds_n,
+                baseline=bound,
+                baseline_label="one prompt read + every reply written at the raw rates",
+                goal="<= 1.2x",
+                met=seconds_n <= 1.2 * bound,
+                note=(
+                    f"{read:.0f} prompt tok/s read, {written:.1f} tok/s written (llama.cpp's "
+                    f"timers, that run); 1 candidate took {seconds_one:.1f} s"
+                ),
+            ),
+        ]
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="local")
+    parser.add_argument("--quick", action="store_true", help="the small SmolLM2 model")
+    parser.add_argument("--n", type=int, default=4)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--json", type=Path, help="write the rows to this file")
+    args = parser.parse_args()
+    rows = run("local:smollm2" if args.quick else args.model, args.n, args.max_tokens)
+    print(markdown_table(rows))
+    if args.json:
+        args.json.write_text(json.dumps([row.to_json() for row in rows], indent=2))
+    return 0
 
 
 if __name__ == "__main__":
