@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, NotRequired, Required
+from typing import Annotated, Any, NotRequired, Required
 
 from langchain_core.messages import AIMessage
 from langgraph.channels.delta import DeltaChannel
@@ -216,6 +216,9 @@ ANSWER_NAME = "answer"
 RUN_CONTEXT = "run_context"
 """The state key that keeps a run's context (never a secret) for its resumes."""
 
+ANSWER_SCHEMA = "answer_schema"
+"""The state key that keeps the JSON schema a run's answer is typed with (None: plain text)."""
+
 
 class RefineInput(TypedDict, total=False):
     """What a caller passes in: a task, and optionally a draft to start from.
@@ -238,7 +241,6 @@ class CandidateInput(TypedDict, total=False):
 
     task: Required[TaskContent]
     reference: Any
-    run_context: dict[str, Any]
     draft: str
     critique: dict[str, Any]
     attempts: list[Attempt]
@@ -250,21 +252,25 @@ class RefineState(TypedDict, total=False):
     """The loop's working state, checkpointed after every step.
 
     `run_context` holds the settings the run began with (`RefineContext.kept`: no
-    API key, no URL password; empty when its call brought no context), written by
-    the `begin` node and read back by the others when a later call (a resume, a
-    continuation with None) brings no context of its own. `draft_usage`,
+    API key, no URL password), written by the `begin` node and read back by the
+    door when a later call (a resume, a continuation with None) brings no context
+    of its own; `answer_schema` the JSON schema of a typed answer (None: plain
+    text), so that a program that builds the graph from what a thread holds (the
+    command line's `resume`) can build it typed. `draft_usage`,
     `draft_problems` and `draft_rejected` describe the draft in the making until
     the critique records them in its attempt; `ask_again` is True after a reply
     was rejected, while the node that asked for it asks once more. `fan_out` is how
     many replies the next draft step samples at once (the run's `candidates`),
-    written by the node before it; `candidates` collects those replies, judged, until
-    the `pick` node takes one and records the step.
+    written by the node before it; `branches` collects those replies, judged, until
+    the `pick` node takes one and records the step (the others in its attempt's
+    `candidates`).
     """
 
     # The task's text or content blocks (RefineInput says which): the channel is typed by
     # what it reads before its first write, "".
     task: Required[Text]
     run_context: KeptSettings
+    answer_schema: dict[str, Any] | None
     draft: Text
     reference: Any
     id: str
@@ -277,7 +283,7 @@ class RefineState(TypedDict, total=False):
     draft_rejected: list[RejectedReply]
     ask_again: bool
     fan_out: int
-    candidates: Annotated[list[Candidate], _add_candidates]
+    branches: Annotated[list[Candidate], _add_candidates]
     usage: Usage
     answer: str
     answer_message: AnswerMessage
@@ -309,8 +315,6 @@ class RefineOutput(TypedDict):
     structured_response: NotRequired[Any]
     structured_error: NotRequired[str | None]
 
-
-SelectMode = Literal["best", "last"]
 
 
 def starts_over(state: Any) -> bool:

@@ -12,26 +12,20 @@ import uuid
 from typing import Any
 
 from self_refine.cli.failures import run_failure
-from self_refine.cli.options import (
-    EXIT_FAILURE,
-    check_connection,
-    trace_metadata,
-    warn_key_on_command_line,
-)
-from self_refine.cli.paths import refuse_overlaps
+from self_refine.cli.options import EXIT_FAILURE
+from self_refine.cli.paths import read_reference, read_response_format, refuse_overlaps
 from self_refine.cli.settings import (
-    RESPONSE_FORMAT_KEY,
-    UsageError,
     build_graph,
     check_reachable,
-    check_start,
-    read_reference,
-    read_response_format,
+    given_settings,
     run_context,
+    trace_metadata,
     uses_local_model,
+    warn_key_on_command_line,
 )
 from self_refine.cli.show import require_db
 from self_refine.context import RefineContext
+from self_refine.errors import ConfigError
 from self_refine.redact import shell_command
 
 __all__ = ["cmd_resume", "cmd_run"]
@@ -39,61 +33,64 @@ __all__ = ["cmd_resume", "cmd_run"]
 
 def _stream(
     args: argparse.Namespace,
-    context: RefineContext,
     thread_id: str,
     payload: Any,
-    response_format: dict[str, Any] | None = None,
+    context: RefineContext | dict[str, Any],
+    builder: Any = None,
 ) -> int:
-    """Run a new thread (payload: its input) or continue one (None), printing each step.
+    """Run a new thread (payload: its input, `builder` its graph) or continue one (None).
 
-    `response_format` is the thread's JSON schema of a typed answer (None: plain text).
-    With --json, stdout holds only the JSON result; the notes go to stderr.
+    A new run's `context` is its settings; a continuation's, the flags it was given,
+    which the graph lays over the settings the thread keeps. Each step is printed as
+    it ends; with --json, stdout holds only the JSON result and the notes go to stderr.
     """
     from self_refine.graphs import GRAPH_NAME, recursion_limit
     from self_refine.persistence.locks import thread_lock
-    from self_refine.persistence.storage import ThreadSettings, open_checkpointer
+    from self_refine.persistence.storage import open_checkpointer
     from self_refine.redact import redact_url
+    from self_refine.state import ANSWER_SCHEMA
 
     db = redact_url(args.db)
     notes = sys.stderr if args.json else sys.stdout
-    config: Any = {
-        "configurable": {"thread_id": thread_id},
-        "recursion_limit": recursion_limit(context.max_iterations),
-        "tags": ["self-refine", "cli"],
-        "metadata": trace_metadata(context),
-    }
+    config: Any = {"configurable": {"thread_id": thread_id}, "tags": ["self-refine", "cli"]}
     # The thread's writer lock is held from the first read to the last write: a second
     # `run` or `resume` of it is refused (ThreadBusyError) before it reads or writes.
     resume = shell_command("self-refine", "resume", thread_id, "--db", db)
     with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):
-        graph = build_graph(response_format).compile(checkpointer=saver, name=GRAPH_NAME)
+        graph = (builder or build_graph()).compile(checkpointer=saver, name=GRAPH_NAME)
         current = graph.get_state(config)
-        started = bool(current.values)
-        if payload is None and not started:
-            raise UsageError(f"no thread {thread_id!r} in {db}: check the id and --db")
-        if payload is not None:
-            if started:
-                raise UsageError(
-                    f"thread {thread_id!r} already exists in {db}: continue it with "
-                    f"`{shell_command('self-refine', 'resume', thread_id)}` or choose another "
-                    "--thread-id"
-                )
-            kept = context.kept()
-            if response_format is not None:
-                kept[RESPONSE_FORMAT_KEY] = response_format
-            ThreadSettings(args.db).save(thread_id, kept)  # replaces a stale row
+        if payload is None:
+            if not current.values:
+                raise ConfigError(f"no thread {thread_id!r} in {db}: check the id and --db")
+            schema = current.values.get(ANSWER_SCHEMA)
+            if schema is not None:  # the run's answer is typed: its graph is too
+                graph = build_graph(schema).compile(checkpointer=saver, name=GRAPH_NAME)
+            settings = graph.settings_for(context, config)
+            check_reachable(settings)
+            warn_key_on_command_line(args)
+        elif current.values:
+            raise ConfigError(
+                f"thread {thread_id!r} already exists in {db}: continue it with "
+                f"`{shell_command('self-refine', 'resume', thread_id)}` or choose another "
+                "--thread-id"
+            )
+        else:
+            assert isinstance(context, RefineContext)
+            settings = context
+        config["recursion_limit"] = recursion_limit(settings.max_iterations)
+        config["metadata"] = trace_metadata(settings)
         print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
         if payload is None and not current.next:
             print(f"thread {thread_id} is already finished: nothing to resume", file=notes)
             payload = _STOP
-        meter = _token_meter(context, args)
+        meter = _token_meter(settings, args)
         try:
             modes = ["updates", "messages"] if meter else ["updates"]
             if meter:  # told when each model call starts, so prompt reading shows too
                 config = {**config, "callbacks": [meter.handler()]}
             while payload is not _STOP:
                 chunks = graph.stream(
-                    payload, config, context=context, stream_mode=modes, durability="sync"
+                    payload, config, context=settings, stream_mode=modes, durability="sync"
                 )
                 for mode, chunk in chunks:
                     if mode == "messages":
@@ -110,7 +107,7 @@ def _stream(
             print(f"\nself-refine: interrupted; continue with: {resume}", file=sys.stderr)
             return 130
         except Exception as error:
-            run_failure(error, context, resume if _saved(graph, config) else None, args.db)
+            run_failure(error, settings, resume if _saved(graph, config) else None, args.db)
         finally:
             if meter:
                 meter.close()
@@ -213,56 +210,46 @@ def _saved(graph: Any, config: Any) -> bool:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Start a thread and stream its steps."""
-    from self_refine.input_checks import validate_input
     from self_refine.persistence.storage import check_database
 
     if not args.task.strip():
-        raise UsageError("the task is empty: give the text of the task in quotes")
+        raise ConfigError("the task is empty: give the text of the task in quotes")
     if args.thread_id is not None and not args.thread_id.strip():
-        raise UsageError("--thread-id is empty: give the thread a name, or leave --thread-id out")
-    validate_input({"task": args.task})
+        raise ConfigError("--thread-id is empty: give the thread a name, or leave --thread-id out")
+    if args.draft is not None and not args.draft.strip():
+        raise ConfigError("--draft is empty: give the response to refine, or leave --draft out")
     reference_file = args.reference[1:] if (args.reference or "").startswith("@") else None
     refuse_overlaps([], [("--reference", reference_file), *_key_file(args)], db=args.db)
     check_database(args.db)
     context = run_context(args)
-    if args.draft is not None and not args.draft.strip():
-        raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
-    reference = read_reference(args.reference)
-    response_format = read_response_format(args.response_format)
     payload: dict[str, Any] = {"task": args.task}
     if args.draft is not None:
         payload["draft"] = args.draft
+    reference = read_reference(args.reference)
     if reference is not None:
         payload["reference"] = reference
-    validate_input(payload)  # e.g. a lone surrogate in the draft or the reference
-    # Bad models, profiles, critics for this reference, missing keys fail here.
-    check_start(build_graph(response_format), context, payload)
+    builder = build_graph(read_response_format(args.response_format))
+    # Bad input, models, profiles, critics for this reference, missing keys fail here,
+    # as the graph's door would refuse them, before the database is opened.
+    builder.check_call(payload, context, saved=True)
     check_reachable(context)
     warn_key_on_command_line(args)
     thread_id = args.thread_id or str(uuid.uuid4())
-    return _stream(args, context, thread_id, payload, response_format)
+    return _stream(args, thread_id, payload, context, builder)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    """Continue a thread from its last checkpoint, with the settings it started with."""
-    from self_refine.persistence.storage import ThreadSettings, check_database
-    from self_refine.redact import redact_url
+    """Continue a thread from its last checkpoint, with the settings it started with.
 
-    check_connection(args)
+    The flags given change those settings: connection options mean what they mean
+    for `run` (the flag, else the environment).
+    """
+    from self_refine.persistence.storage import check_database
+
     refuse_overlaps([], _key_file(args), db=args.db)
     require_db(args.db, args.thread_id)
     check_database(args.db)
-    kept = ThreadSettings(args.db).load(args.thread_id)
-    if kept is None:
-        raise UsageError(
-            f"no thread {args.thread_id!r} in {redact_url(args.db)}: check the id and --db"
-        )
-    response_format = kept.pop(RESPONSE_FORMAT_KEY, None)
-    # Connection options mean what they mean for `run`: the flag, else the environment.
-    context = run_context(args, kept)
-    check_reachable(context)
-    warn_key_on_command_line(args)
-    return _stream(args, context, args.thread_id, None, response_format)
+    return _stream(args, args.thread_id, None, given_settings(args))
 
 
 def _key_file(args: argparse.Namespace) -> list[tuple[str, str | None]]:

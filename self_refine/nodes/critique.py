@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from self_refine.context import RefineContext
 from self_refine.critics import CritiqueRequest, CritiqueResult
 from self_refine.models.calls import model_errors
-from self_refine.nodes.plan import Loop, RunPlan
+from self_refine.nodes.plan import Parts, RunPlan
 from self_refine.nodes.runnable import Node
 from self_refine.state import Attempt, Critique, RefineState, Usage, add_usage
 from self_refine.stopping import StopView, first_stop
@@ -18,12 +18,12 @@ from self_refine.stopping import StopView, first_stop
 __all__ = ["critique_request", "make_critique", "step_writes"]
 
 
-def make_critique(loop: Loop) -> Node:
+def make_critique(parts: Parts) -> Node:
     """Build the node that critiques the latest draft and evaluates the stop policies."""
 
     def critique(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Critique the latest draft against the task."""
-        plan = loop.plan(state, runtime)
+        plan = parts.plan(runtime.context)
         result = _repeat(state)
         if result is None:
             critic = plan.critic
@@ -33,7 +33,7 @@ def make_critique(loop: Loop) -> Node:
 
     async def acritique(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Critique the latest draft against the task."""
-        plan = loop.plan(state, runtime)
+        plan = parts.plan(runtime.context)
         result = _repeat(state)
         if result is None:
             critic = plan.critic

@@ -28,7 +28,6 @@ def candidate_sends(state: RefineState) -> list[Send]:
         branch: CandidateInput = {
             "task": state["task"],
             "reference": state.get("reference"),
-            "run_context": state.get("run_context") or {},
             "draft": state.get("draft", ""),
             "critique": state.get("critique") or {},
             "attempts": state.get("attempts") or [],
