@@ -145,9 +145,9 @@ class RefineContext:
         metadata=_describe(
             'Verifiers that judge the first draft before any critic ("answer", '
             '"python_tests", "concepts", "json_schema"; those whose data the reference '
-            'holds): a first draft they all pass is the answer as it is (stop reason '
+            "holds): a first draft they all pass is the answer as it is (stop reason "
             '"verified"), never critiqued or refined; refine only incorrect answers. A '
-            "string is read as \"name,name\". Empty: the graph's judge, else none; [] "
+            'string is read as "name,name". Empty: the graph\'s judge, else none; [] '
             "for none."
         ),
     )

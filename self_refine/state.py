@@ -316,7 +316,6 @@ class RefineOutput(TypedDict):
     structured_error: NotRequired[str | None]
 
 
-
 def starts_over(state: Any) -> bool:
     """True when new input arrived on a thread whose last run finished (it has a stop reason)."""
     return bool(state.get("stop_reason"))

@@ -18,8 +18,8 @@ from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import format_summary, summarize
 from self_refine.batch.output import STDOUT
 from self_refine.cli.paths import check_writable, read_response_format, refuse_overlaps
-from self_refine.cli.progress import Progress
-from self_refine.cli.settings import build_graph, uses_local_model
+from self_refine.cli.progress import Progress, uses_local_model
+from self_refine.cli.settings import build_graph
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.redact import redact, terminal_safe

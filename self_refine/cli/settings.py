@@ -31,8 +31,6 @@ __all__ = [
     "given_settings",
     "read_key_file",
     "run_context",
-    "trace_metadata",
-    "uses_local_model",
     "warn_key_on_command_line",
 ]
 
@@ -138,23 +136,6 @@ def warn_key_on_command_line(args: argparse.Namespace) -> None:
             "or use --api-key-file PATH instead",
             file=sys.stderr,
         )
-
-
-def trace_metadata(context: RefineContext) -> dict[str, Any]:
-    """What a trace of this run is labelled with: its profile and model names."""
-    model = context.model
-    return {
-        "profile": context.profile,
-        "generator_model": context.generator_model or model,
-        "critic_model": context.critic_model or model,
-        "refiner_model": context.refiner_model or model,
-    }
-
-
-def uses_local_model(context: RefineContext) -> bool:
-    """True when a role runs the embedded local model (one call at a time, slow on a CPU)."""
-    models = [getattr(context, name) or "" for name in ("model", *ROLE_MODEL_FIELDS)]
-    return any(m == "local" or m.startswith("local:") for m in models)
 
 
 def critic_list(text: str) -> list[str]:

@@ -60,9 +60,7 @@ class LLMCritic:
     once in plain text, and an empty one once more.
     """
 
-    def __init__(
-        self, model: Any, prompts: PromptSet, ask: StructuredAsk | None = None
-    ) -> None:
+    def __init__(self, model: Any, prompts: PromptSet, ask: StructuredAsk | None = None) -> None:
         self.name = "offline" if isinstance(model, OfflineModel) else "llm"
         self.model = model
         self.prompts = prompts

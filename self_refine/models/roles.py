@@ -48,9 +48,7 @@ class RoleModel(Protocol):
         """Answer the messages with one message."""
         ...
 
-    async def ainvoke(
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> Any:
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Async twin of invoke()."""
         ...
 

@@ -287,4 +287,3 @@ def _resolve(
         max_tokens=settings.max_tokens,
     )
     return cast(RoleModel, model)
-

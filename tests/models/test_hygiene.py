@@ -167,7 +167,7 @@ def test_answer_extraction_reads_the_final_statement_only() -> None:
 
 
 def test_ties_go_to_the_earlier_shorter_draft() -> None:
-    from self_refine.nodes.finalize import pick_best
+    from self_refine.nodes.ranking import best_attempt as pick_best
 
     attempts: list[Any] = [
         {"iteration": 0, "draft": "short", "critique": {"score": 0.5}, "usage": {}},
