@@ -40,6 +40,8 @@ __all__ = [
     "ROLE_MODEL_FIELDS",
     "RefineForm",
     "RefineContext",
+    "STRATEGIES",
+    "Strategy",
     "call_settings",
     "check_context_names",
     "context_changes",
@@ -62,6 +64,10 @@ DEFAULT_REFINE_FORM: RefineForm = "conversation"
 
 CANDIDATES_LIMIT = 16
 """Upper bound on `candidates`: replies sampled at once per draft step."""
+
+Strategy = Literal["refine", "sample", "search"]
+STRATEGIES: tuple[Strategy, ...] = ("refine", "sample", "search")
+"""How a run spends its steps: see the `strategy` setting (`nodes/search.py`)."""
 
 ROLE_MODEL_FIELDS = ("generator_model", "critic_model", "refiner_model")
 """The fields that name one role's model."""
@@ -157,6 +163,18 @@ class RefineContext:
             f"Most refine steps a run may take (0..{MAX_ITERATIONS_LIMIT}); always in force, "
             "whatever the critic says. 0: the first draft is critiqued and answered, never "
             "refined (with candidates, best-of-N sampling)."
+        ),
+    )
+    strategy: Strategy = field(
+        default="refine",
+        metadata=_describe(
+            'How each step is spent: "refine" (the draft is critiqued and rewritten from the '
+            'critique, the loop of the paper), "sample" (fresh drafts of the task, best-of-N '
+            'until the budget is spent) or "search" (each reply of a step either refines '
+            "one of the drafts so far or writes a fresh one, chosen by a bandit over the "
+            "verifiers' graded scores; the best draft so far is the answer). With "
+            '"sample" and "search" the steps go on until a draft is verified, the token '
+            "budget (max_tokens_total) is spent, or max_iterations steps are taken."
         ),
     )
     candidates: int = field(
@@ -281,6 +299,10 @@ class RefineContext:
         if self.refine_form is not None and self.refine_form not in REFINE_FORMS:
             raise ConfigError(
                 f'refine_form must be "conversation", "single" or "fresh", got {self.refine_form!r}'
+            )
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(
+                f'strategy must be "refine", "sample" or "search", got {self.strategy!r}'
             )
         if self.select not in ("best", "last"):
             raise ConfigError(f'select must be "best" or "last", got {self.select!r}')

@@ -133,7 +133,9 @@ class Candidate(TypedDict):
     `draft` is "" when the reply was rejected (`rejected` says why, and it was never
     critiqued: `critique` is empty); `usage` covers its draft call and its critique.
     `verified` is the verifiers' verdict (None when none judged it) and `checked` their
-    lowest score, which rank candidates before the critic's score does.
+    lowest score, which rank candidates before the critic's score does. In a run that
+    samples or searches (`strategy`), `node` numbers the draft in the order the run made
+    its drafts and `parent` is the node it refined (None: a fresh draft of the task).
     """
 
     index: int
@@ -144,6 +146,8 @@ class Candidate(TypedDict):
     checked: float | None
     problems: NotRequired[list[str]]
     rejected: NotRequired[RejectedReply]
+    node: NotRequired[int]
+    parent: NotRequired[int | None]
 
 
 class Attempt(TypedDict):
@@ -158,7 +162,8 @@ class Attempt(TypedDict):
     taken as this draft (see `RejectedReply`). When the step sampled several
     candidates, `candidate` is the index of the one picked (absent when every reply
     was rejected and the previous draft stayed), `candidates` holds the others, and
-    `usage` covers every candidate's calls.
+    `usage` covers every candidate's calls; in a run that samples or searches, `node`,
+    `parent` and `checked` are the picked candidate's (see `Candidate`).
     """
 
     iteration: int
@@ -169,6 +174,43 @@ class Attempt(TypedDict):
     rejected: NotRequired[list[RejectedReply]]
     candidate: NotRequired[int]
     candidates: NotRequired[list[Candidate]]
+    node: NotRequired[int]
+    parent: NotRequired[int | None]
+    checked: NotRequired[float | None]
+
+
+class Branch(TypedDict):
+    """One reply of the next step of a run that samples or searches: the node it will be,
+    the node it refines (None: a fresh draft of the task), and how many times that node
+    was refined before (`refined`)."""
+
+    node: int
+    parent: int | None
+    refined: int
+
+
+class Arm(TypedDict):
+    """A draft the search may refine: its node, graded score and times refined so far."""
+
+    node: int
+    h: float
+    refined: int
+
+
+class FreshDrafts(TypedDict):
+    """How the fresh drafts of a run fared: verified, or not."""
+
+    right: int
+    wrong: int
+
+
+class SearchState(TypedDict):
+    """What the search knows (`nodes/search.py`): its arms, its fresh drafts, and how
+    many nodes the run has made."""
+
+    arms: list[Arm]
+    fresh: FreshDrafts
+    nodes: int
 
 
 def _add_candidates(current: list[Candidate], new: list[Candidate]) -> list[Candidate]:
@@ -236,7 +278,9 @@ class RefineInput(TypedDict, total=False):
 class CandidateInput(TypedDict, total=False):
     """What one candidate branch is sent (`Send`): the state its draft step reads.
 
-    `candidate` is the branch's index among the step's replies.
+    `candidate` is the branch's index among the step's replies. In a run that samples
+    or searches, `node` and `parent` say which draft it writes and which it refines;
+    `attempts` is then the chain of drafts it refines (none for a fresh draft).
     """
 
     task: Required[TaskContent]
@@ -246,6 +290,9 @@ class CandidateInput(TypedDict, total=False):
     attempts: list[Attempt]
     iteration: int
     candidate: Required[int]
+    node: int
+    parent: int | None
+    refined: int
 
 
 class RefineState(TypedDict, total=False):
@@ -263,7 +310,8 @@ class RefineState(TypedDict, total=False):
     many replies the next draft step samples at once (the run's `candidates`),
     written by the node before it; `branches` collects those replies, judged, until
     the `pick` node takes one and records the step (the others in its attempt's
-    `candidates`).
+    `candidates`). A run that samples or searches keeps the next step's `plan` (which
+    draft each reply refines) and what the search knows (`search`).
     """
 
     # The task's text or content blocks (RefineInput says which): the channel is typed by
@@ -284,6 +332,8 @@ class RefineState(TypedDict, total=False):
     ask_again: bool
     fan_out: int
     branches: Annotated[list[Candidate], _add_candidates]
+    plan: list[Branch]
+    search: SearchState | None
     usage: Usage
     answer: str
     answer_message: AnswerMessage
@@ -339,4 +389,6 @@ def start_over() -> dict[str, Any]:
         "last": None,
         "iterations": 0,
         "score": None,
+        "plan": [],
+        "search": None,
     }

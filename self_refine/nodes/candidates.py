@@ -58,6 +58,14 @@ def _request(plan: RunPlan, state: Mapping[str, Any]) -> DraftRequest:
     (the task and the feedback, no draft), which a small model cannot answer by copying
     the draft: sampled again, an edit request mostly brings the same copy back.
     """
+    if plan.settings.strategy != "refine":
+        # A planned reply: a fresh draft, or the refinement of the chain it was sent,
+        # each a draw of its own (node 0, the run's first draft, as the model samples).
+        ask = (
+            refine_request(plan, state) if state.get("attempts") else generate_request(plan, state)
+        )
+        draw = state.get("node", state["candidate"])
+        return ask._replace(model=candidate_model(ask.model, draw, ask.config))
     if state.get("attempts"):
         ask = refine_request(plan, state, "fresh" if state["candidate"] else None)
     else:
@@ -82,6 +90,8 @@ def _candidate(
         record["problems"] = problems
     if reply.rejected is not None:
         record["rejected"] = reply.rejected
+    if "node" in state:
+        record["node"], record["parent"] = state["node"], state.get("parent")
     return {"branches": [record]}
 
 
@@ -145,6 +155,9 @@ def _attempt(state: RefineState, candidates: list[Candidate]) -> Attempt:
         attempt["candidate"] = chosen["index"]
         if chosen.get("problems"):
             attempt["problems"] = list(chosen["problems"])
+        if "node" in chosen:
+            attempt["node"], attempt["parent"] = chosen["node"], chosen.get("parent")
+            attempt["checked"] = chosen.get("checked")
     return attempt
 
 
@@ -155,7 +168,8 @@ def make_pick(parts: Parts) -> Node:
         """Keep the best of the step's candidates as its draft, and decide whether to stop."""
         candidates = sorted(state.get("branches") or [], key=lambda c: c["index"])
         attempt = _attempt(state, candidates)
-        writes = step_writes(parts.plan(runtime.context), state, attempt, attempt["usage"])
+        plan = parts.plan(runtime.context)
+        writes = step_writes(plan, state, attempt, attempt["usage"], candidates)
         return {
             **writes,
             "draft": attempt["draft"],

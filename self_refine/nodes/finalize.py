@@ -10,8 +10,9 @@ from langgraph.runtime import Runtime
 from self_refine.context import RefineContext
 from self_refine.critics.typed import ResponseFormat
 from self_refine.nodes.plan import Parts
-from self_refine.nodes.ranking import best_attempt
+from self_refine.nodes.ranking import best_attempt, best_candidate
 from self_refine.nodes.runnable import Node
+from self_refine.nodes.search import drafts_of
 from self_refine.state import ANSWER_NAME, Attempt, RefineState
 
 __all__ = ["make_finalize"]
@@ -29,6 +30,33 @@ def _typed(form: ResponseFormat, chosen: Attempt | None, any_valid: bool) -> dic
     return {"structured_response": None, "structured_error": error}
 
 
+def _best_draft(attempts: list[Attempt], answer_format: ResponseFormat | None) -> Attempt | None:
+    """The best of every draft of a run that samples or searches, as an attempt.
+
+    Not only each step's pick: a step's other replies are drafts of the tree too.
+    """
+    drafts = drafts_of(attempts)
+    if answer_format is not None:
+        drafts = [d for d in drafts if answer_format.check(d["draft"]) is None] or drafts
+    chosen = best_candidate(drafts)
+    if chosen is None:
+        return None
+    for attempt in attempts:
+        if attempt.get("node") == chosen.get("node"):
+            return attempt
+        if chosen in attempt.get("candidates", []):
+            return {
+                "iteration": attempt["iteration"],
+                "draft": chosen["draft"],
+                "critique": chosen["critique"],
+                "usage": chosen["usage"],
+                "node": chosen.get("node", 0),
+                "parent": chosen.get("parent"),
+                "checked": chosen.get("checked"),
+            }
+    return None
+
+
 def make_finalize(parts: Parts) -> Node:
     """Build the node that chooses the answer ("best" or "last") and sends it as a message.
 
@@ -38,7 +66,8 @@ def make_finalize(parts: Parts) -> Node:
     """
 
     def finalize(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
-        """Choose the answer among the attempts."""
+        """Choose the answer among the attempts (in a run that samples or searches, among
+        all its drafts)."""
         attempts = state.get("attempts") or []
         last = attempts[-1] if attempts else None
         plan = parts.plan(runtime.context)
@@ -49,6 +78,8 @@ def make_finalize(parts: Parts) -> Node:
             else []
         )
         best = best_attempt(valid or attempts)
+        if plan.settings.strategy != "refine":
+            best = _best_draft(attempts, answer_format) or best
         chosen = last if plan.settings.select == "last" else best
         answer = chosen["draft"] if chosen else state.get("draft", "")
         score = chosen["critique"].get("score") if chosen else None

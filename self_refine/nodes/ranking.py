@@ -3,9 +3,10 @@
 - `best_attempt`: a run's answer among its attempts (`select="best"`), and the answer a
   run would have given after k refine steps (a batch's per-step curve): the highest
   score, ties to the earlier, then the shorter draft;
-- `best_candidate`: the reply a step of candidates keeps: a usable reply the verifiers
-  passed, else the one they scored highest, then the critic's score, ties to the
-  lower index.
+- `best_candidate`: the reply a step of candidates keeps, and the answer of a run that
+  samples or searches among all its drafts: a usable reply the verifiers passed, else
+  the one they scored highest, then the critic's score, ties to the earlier (the lower
+  index in a step; the earlier node in a run).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def _candidate_rank(candidate: Candidate) -> tuple[bool, bool, float, float, int
         candidate.get("verified") is True,
         -1.0 if checked is None else float(checked),
         -1.0 if score is None else float(score),
-        -candidate["index"],
+        -candidate.get("node", candidate["index"]),
     )
 
 
