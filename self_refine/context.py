@@ -48,7 +48,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_TOKENS = 1024
-"""Most tokens a reply may have when nothing says otherwise: every call is bounded."""
+"""Most tokens a reply may have when neither the settings nor a profile say: every call
+is bounded."""
 
 DEFAULT_MAX_ITERATIONS = 3
 """Refine steps a run may take when its settings do not say."""
@@ -242,11 +243,13 @@ class RefineContext:
             "retried). Empty: the client's default (600 for OpenAI)."
         ),
     )
-    max_tokens: int = field(
-        default=DEFAULT_MAX_TOKENS,
+    max_tokens: int | None = field(
+        default=None,
         metadata=_describe(
             "Most tokens one model reply may have (drafts and critiques), sent with every "
-            "call to a model given as a string."
+            "call to a model given as a string. Empty: the profile's cap for each role "
+            "(`self-refine profiles` lists them; a longer reply is cut, and the local "
+            "model's reply also ends once it repeats itself)."
         ),
     )
     max_draft_chars: int | None = field(

@@ -29,7 +29,8 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-tokens",
         type=int,
-        help="most tokens one model reply may have (default: 1024)",
+        help="most tokens one model reply may have (default: the profile's cap for each "
+        "role, e.g. 160 for a constrained_generation draft, 384 for its critique)",
     )
     key = parser.add_mutually_exclusive_group()
     key.add_argument(

@@ -37,7 +37,7 @@ from self_refine.prompts.phrases import instruction_phrases
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm
 from self_refine.stopping import StopPolicy, Unchanged, policies_for
 
-__all__ = ["Parts", "Role", "RoleModels", "RunPlan", "critic_specs"]
+__all__ = ["Parts", "Role", "RoleModels", "RunPlan", "critic_specs", "reply_cap"]
 
 Role = Literal["generator", "critic", "refiner"]
 
@@ -50,9 +50,15 @@ _PLANS_KEPT = 32
 class RoleModels:
     """A run's model for each role, resolved once, and how each model is asked for JSON."""
 
-    def __init__(self, settings: RefineContext, roles: Mapping[Role, ModelLike | None]) -> None:
+    def __init__(
+        self,
+        settings: RefineContext,
+        roles: Mapping[Role, ModelLike | None],
+        prompts: PromptSet | None = None,
+    ) -> None:
         self.settings = settings
         self.roles = roles
+        self.prompts = prompts or get_profile(settings.profile)
         self._resolved: dict[Role, RoleModel] = {}
         self._asks: list[StructuredAsk] = []
 
@@ -63,7 +69,8 @@ class RoleModels:
         """
         model = self._resolved.get(role)
         if model is None:
-            model = self._resolved[role] = _resolve(role, self.settings, self.roles)
+            cap = reply_cap(role, self.settings, self.prompts)
+            model = self._resolved[role] = _resolve(role, self.settings, self.roles, cap)
         return model
 
     def ask(self, model: Any) -> StructuredAsk:
@@ -95,6 +102,10 @@ class RunPlan:
     def profile(self) -> str:
         """The name of the prompt set in use, for traces."""
         return self.prompts.name
+
+    def reply_cap(self, role: Role) -> int:
+        """Most tokens one reply of `role` may have in this run (see `reply_cap`)."""
+        return reply_cap(role, self.settings, self.prompts)
 
     def model(self, role: Role) -> RoleModel:
         """The model a role is asked through: with a response format, drafts as JSON of it."""
@@ -219,7 +230,7 @@ class Parts:
         answer_format = self.response_format
         if answer_format is not None:
             prompts = answer_format.prompts(prompts)
-        models = RoleModels(settings, self.roles)
+        models = RoleModels(settings, self.roles, prompts)
         explainer: Critic | None = None
         if critics.explainer == "human":
             explainer = HumanCritic()
@@ -276,8 +287,16 @@ def critic_specs(
     return list((prompts or get_profile(settings.profile)).critics)
 
 
+def reply_cap(role: Role, settings: RefineContext, prompts: PromptSet) -> int:
+    """Most tokens a reply of `role` may have: the settings' `max_tokens`, else the profile's
+    cap for the role (its critiques, or its drafts)."""
+    if settings.max_tokens is not None:
+        return settings.max_tokens
+    return prompts.critique_tokens if role == "critic" else prompts.draft_tokens
+
+
 def _resolve(
-    role: Role, settings: RefineContext, roles: Mapping[Role, ModelLike | None]
+    role: Role, settings: RefineContext, roles: Mapping[Role, ModelLike | None], cap: int
 ) -> RoleModel:
     """A role's model: the settings' model for the role, their `model`, else the graph's."""
     chosen = getattr(settings, f"{role}_model") or settings.model or roles.get(role)
@@ -292,6 +311,6 @@ def _resolve(
         timeout=settings.timeout,
         max_retries=settings.max_retries,
         api_key=settings.api_key,
-        max_tokens=settings.max_tokens,
+        max_tokens=cap,
     )
     return cast(RoleModel, model)

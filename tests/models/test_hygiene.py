@@ -33,6 +33,8 @@ REAL = json.loads((Path(__file__).parents[1] / "fixtures" / "real_replies.json")
         ("Answer: 42", "42"),
         ("Here are two sentences using the words:\nThe dog runs.", "The dog runs."),
         ("Here is how: the dog runs.", "Here is how: the dog runs."),
+        ("A kite flies over the river." + " kite" * 40, "A kite flies over the river. kite"),
+        ("The dog runs. " * 12, "The dog runs."),
     ],
 )
 def test_wrappers_that_are_not_the_answer_are_removed(reply: str, draft: str) -> None:
@@ -55,7 +57,7 @@ def test_code_fences_stay_for_code_profiles() -> None:
         ("The dog. Rewrite your draft so that it addresses every feedback item above.", "echo"),
         ('The dog. Mention "frisbee" (a required concept) somewhere in the text.', "echo"),
         ("", "empty"),
-        ("x" * 5000, "too_long"),
+        (" ".join(f"word{i}" for i in range(1000)), "too_long"),
     ],
 )
 def test_replies_that_are_no_draft_are_named(reply: str, reason: str) -> None:
