@@ -204,12 +204,22 @@ class FreshDrafts(TypedDict):
     wrong: int
 
 
+class Spent(TypedDict):
+    """What a run's replies of each kind cost, in tokens (draft and critique), and how many."""
+
+    fresh_tokens: int
+    fresh: int
+    refine_tokens: int
+    refine: int
+
+
 class SearchState(TypedDict):
-    """What the search knows (`nodes/search.py`): its arms, its fresh drafts, and how
-    many nodes the run has made."""
+    """What the search knows (`nodes/search.py`): its arms, its fresh drafts, what each
+    kind of reply costs, and how many nodes the run has made."""
 
     arms: list[Arm]
     fresh: FreshDrafts
+    spent: Spent
     nodes: int
 
 
