@@ -24,6 +24,14 @@ def _right(record: dict[str, Any], index: int) -> bool:
     return bool(record["budgets"][index]["correct"])
 
 
+def _asked(records: Sequence[dict[str, Any]]) -> dict[str, float] | None:
+    """Per item, what the model was asked on cache misses (None: no cache counted it)."""
+    asked = [r["asked"] for r in records if r.get("asked")]
+    if not asked:
+        return None
+    return {key: sum(float(a[key]) for a in asked) / len(asked) for key in asked[0]}
+
+
 def first_figures(firsts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The shared first draft: accuracy with its interval, and its tokens per item."""
     n = len(firsts)
@@ -33,6 +41,7 @@ def first_figures(firsts: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "items": n,
         "accuracy": wilson(right, n).as_dict(),
         "tokens_per_item": tokens / n if n else 0.0,
+        "asked_per_item": _asked(firsts),
     }
 
 
@@ -84,6 +93,7 @@ def strategy_figures(
         "lost_between_budgets": lost,
         "run_tokens_per_item": sum(int(r.get("run_tokens", 0)) for r in records) / n if n else 0.0,
         "seconds_per_item": sum(float(r.get("seconds", 0.0)) for r in records) / n if n else 0.0,
+        "asked_per_item": _asked(records),
         **_unchanged(records),
         "stop_reasons": dict(Counter(str(r.get("stop_reason")) for r in records)),
         "errors": sum(bool(r.get("error")) for r in records),

@@ -23,6 +23,7 @@ import json
 import os
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +41,18 @@ DEFAULT_FOLDER = Path(__file__).resolve().parents[1] / ".cache" / "replies"
 
 
 class ReplyCache:
-    """Replies on disk by the sha256 of their request; counts its hits and misses."""
+    """Replies on disk by the sha256 of their request; counts its hits and misses.
+
+    For the misses it also adds up what asking the model took (`asked`): seconds, reply
+    tokens and, for the local model, prompt tokens llama.cpp evaluated, the work a run
+    on a cold cache repeats.
+    """
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.hits = 0
         self.misses = 0
+        self.asked = {"seconds": 0.0, "output_tokens": 0, "evaluated_tokens": 0}
         self._lock = threading.Lock()
 
     @staticmethod
@@ -79,10 +86,17 @@ class ReplyCache:
             json.dump(reply, out)
         os.replace(temporary, path)
 
-    def counts(self) -> dict[str, int]:
-        """Hits and misses so far."""
+    def note_asked(self, seconds: float, output_tokens: int, evaluated_tokens: int) -> None:
+        """Add what one miss took the model."""
         with self._lock:
-            return {"hits": self.hits, "misses": self.misses}
+            self.asked["seconds"] += seconds
+            self.asked["output_tokens"] += output_tokens
+            self.asked["evaluated_tokens"] += evaluated_tokens
+
+    def counts(self) -> dict[str, Any]:
+        """Hits and misses so far, and what the misses took the model."""
+        with self._lock:
+            return {"hits": self.hits, "misses": self.misses, "asked": dict(self.asked)}
 
 
 class CachedLocalChatModel(LocalChatModel):
@@ -117,16 +131,16 @@ class CachedLocalChatModel(LocalChatModel):
         key = self._cache_key(self._request(messages, stop, **kwargs))
         found = cache.get(key)
         if found is None:
+            start = time.perf_counter()
             asked = super()._generate(messages, stop, run_manager, **kwargs)
             message = asked.generations[0].message
             metadata = dict(message.response_metadata)
-            metadata.pop("prompt_tokens_evaluated", None)
-            found = {
-                "text": message.text,
-                "usage": dict(getattr(message, "usage_metadata", None) or {}),
-                "metadata": metadata,
-            }
+            evaluated = int(metadata.pop("prompt_tokens_evaluated", 0) or 0)
+            usage = dict(getattr(message, "usage_metadata", None) or {})
+            found = {"text": message.text, "usage": usage, "metadata": metadata}
             cache.put(key, found)
+            seconds = time.perf_counter() - start
+            cache.note_asked(seconds, int(usage.get("output_tokens", 0)), evaluated)
             return asked
         reply = AIMessage(
             content=found["text"],
@@ -150,10 +164,12 @@ class _CachingHttpClient(LoopLocalAsyncClient):
         key = ReplyCache.key({"method": request.method, "url": str(request.url), "body": body})
         found = self._cache.get(key)
         if found is None:
+            start = time.perf_counter()
             response = await super().send(request, **kwargs)
             content = await response.aread()
             if response.status_code != 200:
                 return response
+            self._cache.note_asked(time.perf_counter() - start, 0, 0)
             found = {
                 "status": response.status_code,
                 "headers": {

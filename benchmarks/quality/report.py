@@ -187,7 +187,8 @@ def _plot(document: dict[str, Any], path: Path) -> bool:
         axis.set_xlabel("refine steps")
         axis.set_ylabel("accuracy (%)")
         axis.set_ylim(0, 100)
-    axes[0].legend(fontsize=8)
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=8)
     tokens = axes[-1]
     for name in sets:
         for condition, f in document["results"][name].items():

@@ -148,8 +148,13 @@ async def _anytime(
     strategy: str,
     args: argparse.Namespace,
     judge: Any,
+    cache: ReplyCache | None,
 ) -> dict[str, Any]:
-    """One run of the strategy on the item at the largest budget, read at every budget."""
+    """One run of the strategy on the item at the largest budget, read at every budget.
+
+    With a cache, `asked` says what the run's misses took the model (the work a run on
+    a cold cache repeats: its time left aside, the figure estimates are made from).
+    """
     from self_refine import RefineContext, arefine_batch
 
     unit = max(int(first["first_tokens"]), 1)
@@ -161,7 +166,7 @@ async def _anytime(
         first_tokens=unit,
         candidates=args.candidates,
     )
-    start = time.perf_counter()
+    start, before = time.perf_counter(), cache.counts() if cache else None
     result = await arefine_batch(
         [item["task"]],
         model=model,
@@ -190,9 +195,20 @@ async def _anytime(
         "seconds": seconds,
         "attempts": attempts,
     }
+    if cache is not None and before is not None:
+        done["asked"] = _asked(before, cache.counts())
     if result.errors:
         done["error"] = result.errors[0]
     return done
+
+
+def _asked(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What the model was asked between two cache counts: calls, hits, and their work."""
+    return {
+        "calls": after["misses"] - before["misses"],
+        "cached": after["hits"] - before["hits"],
+        **{k: v - before["asked"][k] for k, v in after["asked"].items()},
+    }
 
 
 def _judge(name: str) -> Any:
@@ -317,15 +333,19 @@ async def run(
         if phase == "first":
             firsts, runs = [], {}
             for item in items:
+                before = cache.counts() if cache else None
                 done = (await first_drafts(model, name, [item]))[0]
-                firsts.append({**done, "first_tokens": tokens_of(done["usage"])})
+                done["first_tokens"] = tokens_of(done["usage"])
+                if cache is not None and before is not None:
+                    done["asked"] = _asked(before, cache.counts())
+                firsts.append(done)
                 progress.item()
             records += [{"set": name, "strategy": "first", **f} for f in firsts]
             results[name] = {"first": first_figures(firsts), "strategies": {}}
             continue
         done_runs = []
         for item, first in zip(items, firsts, strict=True):
-            done_runs.append(await _anytime(model, name, item, first, phase, args, judge))
+            done_runs.append(await _anytime(model, name, item, first, phase, args, judge, cache))
             progress.item()
         runs[phase] = done_runs
         records += [{"set": name, "strategy": phase, **r} for r in done_runs]
