@@ -10,6 +10,12 @@ The key is the exact request and the model that answers it:
   and body (the key, in a header, is never part of it nor stored), through the HTTP
   client the model sends with.
 
+A request without a seed is a new draw each time it is asked (a server samples anew,
+and a step of candidates may send the same request N times): within one scope (the
+runner opens one per item and strategy, `new_scope`) the k-th asking of the same
+unseeded request is its k-th draw, kept apart, so N candidates stay N samples and the
+first draw is still shared with other scopes. A seeded request is one reply.
+
 A cached reply keeps the tokens it cost when it was asked (its `usage`), so a strategy
 spends the same budget whether its replies come from the model or from here; the
 local model's `prompt_tokens_evaluated` is 0 on a hit (nothing was read). Each entry
@@ -54,12 +60,28 @@ class ReplyCache:
         self.misses = 0
         self.asked = {"seconds": 0.0, "output_tokens": 0, "evaluated_tokens": 0}
         self._lock = threading.Lock()
+        self._draws: dict[str, int] = {}
 
     @staticmethod
     def key(request: Any) -> str:
         """The entry's name: the sha256 of the request as canonical JSON."""
         text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
+
+    def new_scope(self) -> None:
+        """Count draws of unseeded requests afresh (a new item or strategy)."""
+        with self._lock:
+            self._draws.clear()
+
+    def draw_key(self, request: Any, *, seeded: bool) -> str:
+        """The entry of this asking: the request's, or for an unseeded one its k-th draw's."""
+        key = self.key(request)
+        if seeded:
+            return key
+        with self._lock:
+            draw = self._draws.get(key, 0)
+            self._draws[key] = draw + 1
+        return key if draw == 0 else self.key({"request": request, "draw": draw})
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
@@ -118,7 +140,8 @@ class CachedLocalChatModel(LocalChatModel):
             "n_ctx": self.n_ctx,
             "llama-cpp-python": runtime,
         }
-        return ReplyCache.key({"model": model, "request": request})
+        seeded = request.get("seed") is not None
+        return self.reply_cache.draw_key({"model": model, "request": request}, seeded=seeded)
 
     def _generate(
         self,
@@ -161,7 +184,12 @@ class _CachingHttpClient(LoopLocalAsyncClient):
         import httpx
 
         body = request.read().decode("utf-8", "replace")
-        key = ReplyCache.key({"method": request.method, "url": str(request.url), "body": body})
+        try:
+            seeded = json.loads(body).get("seed") is not None
+        except (ValueError, AttributeError):
+            seeded = False
+        asked = {"method": request.method, "url": str(request.url), "body": body}
+        key = self._cache.draw_key(asked, seeded=seeded)
         found = self._cache.get(key)
         if found is None:
             start = time.perf_counter()

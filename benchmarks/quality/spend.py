@@ -167,6 +167,8 @@ async def _anytime(
         candidates=args.candidates,
     )
     start, before = time.perf_counter(), cache.counts() if cache else None
+    if cache is not None:
+        cache.new_scope()
     result = await arefine_batch(
         [item["task"]],
         model=model,
@@ -334,6 +336,8 @@ async def run(
             firsts, runs = [], {}
             for item in items:
                 before = cache.counts() if cache else None
+                if cache is not None:
+                    cache.new_scope()
                 done = (await first_drafts(model, name, [item]))[0]
                 done["first_tokens"] = tokens_of(done["usage"])
                 if cache is not None and before is not None:

@@ -262,3 +262,25 @@ def test_bad_options_are_refused_before_any_model_is_loaded() -> None:
     for wrong in (["--strategies", "sample,guess"], ["--budgets", "0,2"], ["--candidates", "1"]):
         with pytest.raises(SystemExit):
             arguments(wrong)
+
+
+@pytest.mark.integration
+async def test_a_served_model_is_asked_each_request_once_across_runs(tmp_path: Path) -> None:
+    from benchmarks.openai_stub import serve
+
+    sent = tmp_path / "requests.jsonl"
+    given = ["--model", "stub", "--n", "1", "--sets", "constrained", "--resamples", "100"]
+    given += ["--strategies", "sample,refine", "--cache", str(tmp_path / "cache")]
+    with serve(record=sent) as url:
+        given += ["--base-url", url, "--api-key", "not-needed"]
+        first, records, _ = await run(arguments([*given, "--out", str(tmp_path / "a")]))
+        asked = len(sent.read_text().splitlines())
+        second, again, _ = await run(arguments([*given, "--out", str(tmp_path / "b")]))
+    assert asked > 0 and first["cache"]["misses"] == asked
+    assert len(sent.read_text().splitlines()) == asked, "the second run called the server"
+    assert second["cache"]["misses"] == 0
+    assert _without_timing(again) == _without_timing(records)
+    # The library sends each fresh draft unseeded, so the same request N times: N draws.
+    sample = next(r for r in records if r["strategy"] == "sample")["attempts"][0]
+    drafts = [sample["draft"], *(c["draft"] for c in sample["candidates"])]
+    assert len(drafts) > 2 and len(set(drafts)) == len(drafts)
