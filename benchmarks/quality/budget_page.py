@@ -1,12 +1,16 @@
-"""The budget benchmark's page: a table per set (accuracy by budget and strategy, each
-against sampling), its costs, and the plot of accuracy against budget."""
+"""The budget benchmark's files: the page (a table per set: accuracy by budget and
+strategy, each against sampling, and its costs), the plot of accuracy against budget,
+the JSON document and every record."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["markdown", "plot"]
+from benchmarks.quality.outputs import PLOT_MISSING, warn_no_plot
+
+__all__ = ["markdown", "plot", "write_files"]
 
 
 def _pct(value: float) -> str:
@@ -171,3 +175,22 @@ def plot(document: dict[str, Any], path: Path) -> bool:
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return True
+
+
+def write_files(
+    paths: dict[str, Path],
+    document: dict[str, Any],
+    records: list[dict[str, Any]],
+    *,
+    final: bool = False,
+) -> None:
+    """Write every file of the run (the last time, saying loudly if the plot is missing)."""
+    paths["json"].parent.mkdir(parents=True, exist_ok=True)
+    drew = plot(document, paths["png"])
+    if not drew:
+        document = {**document, "plot_missing": PLOT_MISSING}
+        if final:
+            warn_no_plot()
+    paths["json"].write_text(json.dumps(document, indent=1))
+    paths["md"].write_text(markdown(document, paths["png"].name if drew else None))
+    paths["records"].write_text("".join(json.dumps(r) + "\n" for r in records))

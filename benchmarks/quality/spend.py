@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import json
 import os
 import sys
 import time
@@ -40,71 +39,19 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.quality.anytime import answer_at, tokens_of
-from benchmarks.quality.budget_page import markdown, plot
+from benchmarks.quality.budget_page import write_files
 from benchmarks.quality.curves import differences, first_figures, strategy_figures
 from benchmarks.quality.document import model_meta, shown_arguments
 from benchmarks.quality.honesty import answer_forms, feedback_wording
 from benchmarks.quality.intervals import PairedBootstrap
-from benchmarks.quality.outputs import PLOT_MISSING, dated_stem, refuse_existing, warn_no_plot
+from benchmarks.quality.outputs import dated_stem, refuse_existing
+from benchmarks.quality.progress import Progress
 from benchmarks.quality.reply_cache import DEFAULT_FOLDER, ReplyCache, with_reply_cache
 from benchmarks.quality.run import RESULTS, first_drafts, load_items
 from benchmarks.quality.sets import PROFILE, SETS, VERIFIER
 from benchmarks.quality.strategies import STRATEGIES, Unavailable, settings_for
 
 BUDGETS = (1, 2, 4, 8)
-
-
-class Progress:
-    """Items done, and the time left for this set's strategy and for the whole run, on stderr.
-
-    A phase (a set's first drafts, or one strategy on a set) not yet begun is estimated
-    from the same strategy's seconds per item on an earlier set, else from the mean of
-    every item so far.
-    """
-
-    def __init__(self, plan: list[tuple[str, str, int]], cache: ReplyCache | None) -> None:
-        self.plan, self.cache = plan, cache
-        self.started = time.perf_counter()
-        self.rates: dict[str, list[float]] = {}
-        self.phase = 0
-        self.done = 0
-        self.phase_started = self.started
-
-    def begin(self, index: int) -> None:
-        """Start phase `index` of the plan."""
-        self.phase, self.done, self.phase_started = index, 0, time.perf_counter()
-
-    def item(self) -> None:
-        """One item of the phase finished: print where the run is."""
-        now = time.perf_counter()
-        self.done += 1
-        name, strategy, total = self.plan[self.phase]
-        rate = (now - self.phase_started) / self.done
-        self.rates.setdefault(strategy, []).append(rate)
-        here = rate * (total - self.done)
-        later = sum(self._rate(s) * n for _, s, n in self.plan[self.phase + 1 :])
-        cache = ""
-        if self.cache is not None:
-            counts = self.cache.counts()
-            cache = f"; cache {counts['hits']} hits, {counts['misses']} misses"
-        print(
-            f"[{name}/{strategy}] {self.done}/{total} items, {rate:.0f} s/item, "
-            f"~{_clock(here)} left here; {_clock(now - self.started)} so far, "
-            f"~{_clock(here + later)} left in all{cache}",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def _rate(self, strategy: str) -> float:
-        if self.rates.get(strategy):
-            return self.rates[strategy][-1]
-        latest = [rates[-1] for rates in self.rates.values()]
-        return sum(latest) / len(latest) if latest else 0.0
-
-
-def _clock(seconds: float) -> str:
-    minutes = round(seconds / 60)
-    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
 
 
 def _reading(
@@ -290,25 +237,6 @@ def _document(
     }
 
 
-def _write(
-    paths: dict[str, Path],
-    document: dict[str, Any],
-    records: list[dict[str, Any]],
-    *,
-    final: bool = False,
-) -> None:
-    """Write every file of the run (the last time, saying loudly if the plot is missing)."""
-    paths["json"].parent.mkdir(parents=True, exist_ok=True)
-    drew = plot(document, paths["png"])
-    if not drew:
-        document = {**document, "plot_missing": PLOT_MISSING}
-        if final:
-            warn_no_plot()
-    paths["json"].write_text(json.dumps(document, indent=1))
-    paths["md"].write_text(markdown(document, paths["png"].name if drew else None))
-    paths["records"].write_text("".join(json.dumps(r) + "\n" for r in records))
-
-
 async def run(
     args: argparse.Namespace, chat_model: Any = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Path]]:
@@ -359,9 +287,9 @@ async def run(
         results[name]["differences"] = differences(runs, args.budgets, bootstrap)
         unfinished = [f"{n}/{p}" for n, p, _ in plan[index + 1 :] if p != "first"]
         document = _document(args, meta, results, cache, skipped=skipped, unfinished=unfinished)
-        _write(paths, document, records)
+        write_files(paths, document, records)
     document = _document(args, meta, results, cache, skipped=skipped, unfinished=[])
-    _write(paths, document, records, final=True)
+    write_files(paths, document, records, final=True)
     return document, records, paths
 
 
