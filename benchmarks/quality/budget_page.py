@@ -102,8 +102,10 @@ def _set_tables(name: str, result: dict[str, Any], multiples: list[int]) -> list
         "| strategy | tokens/item read at "
         f"{multiples[-1]}x | tokens/item run | s/item | refine replies unchanged | "
         "right->wrong (vs first draft) | lost between budgets | gamed at "
-        f"{multiples[-1]}x | stop reasons | errors |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"{multiples[-1]}x | no answer yet at "
+        + "/".join(f"{m}x" for m in multiples)
+        + " | stop reasons | errors |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for strategy, f in runs.items():
         last = f["budgets"][-1]
@@ -119,6 +121,7 @@ def _set_tables(name: str, result: dict[str, Any], multiples: list[int]) -> list
             str(last["right_to_wrong"]),
             str(f["lost_between_budgets"]),
             _pct(last["gamed_share"]),
+            "/".join(str(b.get("no_answer", 0)) for b in f["budgets"]),
             stops,
             str(f["errors"]),
         ]
