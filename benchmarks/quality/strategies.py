@@ -65,8 +65,13 @@ def settings_for(
 
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
-    common: dict[str, Any] = {"profile": profile, "max_tokens_total": budget}
-    refining = {**common, "critics": (verifier, "llm"), "max_iterations": MAX_ITERATIONS_LIMIT}
+    # The budget, not the step count, ends a run: as many steps as the library allows.
+    common: dict[str, Any] = {
+        "profile": profile,
+        "max_tokens_total": budget,
+        "max_iterations": MAX_ITERATIONS_LIMIT,
+    }
+    refining = {**common, "critics": (verifier, "llm")}
     if has_strategy_setting():
         if strategy == "sample":
             return {**common, "strategy": "sample", "critics": (verifier,)}

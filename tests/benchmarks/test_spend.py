@@ -15,6 +15,7 @@ from benchmarks.quality.anytime import answer_at
 from benchmarks.quality.intervals import PairedBootstrap, wilson
 from benchmarks.quality.same_requests import scripted_reply
 from benchmarks.quality.spend import arguments, run
+from self_refine.context import MAX_ITERATIONS_LIMIT
 from tests.fakes import FakeChatModel, critique
 
 
@@ -131,6 +132,7 @@ def test_sample_fills_the_budget_with_fresh_drafts_until_the_strategy_setting_ex
     assert big["candidates"] == 16  # the library's limit
     refine = strategies.settings_for("refine+candidates", budget=800, first_tokens=100, **ask)
     assert refine["candidates"] == 3 and refine["max_tokens_total"] == 800
+    assert refine["max_iterations"] == MAX_ITERATIONS_LIMIT  # the budget ends the run
     with pytest.raises(strategies.Unavailable, match="strategy"):
         strategies.settings_for("search", budget=800, first_tokens=100, **ask)
     monkeypatch.setattr(strategies, "has_strategy_setting", lambda: True)
