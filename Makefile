@@ -20,7 +20,7 @@ RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)'
 endif
 RUN_NEEDS := $(if $(filter local local:%,$(MODEL)),$(VENV)/.installed-local,$(VENV)/.installed-run)
 
-.PHONY: run test lint studio bench bench-quality docs clean local-runtime
+.PHONY: run test lint studio bench bench-quality bench-budget docs clean local-runtime
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -83,12 +83,19 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
 
-# Does refinement help? Four conditions over the bundled task sets, judged by exact checkers;
+# Does refinement help? Six conditions over the bundled task sets, judged by exact checkers;
 # writes benchmarks/results/quality-*.{json,md,png,records.jsonl}. QUALITY_OPTIONS="--model NAME
 # --base-url URL" measures another model (about 40-60 minutes with the local model on 2 cores).
 QUALITY_OPTIONS ?= --model local
 bench-quality: $(STAMP)
 	$(BIN)/python -m benchmarks.quality.run $(QUALITY_OPTIONS)
+
+# How to spend a token budget: sample, refine, refine+candidates and search at 1x-8x the
+# tokens of each item's first draft; writes benchmarks/results/budget-*.{json,md,png,records.jsonl}
+# (hours per model on 2 cores: see the quality guide). BUDGET_OPTIONS="--model NAME" for another.
+BUDGET_OPTIONS ?= --model local
+bench-budget: $(STAMP)
+	$(BIN)/python -m benchmarks.quality.spend $(BUDGET_OPTIONS)
 
 # The documentation site in site/ (guides, CLI and API reference); `make test` builds it too.
 docs: $(STAMP)
