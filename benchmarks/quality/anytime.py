@@ -88,5 +88,56 @@ def answer_at(attempts: Sequence[dict[str, Any]], budget: int) -> Reading:
         part = _part(attempt, read) if read else None
         if part is not None:
             whole.append(part)
+        if any("node" in a for a in attempts):
+            return Reading(_best_of_tree(attempts, read_nodes(attempts, budget)), spent, len(whole))
         break
+    if any("node" in a for a in attempts):
+        return Reading(_best_of_tree(attempts, None), spent, len(whole))
     return Reading(best_attempt(whole), spent, len(whole))  # type: ignore[arg-type]
+
+
+def read_nodes(attempts: Sequence[dict[str, Any]], budget: int) -> set[int]:
+    """The nodes of a run that samples or searches read within `budget` tokens."""
+    read: set[int] = set()
+    spent = 0
+    for attempt in attempts:
+        for tokens, candidate in _units(attempt):
+            if spent + tokens > budget:
+                return read
+            spent += tokens
+            node = (candidate or attempt).get("node")
+            if node is not None:
+                read.add(int(node))
+    return read
+
+
+def _best_of_tree(
+    attempts: Sequence[dict[str, Any]], nodes: set[int] | None
+) -> dict[str, Any] | None:
+    """A run that samples or searches answers with the best of all its drafts (the library's
+    `best_candidate` over every node, as its finalize does), here those read (`nodes`)."""
+    drafts = []
+    for attempt in attempts:
+        picked = {
+            "index": attempt.get("candidate", 0),
+            "node": attempt.get("node"),
+            "draft": attempt["draft"],
+            "critique": attempt["critique"],
+            "usage": attempt["usage"],
+            "verified": attempt["critique"].get("verified"),
+            "checked": attempt.get("checked"),
+            "iteration": attempt["iteration"],
+        }
+        others = [{**c, "iteration": attempt["iteration"]} for c in attempt.get("candidates", [])]
+        drafts += [d for d in (picked, *others) if d.get("node") is not None]
+    if nodes is not None:
+        drafts = [d for d in drafts if d["node"] in nodes]
+    chosen = best_candidate(drafts)  # type: ignore[arg-type]
+    if chosen is None:
+        return None
+    return {
+        "iteration": chosen["iteration"],
+        "draft": chosen["draft"],
+        "critique": chosen["critique"],
+        "usage": chosen["usage"],
+    }

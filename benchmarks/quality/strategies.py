@@ -6,7 +6,8 @@ the run's token budget as `max_tokens_total`:
 - sample: fresh first drafts, no refinement, the set's verifier picking one;
 - refine: one reply per step, the verifier's findings explained by the model's critic;
 - refine+candidates: as refine, `candidates` replies per step (the first draft's too);
-- search: the library's search over the tree of attempts.
+- search: the library's search over the tree of attempts, on the verifier's findings
+  alone (no explaining critic: its tokens would come out of the budget).
 
 Where `RefineContext` has a `strategy` setting, each strategy is that setting (the
 library's sample spends the budget by itself). Where it has none, sample is one step of
@@ -79,7 +80,10 @@ def settings_for(
             return {**refining, "strategy": "refine"}
         if strategy == "refine+candidates":
             return {**refining, "strategy": "refine", "candidates": candidates}
-        return {**refining, "strategy": "search", "candidates": candidates}
+        # The search runs on the verifier's exact findings alone: an explaining critic's
+        # tokens come out of the budget its replies spend.
+        search = {**refining, "critics": (verifier,)}
+        return {**search, "strategy": "search", "candidates": candidates}
     if strategy == "search":
         raise Unavailable(
             "search is skipped: this library's RefineContext has no `strategy` setting "

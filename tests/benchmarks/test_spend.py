@@ -84,6 +84,24 @@ def test_a_step_of_candidates_is_read_one_candidate_at_a_time_in_index_order() -
     assert [read[b].tokens for b in (100, 220, 300, 800)] == [100, 220, 300, 800]
 
 
+def test_a_searching_run_answers_with_the_best_of_every_draft_read() -> None:
+    # A step's pick is its best, but a later step's other reply can beat every pick.
+    first = {**_attempt(0, "root, half", 0.5, 100), "node": 0, "parent": None, "checked": 0.5}
+    second = _attempt(
+        1,
+        "refined, still half",
+        0.5,
+        300,
+        candidate=0,
+        candidates=[{**_candidate(1, "fresh, right", 1.0, 150), "node": 2, "parent": None}],
+    )
+    second.update(node=1, parent=0, checked=0.5)
+    read = {b: answer_at([first, second], b).answer for b in (100, 250, 400)}
+    assert read[100]["draft"] == "root, half"  # type: ignore[index]
+    assert read[250]["draft"] == "root, half"  # the refined draft ties: the earlier node
+    assert read[400]["draft"] == "fresh, right"  # type: ignore[index]
+
+
 def test_a_step_whose_replies_were_all_rejected_adds_no_answer() -> None:
     rejected = {"index": 0, "draft": "", "critique": {}, "usage": _usage(50), "verified": None}
     attempts = [
@@ -222,8 +240,7 @@ async def test_every_strategy_is_read_at_every_budget_and_compared_with_sample(
     given = ["--n", "2", "--sets", "constrained", "--no-cache", "--resamples", "200"]
     document, records, paths = await run(arguments([*given, "--out", str(tmp_path)]), model)
     result = document["results"]["constrained"]
-    assert set(result["strategies"]) == {"sample", "refine", "refine+candidates"}
-    assert "search" in document["skipped"] or "search" in result["strategies"]
+    assert set(result["strategies"]) == {"sample", "refine", "refine+candidates", "search"}
     for figures in result["strategies"].values():
         assert [b["multiple"] for b in figures["budgets"]] == [1, 2, 4, 8]
         assert all(b["accuracy"]["value"] == 0.0 for b in figures["budgets"])  # nothing right
@@ -282,7 +299,9 @@ async def test_a_served_model_is_asked_each_request_once_across_runs(tmp_path: P
     assert len(sent.read_text().splitlines()) == asked, "the second run called the server"
     assert second["cache"]["misses"] == 0
     assert _without_timing(again) == _without_timing(records)
-    # The library sends each fresh draft unseeded, so the same request N times: N draws.
-    sample = next(r for r in records if r["strategy"] == "sample")["attempts"][0]
-    drafts = [sample["draft"], *(c["draft"] for c in sample["candidates"])]
+    # Each fresh draft is a draw of its own: the sample run's drafts all differ.
+    steps = next(r for r in records if r["strategy"] == "sample")["attempts"]
+    drafts = [
+        d for a in steps for d in [a["draft"], *(c["draft"] for c in a.get("candidates", []))]
+    ]
     assert len(drafts) > 2 and len(set(drafts)) == len(drafts)
