@@ -46,9 +46,15 @@ def _head(document: dict[str, Any]) -> list[str]:
         "- budgets: " + ", ".join(f"{m}x" for m in document["budgets"]) + " the tokens (prompt "
         "and reply) of each item's own first draft, the greedy generate step every strategy "
         "shares; one run per item and strategy at the largest budget, the answer at a smaller "
-        "one read from it: the library's pick among the steps (and candidates) finished within it",
-        f"- at most {document['max_tokens']} tokens per reply; "
-        f"refine+candidates and search sample {document['candidates']} replies per step",
+        "one read from it: the library's pick among the steps (and candidates) finished within it "
+        "(for sample and search, the best of every draft read)",
+        (
+            f"- at most {document['max_tokens']} tokens per reply; "
+            if document["max_tokens"]
+            else "- replies capped per role by each set's profile (drafts, critiques), as the "
+            "library caps a model it resolves from a string; "
+        )
+        + f"refine+candidates and search sample {document['candidates']} replies per step",
         "- judged by each set's exact checker; an echo of the prompt, feedback wording taken "
         "over, or a gamed form the checker fails counts wrong",
         "- accuracy intervals: Wilson 95%; differences against sample: paired bootstrap over "

@@ -116,9 +116,11 @@ async def _anytime(
     start, before = time.perf_counter(), cache.counts() if cache else None
     if cache is not None:
         cache.new_scope()
+    draft_model, critic_model = capped_roles(model, PROFILE[name], args.max_tokens)
     result = await arefine_batch(
         [item["task"]],
-        model=model,
+        model=draft_model,
+        critic_model=critic_model,
         references=[item["reference"]],
         ids=[item["id"]],
         verifiers=[VERIFIER[name]],
@@ -173,6 +175,28 @@ def _judge(name: str) -> Any:
         return seen[(task, draft)]
 
     return judge
+
+
+def capped_roles(model: Any, profile: str, max_tokens: int | None) -> tuple[Any, Any]:
+    """The drafting and the critic model, each asking for at most its reply cap: `max_tokens`
+    for both, else the profile's caps (`draft_tokens`, `critique_tokens`), as the library
+    gives a model it resolves from a string; copies of `model`, sharing its reply cache."""
+    from self_refine.prompts import get_profile
+
+    prompts = get_profile(profile)
+    draft_cap = max_tokens or prompts.draft_tokens
+    critique_cap = max_tokens or prompts.critique_tokens
+    return _capped(model, draft_cap), _capped(model, critique_cap)
+
+
+def _capped(model: Any, cap: int) -> Any:
+    if not hasattr(model, "max_tokens") or getattr(model, "max_tokens", None) == cap:
+        return model
+    update: dict[str, Any] = {"max_tokens": cap}
+    extra = getattr(model, "extra_body", None)
+    if isinstance(extra, dict) and "max_tokens" in extra:  # a server of the older API
+        update["extra_body"] = {**extra, "max_tokens": cap}
+    return model.model_copy(update=update)
 
 
 def _model(
@@ -266,7 +290,8 @@ async def run(
                 before = cache.counts() if cache else None
                 if cache is not None:
                     cache.new_scope()
-                done = (await first_drafts(model, name, [item]))[0]
+                draft_model, _ = capped_roles(model, PROFILE[name], args.max_tokens)
+                done = (await first_drafts(draft_model, name, [item]))[0]
                 done["first_tokens"] = tokens_of(done["usage"])
                 if cache is not None and before is not None:
                     done["asked"] = _asked(before, cache.counts())
@@ -331,7 +356,12 @@ def parser() -> argparse.ArgumentParser:
         default=3,
         help=f"replies per step of refine+candidates and search (2..{CANDIDATES_LIMIT}, default 3)",
     )
-    parser.add_argument("--max-tokens", type=int, default=512, help="per reply (default 512)")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        help="per reply (default: each role's cap from the set's profile, as the library "
+        "gives a model named by a string)",
+    )
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
     parser.add_argument("--seed", type=int, default=2026, help="the bootstrap's seed")
     parser.add_argument(
