@@ -94,17 +94,15 @@ MAX_REFERENCE_BYTES = 1_000_000
 """Largest --reference @file read: a reference is stored in the thread's checkpoints."""
 
 
-def _read_reference_file(path: str, source: str) -> str:
+def _read_reference_file(
+    path: str,
+    source: str,
+    too_big: str = "a reference is stored with the thread: keep it to what the verifiers need",
+) -> str:
     """The text of a --reference file: a regular file (or a pipe) of UTF-8 text, 1 MB at most."""
     from self_refine.cli.paths import read_capped
 
-    data, _ = read_capped(
-        path,
-        source,
-        MAX_REFERENCE_BYTES,
-        kind="a JSON file",
-        too_big="a reference is stored with the thread: keep it to what the verifiers need",
-    )
+    data, _ = read_capped(path, source, MAX_REFERENCE_BYTES, kind="a JSON file", too_big=too_big)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -186,11 +184,13 @@ def read_response_format(path: str | None) -> dict[str, Any] | None:
     if path is None:
         return None
     source = f"--response-format file {path!r}"
-    text = _read_reference_file(path, source)
+    text = _read_reference_file(path, source, "a schema goes with every request: keep it small")
     try:
         schema = json.loads(text)
     except json.JSONDecodeError as error:
         raise UsageError(f"{source} is not valid JSON: {error.msg} (line {error.lineno})") from None
+    except RecursionError:
+        raise UsageError(f"{source} is JSON nested too deeply: flatten it") from None
     if not isinstance(schema, dict):
         raise UsageError(f'{source} must hold a JSON schema object, e.g. {{"type": "object"}}')
     try:

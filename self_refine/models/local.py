@@ -279,9 +279,13 @@ class LocalChatModel(BaseChatModel):
         """Replies constrained by llama.cpp's JSON-schema grammar, parsed into `schema`.
 
         A pydantic class's lists are bounded to a few items (critiques); a JSON
-        schema (a dict, a typed answer's) is used as given and its JSON value returned.
+        schema (a dict, a typed answer's) is used as given and its JSON value returned,
+        save an empty `properties` at its root: JSON Schema reads it as no constraint,
+        llama.cpp's grammar as "no keys at all".
         """
         if isinstance(schema, dict):
+            if schema.get("properties") == {}:
+                schema = {key: value for key, value in schema.items() if key != "properties"}
             fmt = {"type": "json_object", "schema": schema}
         elif isinstance(schema, type) and issubclass(schema, BaseModel):
             fmt = {"type": "json_object", "schema": bounded_lists(schema.model_json_schema())}
@@ -297,7 +301,7 @@ class LocalChatModel(BaseChatModel):
                     parsed = json.loads(raw.text)
                 else:
                     parsed = schema.model_validate_json(raw.text)
-            except ValueError as error:
+            except (ValueError, RecursionError) as error:
                 if not include_raw:
                     raise
                 return {"raw": raw, "parsed": None, "parsing_error": error}
