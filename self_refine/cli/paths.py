@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from self_refine.errors import ConfigError
 
-__all__ = ["STREAM", "check_writable", "read_capped", "refuse_overlaps"]
+__all__ = ["STREAM", "check_writable", "read_capped", "refuse_foreign", "refuse_overlaps"]
 
 
 def read_capped(path: str, label: str, limit: int, *, kind: str, too_big: str) -> tuple[bytes, int]:
@@ -72,6 +72,29 @@ def check_writable(path: str | None, label: str, *, fix: str = "choose another p
         )
     if mode is not None and not os.access(target, os.W_OK):
         raise ConfigError(f"cannot write {label} {path!r}: the file is not writable; {fix}")
+
+
+def refuse_foreign(
+    path: str | None, label: str, *, ours: Callable[[Path], bool], what: str
+) -> None:
+    """Raise ConfigError when `path` holds a file this program did not write (it would be lost).
+
+    A new path, an empty file and a file `ours` recognizes (a page, summary or plot
+    an earlier command wrote, to be written again) may be written; `what` names
+    the kind of file the command writes there.
+    """
+    if not path or path == STREAM:
+        return
+    target = Path(path)
+    try:
+        if not target.is_file() or target.stat().st_size == 0 or ours(target):
+            return
+    except OSError:
+        return  # unreadable: check_writable says what is wrong
+    raise ConfigError(
+        f"{label} {path!r} is a file not written by self-refine (it is no {what} of "
+        "self-refine), which writing would lose: give a new path, or move that file away"
+    )
 
 
 _DATABASE_PARTS = (
