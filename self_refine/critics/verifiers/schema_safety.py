@@ -23,6 +23,7 @@ never finish. `safe_validator` checks a schema before any model call and returns
 from __future__ import annotations
 
 import contextvars
+import functools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -115,6 +116,7 @@ def _refuse_retrieval(uri: str) -> Any:
     raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # attrs fields mypy does not see
 
 
+@functools.cache
 def _registry() -> Any:
     """The references a schema may use: its own, and the JSON Schema meta-schemas bundled
     with jsonschema; anything else is refused, never retrieved."""
@@ -381,6 +383,7 @@ def _additional_properties(
             )
 
 
+@functools.cache
 def _time_limited(cls: Any) -> Any:
     """The validator class with every pattern matched by the `regex` module, in time."""
     from jsonschema import validators
