@@ -119,3 +119,25 @@ def read_only(folder: Path) -> Iterator[list[str]]:
     if subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
         pytest.skip("this kernel refuses a private mount namespace")
     yield prefix
+
+
+def kept_settings(db: str, thread_id: str) -> dict[str, object] | None:
+    """The settings a thread of `db` keeps for its resumes (None: no such thread)."""
+    from self_refine.graphs import create_self_refine_graph
+    from self_refine.persistence.storage import open_checkpointer
+    from self_refine.state import RUN_CONTEXT
+
+    with open_checkpointer(db) as saver:
+        graph = create_self_refine_graph("offline").compile(checkpointer=saver)
+        values = graph.get_state({"configurable": {"thread_id": thread_id}}).values
+    return values.get(RUN_CONTEXT) if values else None
+
+
+def thread_values(db: str, thread_id: str) -> dict[str, object]:
+    """Every channel of a thread of `db` (empty: no such thread)."""
+    from self_refine.graphs import create_self_refine_graph
+    from self_refine.persistence.storage import open_checkpointer
+
+    with open_checkpointer(db) as saver:
+        graph = create_self_refine_graph("offline").compile(checkpointer=saver)
+        return dict(graph.get_state({"configurable": {"thread_id": thread_id}}).values)

@@ -17,12 +17,15 @@ from self_refine.batch.job import BatchJob
 from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import format_summary, summarize
 from self_refine.batch.output import STDOUT
-from self_refine.batch.runner import run_key
-from self_refine.cli.paths import check_writable, refuse_foreign, refuse_overlaps
-from self_refine.cli.progress import Progress
-from self_refine.cli.settings import build_graph, read_response_format, uses_local_model
-from self_refine.content import has_images
-from self_refine.context import RESULT_FIELDS, RefineContext
+from self_refine.cli.paths import (
+    check_writable,
+    read_response_format,
+    refuse_foreign,
+    refuse_overlaps,
+)
+from self_refine.cli.progress import Progress, uses_local_model
+from self_refine.cli.settings import build_graph
+from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.pages.render import is_page
 from self_refine.redact import redact, terminal_safe
@@ -50,30 +53,18 @@ def _job(
     """What the flags say about judging and refining the items, checked before any model call."""
     if args.concurrency < 1:
         raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
-    if "human" in (context.critics or ()):
-        raise ConfigError(
-            "--critics human asks a person at the terminal, which a batch cannot do: "
-            "use `self-refine run --critics human` per task, or another critic for the batch"
-        )
     verifiers = _verifier_names(args.verifiers)
     if args.refine_only_incorrect and not verifiers:
         raise ConfigError(
             "--refine-only-incorrect needs verifiers to tell correct drafts apart: "
             "leave --verifiers out, or name some (e.g. --verifiers answer)"
         )
-    settings = {name: getattr(context, name) for name in RESULT_FIELDS}
-    if settings["candidates"] == 1:
-        # Left out at its default, so batches begun before the setting existed keep their threads.
-        del settings["candidates"]
-    settings.update(refine_only_incorrect=args.refine_only_incorrect, verifiers=verifiers)
-    if response_format is not None:  # a typed batch's items get threads of their own
-        settings["response_format"] = response_format
     return BatchJob(
         context,
         verifiers=verifiers,
         refine_only_incorrect=args.refine_only_incorrect,
-        key=run_key(settings),
         concurrency=args.concurrency,
+        response_format=response_format,
     )
 
 
@@ -172,10 +163,7 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
     builder = None
     if not args.server:
         builder = build_graph(response_format)
-        plan = builder.loop.plan_for(context)
-        plan.check_models()
-        if any(has_images(item.task) for item in items):
-            plan.check_images()  # a text-only model fails here, before any item starts
+        job.check_models(builder.parts, items)
     batch.prepare(items)  # a server that is down, an -o file that is not results: no work
     try:
         result = asyncio.run(batch.run(items, shown, builder=builder))

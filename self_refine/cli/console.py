@@ -51,8 +51,8 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
     elif node in ("generate", "refine") and "draft" in update:
         label = "first draft" if node == "generate" else f"draft {update.get('iteration')}"
         print(f"[{node}] {label}:\n{_indent(update['draft'])}", file=out)
-    elif node == "candidate" and update.get("candidates"):
-        _print_candidate(update["candidates"][-1], out)
+    elif node == "candidate" and update.get("branches"):
+        _print_candidate(update["branches"][-1], out)
     elif node in ("critique", "pick") and update.get("attempts"):
         attempt: Attempt = update["attempts"][-1]
         critique = attempt["critique"]

@@ -14,14 +14,9 @@ import sqlite3
 import sys
 
 from self_refine.cli.failures import database_failure
-from self_refine.cli.options import (
-    EXIT_FAILURE,
-    EXIT_USAGE,
-    print_error,
-    warn_key_on_command_line,
-)
+from self_refine.cli.options import EXIT_FAILURE, EXIT_USAGE, print_error
 from self_refine.cli.parser import build_parser
-from self_refine.cli.settings import UsageError, check_reachable, run_context
+from self_refine.cli.settings import check_reachable, run_context, warn_key_on_command_line
 from self_refine.cli.show import cmd_show
 from self_refine.cli.threads import cmd_resume, cmd_run
 from self_refine.errors import ThreadBusyError
@@ -112,9 +107,6 @@ def main(argv: list[str] | None = None) -> int:
     _say_warnings()
     try:
         return COMMANDS[args.command](args)
-    except UsageError as error:
-        print_error(error, args)
-        return EXIT_USAGE
     except ThreadBusyError as error:
         print_error(RuntimeError(_busy_message(error, args)), args)
         return EXIT_BUSY

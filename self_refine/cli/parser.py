@@ -43,6 +43,13 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         help="replies each draft step samples at once; the verifiers, then the critic's "
         f"score, pick one ({_DEFAULT.candidates}; with --max-iterations 0: best-of-N)",
     )
+    parser.add_argument(
+        "--strategy",
+        choices=("refine", "sample", "search"),
+        help="how steps are spent: refine the draft from its critique, sample fresh drafts "
+        "(best-of-N), or search (each reply refines one of the drafts so far or writes a "
+        f"fresh one, a bandit over the verifiers' scores choosing) ({_DEFAULT.strategy})",
+    )
     parser.add_argument("--score-threshold", type=float, help="stop at this score (0..1)")
     parser.add_argument("--patience", type=int, help="stop after N rounds without a better score")
     parser.add_argument(

@@ -1,4 +1,5 @@
-"""Progress of a batch: a bar redrawn in place on a terminal, plain periodic lines otherwise."""
+"""Progress while the program works: a batch's bar (redrawn in place on a terminal, plain
+periodic lines otherwise), and a run's live line while the local model writes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
-__all__ = ["Progress", "TokenMeter"]
+from self_refine.context import ROLE_MODEL_FIELDS, RefineContext
+
+__all__ = ["Progress", "TokenMeter", "token_meter", "uses_local_model"]
 
 _BAR_WIDTH = 24
 _REDRAW_SECONDS = 0.1
@@ -227,3 +230,17 @@ class TokenMeter:
         if self._ticker is not None:
             self._ticker.join()
             self._ticker = None
+
+
+def uses_local_model(context: RefineContext) -> bool:
+    """True when a role runs the embedded local model (one call at a time, slow on a CPU)."""
+    models = [getattr(context, name) or "" for name in ("model", *ROLE_MODEL_FIELDS)]
+    return any(m == "local" or m.startswith("local:") for m in models)
+
+
+def token_meter(settings: RefineContext, out: TextIO, *, shown: bool = True) -> TokenMeter | None:
+    """The live line for a run, on a terminal, when it is `shown` and a role runs the slow
+    in-process local model; None otherwise."""
+    if not shown or not out.isatty() or not uses_local_model(settings):
+        return None
+    return TokenMeter(out)

@@ -23,7 +23,6 @@ from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from langchain_core.exceptions import ModelError
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
@@ -41,6 +40,7 @@ __all__ = [
     "ainvoke_in_slot",
     "ask_draft",
     "asking_again",
+    "call_slot",
     "candidate_model",
     "is_transport_error",
     "model_call_limit",
@@ -78,7 +78,8 @@ def model_call_limit(slots: int) -> Iterator[None]:
 
 
 @asynccontextmanager
-async def _call_slot() -> AsyncIterator[None]:
+async def call_slot() -> AsyncIterator[None]:
+    """Hold one of the batch's model-call slots (at once when no batch limits them)."""
     slots = _CALL_SLOTS.get()
     if slots is None:
         yield
@@ -91,7 +92,7 @@ async def ainvoke_in_slot(
     runnable: Any, messages: list[BaseMessage], config: RunnableConfig | None = None
 ) -> Any:
     """Await the model call in one of the batch's call slots (at once when no batch limits them)."""
-    async with _call_slot():
+    async with call_slot():
         return await runnable.ainvoke(messages, config)
 
 
@@ -240,7 +241,7 @@ RESAMPLE_TEMPERATURE = 0.8
 
 
 def asking_again(
-    model: BaseChatModel,
+    model: Any,
     messages: list[BaseMessage],
     rejected: RejectedReply,
     config: RunnableConfig,
@@ -262,7 +263,7 @@ def asking_again(
     return model, [*messages, AIMessage(rejected["reply"]), HumanMessage(again)]
 
 
-def _resampling(model: BaseChatModel, config: RunnableConfig, draw: int = 1) -> Any:
+def _resampling(model: Any, config: RunnableConfig, draw: int = 1) -> Any:
     """The model bound to sample anew: warmer if it samples cold, another seed if it has one.
 
     `draw` tells the draws of one step apart (a resample is draw 1, candidate k draw k).
@@ -278,7 +279,7 @@ def _resampling(model: BaseChatModel, config: RunnableConfig, draw: int = 1) -> 
     return model.bind(**change) if change else model
 
 
-def candidate_model(model: BaseChatModel, index: int, config: RunnableConfig) -> Any:
+def candidate_model(model: Any, index: int, config: RunnableConfig) -> Any:
     """The model that samples candidate `index` of a draft step.
 
     Candidate 0 is the model as it is; each other one is a draw of its own: warmer

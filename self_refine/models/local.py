@@ -13,7 +13,9 @@ through tool calling, and builds one `Llama` per chat model. Here:
   its response metadata) beside the tokens sent (`usage_metadata`);
 - structured output through llama.cpp's JSON-schema grammar: the reply is always
   JSON of the asked shape, its lists at most a few items long;
-- `max_tokens` on every call; async calls run in a worker thread;
+- `max_tokens` on every call, and a reply that starts repeating itself ends there
+  (`models/repetition.py`: finish reason "repetition", the text cut after the loop's
+  first copy); async calls run in a worker thread;
 - a request is measured before the model reads it: one whose prompt leaves less than
   `MIN_REPLY_TOKENS` (or `max_tokens`, if less) of the context for the reply is refused
   with the numbers (ConfigError), instead of being read for minutes and answered with a
@@ -44,6 +46,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field
 
 from self_refine.errors import ConfigError
+from self_refine.models.repetition import cut_loop, loop_start
 
 __all__ = [
     "LOCAL_EXTRA_HINT",
@@ -87,6 +90,26 @@ def _state_cache() -> Any:
     return WholeStateCache(capacity_bytes=_STATE_CACHE_BYTES)
 
 
+def _stoppable_llama() -> Any:
+    """llama.cpp's `Llama`, whose completions also end when its `stops` say so.
+
+    Its chat completions take no stopping criteria of their own: the chat handler
+    calls `create_completion` with the chat format's only. The stops are set for
+    one call at a time, under the model's lock (`_Writing`).
+    """
+    from llama_cpp import Llama, StoppingCriteriaList
+
+    class StoppableLlama(Llama):
+        stops: tuple[Any, ...] = ()
+
+        def create_completion(self, *args: Any, **kwargs: Any) -> Any:
+            given = kwargs.pop("stopping_criteria", None) or ()
+            kwargs["stopping_criteria"] = StoppingCriteriaList([*given, *self.stops]) or None
+            return super().create_completion(*args, **kwargs)
+
+    return StoppableLlama
+
+
 _LLAMAS: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
 _LLAMAS_LOCK = threading.Lock()
 
@@ -98,10 +121,10 @@ def shared_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
         found = _LLAMAS.get(key)
         if found is None:
             try:
-                from llama_cpp import Llama
+                import llama_cpp  # noqa: F401 - the extra is installed
             except ImportError:
                 raise ConfigError(LOCAL_EXTRA_HINT) from None
-            llama = Llama(
+            llama = _stoppable_llama()(
                 model_path=key[0],
                 n_ctx=n_ctx,
                 n_batch=_N_BATCH,
@@ -140,6 +163,38 @@ def _role(message: BaseMessage) -> str:
     if isinstance(message, AIMessage):
         return "assistant"
     return "user"
+
+
+class _Writing:
+    """One reply being written: it ends early when it starts repeating itself.
+
+    As llama.cpp's stopping criterion it is called after each token with every token id
+    so far (the first call's ids are the prompt), and decodes only the new ones.
+    """
+
+    def __init__(self, llama: Any) -> None:
+        self.llama = llama
+        self.read: int | None = None
+        self.written = b""
+        self.looped = False
+
+    def __enter__(self) -> _Writing:
+        self.llama.stops = (self,)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.llama.stops = ()
+
+    def __call__(self, ids: Any, _logits: Any) -> bool:
+        if self.read is None:
+            self.read = len(ids)
+            return False
+        new = [int(token) for token in ids[self.read :]]
+        self.read = len(ids)
+        if new:
+            self.written += self.llama.detokenize(new)
+        self.looped = loop_start(self.written.decode("utf-8", errors="ignore")) is not None
+        return self.looped
 
 
 def _evaluated(llama: Any) -> int:
@@ -200,7 +255,7 @@ class LocalChatModel(BaseChatModel):
     ) -> ChatResult:
         llama, lock = shared_llama(self.model_path, self.n_ctx)
         request = self._request(messages, stop, **kwargs)
-        with lock, self._forgetting(llama):
+        with lock, self._forgetting(llama), _Writing(llama) as loop:
             self._check_room(llama, messages, request["max_tokens"])
             before = _evaluated(llama)
             with self._context_errors(llama, messages, request["max_tokens"]):
@@ -208,6 +263,9 @@ class LocalChatModel(BaseChatModel):
             evaluated = _evaluated(llama) - before
         usage = reply.get("usage") or {}
         text = reply["choices"][0]["message"].get("content") or ""
+        finish = reply["choices"][0].get("finish_reason")
+        if loop.looped:
+            text, finish = cut_loop(text), "repetition"
         message = AIMessage(
             content=text,
             usage_metadata={
@@ -217,7 +275,7 @@ class LocalChatModel(BaseChatModel):
             },
             response_metadata={
                 "model_name": self.model_name,
-                "finish_reason": reply["choices"][0].get("finish_reason"),
+                "finish_reason": finish,
                 "prompt_tokens_evaluated": evaluated,
             },
         )
@@ -232,12 +290,14 @@ class LocalChatModel(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         llama, lock = shared_llama(self.model_path, self.n_ctx)
         request = self._request(messages, stop, **kwargs)
-        with lock, self._forgetting(llama):
+        with lock, self._forgetting(llama), _Writing(llama) as loop:
             self._check_room(llama, messages, request["max_tokens"])
             before = _evaluated(llama)
             written = 0
+            finish = None
             with self._context_errors(llama, messages, request["max_tokens"]):
                 for part in llama.create_chat_completion(**request, stream=True):
+                    finish = part["choices"][0].get("finish_reason") or finish
                     delta = part["choices"][0].get("delta", {}).get("content") or ""
                     if not delta:
                         continue
@@ -259,6 +319,7 @@ class LocalChatModel(BaseChatModel):
                 },
                 response_metadata={
                     "model_name": self.model_name,
+                    "finish_reason": "repetition" if loop.looped else finish,
                     "prompt_tokens_evaluated": evaluated,
                 },
             )

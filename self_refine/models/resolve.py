@@ -13,8 +13,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 
+from self_refine.context import DEFAULT_MAX_TOKENS
 from self_refine.errors import ConfigError
-from self_refine.models import DEFAULT_MAX_TOKENS
 from self_refine.models.roles import as_role, is_role_runnable
 from self_refine.state import Usage
 
@@ -219,9 +219,12 @@ def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
 
 def describe_model(model: Any) -> tuple[str, str]:
     """The model's name and the endpoint it calls, for error messages and traces."""
-    if getattr(model, "_llm_type", "") == "self-refine-offline":
+    from self_refine.models.local import LocalChatModel
+    from self_refine.models.offline import OfflineModel
+
+    if isinstance(model, OfflineModel):
         return "offline", "this process (the offline model)"
-    if getattr(model, "_llm_type", "") == "self-refine-local":
+    if isinstance(model, LocalChatModel):
         return str(model.model_name), f"this process (llama.cpp, {model.model_path})"
     name = getattr(model, "model_name", None) or getattr(model, "model", None)
     endpoint = getattr(model, "openai_api_base", None) or getattr(model, "base_url", None)

@@ -28,7 +28,7 @@ the role.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -38,11 +38,47 @@ from langgraph.pregel import Pregel
 from self_refine.errors import ConfigError
 from self_refine.state import add_usage
 
-__all__ = ["ROLE_RECURSION_LIMIT", "RunnableRole", "as_role", "is_role_runnable"]
+__all__ = [
+    "ROLE_RECURSION_LIMIT",
+    "ModelLike",
+    "RoleModel",
+    "RunnableRole",
+    "as_role",
+    "is_role_runnable",
+]
 
 ROLE_RECURSION_LIMIT = 25
 """Steps a graph in a role may take per request unless it was given its own limit: LangChain's
 long-standing default, about a dozen tool calls for a ReAct agent."""
+
+ModelLike = BaseChatModel | Runnable[Any, Any] | str
+"""What may fill a role: a chat model, a model string, or any runnable `as_role` wraps."""
+
+
+class RoleModel(Protocol):
+    """What the nodes need of a role's model: a LangChain chat model has all of it, and so
+    does `RunnableRole` (an agent or a chain in a role).
+
+    `bind` makes a draw of its own (a candidate's temperature or seed). A model that
+    reads text only says so with a class attribute, `accepts_images = False`
+    (`models/images.py`); `model_name` names it in errors and traces.
+    """
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Answer the messages with one message."""
+        ...
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Async twin of invoke()."""
+        ...
+
+    def bind(self, **kwargs: Any) -> Any:
+        """The same model, asked with these call settings too."""
+        ...
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
+        """A runnable answering JSON of `schema` (NotImplementedError when it has none)."""
+        ...
 
 
 def is_role_runnable(value: Any) -> bool:
@@ -84,11 +120,6 @@ class RunnableRole(Runnable[Sequence[BaseMessage], AIMessage]):
         """The steps a graph may take per request (None: not a graph)."""
         self.name = runnable.get_name()
         self.model_name = self.name
-
-    @property
-    def _llm_type(self) -> str:
-        """What kind of model this is, as LangChain chat models say it."""
-        return "self-refine-role"
 
     def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
         """Refused, as by chat models without structured output: critics ask in plain text."""

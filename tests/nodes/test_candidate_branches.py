@@ -54,7 +54,7 @@ def test_the_candidates_are_parallel_tasks_of_one_step_each_one_checkpointed() -
     writes = [
         (task, value)
         for task, channel, value in saved.pending_writes or []
-        if channel == "candidates"
+        if channel == "branches"
     ]
     assert sorted(task for task, _ in writes) == sorted(t.id for t in fan_out.tasks)
     assert sorted(value[0]["index"] for _, value in writes) == [0, 1, 2]
