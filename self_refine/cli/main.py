@@ -9,6 +9,7 @@ show) in `cli/threads.py` and `cli/show.py`, batch and report in `cli/batch.py`.
 from __future__ import annotations
 
 import argparse
+import logging
 import sqlite3
 import sys
 
@@ -19,6 +20,7 @@ from self_refine.cli.settings import check_reachable, run_context, warn_key_on_c
 from self_refine.cli.show import cmd_show
 from self_refine.cli.threads import cmd_resume, cmd_run
 from self_refine.errors import ThreadBusyError
+from self_refine.redact import terminal_safe
 
 __all__ = ["main"]
 
@@ -84,9 +86,25 @@ def _busy_message(error: ThreadBusyError, args: argparse.Namespace) -> str:
     )
 
 
+class _Warnings(logging.Handler):
+    """The library's warnings (a wait on another process, say) as the program's own lines."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = terminal_safe(" ".join(record.getMessage().split()))
+        print(f"self-refine: {text}", file=sys.stderr, flush=True)  # standard error as it is now
+
+
+def _say_warnings() -> None:
+    logger = logging.getLogger("self_refine")
+    if not any(isinstance(handler, _Warnings) for handler in logger.handlers):
+        logger.addHandler(_Warnings(logging.WARNING))
+        logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the program; return its exit code."""
     args = build_parser().parse_args(argv)
+    _say_warnings()
     try:
         return COMMANDS[args.command](args)
     except ThreadBusyError as error:

@@ -183,7 +183,9 @@ def _add_batch_commands(commands: Any) -> None:
         action="store_true",
         help="leave first drafts that pass the verifiers as they are (no critique, no refine)",
     )
-    batch.add_argument("--summary", help="also write the summary to this JSON file")
+    batch.add_argument(
+        "--summary", help="also write the summary to this JSON file (-: standard output)"
+    )
     batch.add_argument("--html", metavar="PATH", help="also write an HTML report page")
     batch.add_argument("--shard", help="run only shard I of N (I/N, 1 <= I <= N) of the items")
     batch.add_argument(

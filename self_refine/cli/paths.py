@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ __all__ = [
     "read_capped",
     "read_reference",
     "read_response_format",
+    "refuse_foreign",
     "refuse_overlaps",
 ]
 
@@ -83,6 +84,29 @@ def check_writable(path: str | None, label: str, *, fix: str = "choose another p
         )
     if mode is not None and not os.access(target, os.W_OK):
         raise ConfigError(f"cannot write {label} {path!r}: the file is not writable; {fix}")
+
+
+def refuse_foreign(
+    path: str | None, label: str, *, ours: Callable[[Path], bool], what: str
+) -> None:
+    """Raise ConfigError when `path` holds a file this program did not write (it would be lost).
+
+    A new path, an empty file and a file `ours` recognizes (a page, summary or plot
+    an earlier command wrote, to be written again) may be written; `what` names
+    the kind of file the command writes there.
+    """
+    if not path or path == STREAM:
+        return
+    target = Path(path)
+    try:
+        if not target.is_file() or target.stat().st_size == 0 or ours(target):
+            return
+    except OSError:
+        return  # unreadable: check_writable says what is wrong
+    raise ConfigError(
+        f"{label} {path!r} is a file not written by self-refine (it is no {what} of "
+        "self-refine), which writing would lose: give a new path, or move that file away"
+    )
 
 
 _DATABASE_PARTS = (
@@ -158,17 +182,13 @@ MAX_REFERENCE_BYTES = 1_000_000
 """Largest --reference @file read: a reference is stored in the thread's checkpoints."""
 
 
-def _read_reference_file(path: str, source: str) -> str:
+def _read_reference_file(
+    path: str,
+    source: str,
+    too_big: str = "a reference is stored with the thread: keep it to what the verifiers need",
+) -> str:
     """The text of a --reference file: a regular file (or a pipe) of UTF-8 text, 1 MB at most."""
-    from self_refine.cli.paths import read_capped
-
-    data, _ = read_capped(
-        path,
-        source,
-        MAX_REFERENCE_BYTES,
-        kind="a JSON file",
-        too_big="a reference is stored with the thread: keep it to what the verifiers need",
-    )
+    data, _ = read_capped(path, source, MAX_REFERENCE_BYTES, kind="a JSON file", too_big=too_big)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -210,12 +230,14 @@ def read_response_format(path: str | None) -> dict[str, Any] | None:
     if path is None:
         return None
     source = f"--response-format file {path!r}"
-    text = _read_reference_file(path, source)
+    text = _read_reference_file(path, source, "a schema goes with every request: keep it small")
     try:
         schema = json.loads(text)
     except json.JSONDecodeError as error:
         where = f"line {error.lineno}"
         raise ConfigError(f"{source} is not valid JSON: {error.msg} ({where})") from None
+    except RecursionError:
+        raise ConfigError(f"{source} is JSON nested too deeply: flatten it") from None
     if not isinstance(schema, dict):
         raise ConfigError(f'{source} must hold a JSON schema object, e.g. {{"type": "object"}}')
     try:

@@ -7,9 +7,10 @@ import os
 import sys
 from typing import Any
 
-from self_refine.cli.paths import check_writable, refuse_overlaps
+from self_refine.cli.paths import check_writable, refuse_foreign, refuse_overlaps
 from self_refine.content import describe_task
 from self_refine.errors import ConfigError
+from self_refine.pages.render import is_page
 from self_refine.redact import shell_command, terminal_safe
 
 __all__ = ["cmd_show", "require_db"]
@@ -38,6 +39,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     refuse_overlaps([("--html", args.html)], db=args.db)
     check_writable(args.html, "the page --html")
+    refuse_foreign(args.html, "the page --html", ours=is_page, what="page")
     require_db(args.db, args.thread_id)
     with open_checkpointer(args.db, read_only=True) as saver:
         # Reading a thread needs the graph's channels, not its models.

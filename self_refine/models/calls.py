@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from langchain_core.exceptions import ModelError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphRecursionError
 
 from self_refine.errors import ModelCallError
 from self_refine.models.hygiene import DraftGuard, clean_reply, rejected
@@ -123,13 +124,28 @@ def _model_call_error(role: str, model: Any, error: BaseException) -> ModelCallE
 
 @contextmanager
 def model_errors(role: str, model: Any) -> Iterator[None]:
-    """Turn a transport failure inside the block into a one-line ModelCallError."""
+    """Turn a transport failure inside the block into a one-line ModelCallError.
+
+    So too a graph in the role (an agent) that ran out of its own steps.
+    """
     try:
         yield
+    except GraphRecursionError:
+        raise _steps_error(role, model) from None
     except Exception as error:
         if isinstance(error, ModelCallError) or not is_transport_error(error):
             raise
         raise _model_call_error(role, model, error) from None
+
+
+def _steps_error(role: str, model: Any) -> ModelCallError:
+    name, _ = describe_model(model)
+    limit = getattr(model, "recursion_limit", None)
+    within = f"within {limit} steps" if limit else "within its recursion limit"
+    return ModelCallError(
+        f"the {role} agent {name!r} did not finish {within} (GraphRecursionError): give "
+        "it more with agent.with_config(recursion_limit=N), or make sure it stops"
+    )
 
 
 def refusal_of(reply: Any) -> str | None:

@@ -261,7 +261,7 @@ def _json_text(reply: Any) -> AIMessage:
         text = json.dumps(raw.tool_calls[0]["args"])
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what the parser takes
         return raw.model_copy(update={"content": text}) if text != raw.content else raw
     canonical = json.dumps(value, ensure_ascii=False, indent=2)
     return raw.model_copy(update={"content": canonical, "tool_calls": []})

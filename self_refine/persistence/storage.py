@@ -31,6 +31,7 @@ from self_refine.persistence.postgres import (
     is_postgres_url,
     postgres_checkpointer,
 )
+from self_refine.persistence.waits import WatchedConnection, waiting_for_database
 
 __all__ = [
     "DEFAULT_DB",
@@ -44,7 +45,8 @@ __all__ = [
 DEFAULT_DB = ".self-refine/checkpoints.sqlite"
 
 # How long a connection waits for another process's write (several commands may
-# share one database: two batches, a batch and `show`) before it says "locked".
+# share one database: two batches, a batch and `show`) before it says "locked"; a wait
+# is said while it lasts (`persistence/waits.py`).
 BUSY_SECONDS = 60.0
 
 
@@ -82,7 +84,7 @@ def sqlite_path(db: str, *, read_only: bool = False) -> Path:
         raise ConfigError(not_writable_message(str(path), why))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, timeout=BUSY_SECONDS)
+        conn = sqlite3.connect(path, timeout=BUSY_SECONDS, factory=WatchedConnection)
         try:
             conn.execute("PRAGMA user_version")
         finally:
@@ -145,19 +147,22 @@ def _writable_connection(path: Path) -> sqlite3.Connection:
     (the switch needs the file to itself): that switch is retried until
     `BUSY_SECONDS`, as every later write waits for another process's.
     """
-    conn = sqlite3.connect(path, timeout=BUSY_SECONDS, check_same_thread=False)
+    conn = sqlite3.connect(
+        path, timeout=BUSY_SECONDS, check_same_thread=False, factory=WatchedConnection
+    )
     try:
         deadline = time.monotonic() + BUSY_SECONDS
         pause = 0.01
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                break
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error) or time.monotonic() > deadline:
-                    raise
-                time.sleep(pause)
-                pause = min(pause * 2, 0.5)
+        with waiting_for_database(str(path), BUSY_SECONDS, known=True):
+            while True:
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    break
+                except sqlite3.OperationalError as error:
+                    if "locked" not in str(error) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.5)
         conn.execute("PRAGMA synchronous=NORMAL")
     except BaseException:
         conn.close()
