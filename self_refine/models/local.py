@@ -333,6 +333,12 @@ class LocalChatModel(BaseChatModel):
         )
         return texts + _TEMPLATE_TOKENS * (len(messages) + 1)
 
+    def check_room(self, messages: list[BaseMessage]) -> None:
+        """Raise ConfigError when a request of these messages would leave too little room
+        in the context for a reply (before anything of a run is written: the door asks)."""
+        llama, _ = shared_llama(self.model_path, self.n_ctx)
+        self._check_room(llama, messages, self.max_tokens)
+
     def _check_room(self, llama: Any, messages: list[BaseMessage], max_tokens: int) -> None:
         """Refuse, before the model reads it, a request that leaves too little room to reply."""
         prompt = self._prompt_tokens(llama, messages)

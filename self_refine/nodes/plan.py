@@ -32,7 +32,7 @@ from self_refine.models.resolve import resolve_model
 from self_refine.models.roles import ModelLike, RoleModel
 from self_refine.models.structured import StructuredAsk, StructuredDrafts
 from self_refine.nodes.critic_run import CriticRun
-from self_refine.prompts import PromptSet, get_profile
+from self_refine.prompts import PromptSet, generate_messages, get_profile
 from self_refine.prompts.phrases import instruction_phrases
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm
 from self_refine.stopping import StopPolicy, Unchanged, policies_for
@@ -127,6 +127,16 @@ class RunPlan:
         self.critic.critic.check(payload.get("reference"))
         generates = not (payload.get("draft") or "").strip()  # else the input brings it
         self.check_models(generates=generates, images=has_images(payload.get("task")))
+        if generates:
+            self._check_room(payload["task"])
+
+    def _check_room(self, task: TaskContent) -> None:
+        """Refuse now a task whose first request would not fit the local model's context."""
+        from self_refine.models.local import LocalChatModel
+
+        generator = self.models.get("generator")
+        if isinstance(generator, LocalChatModel):
+            generator.check_room(generate_messages(self.prompts, task))
 
     def check_models(self, *, generates: bool = True, images: bool = False) -> None:
         """Raise ConfigError when a model the run calls cannot be had (a model string of no

@@ -243,6 +243,7 @@ def test_a_task_longer_than_the_models_context_is_refused_with_the_numbers(
     assert "tokens" in error and "context of 4,096 tokens" in error, error
     assert "shorten the task" in error
     assert "endpoint" not in error and "ValueError" not in error
+    assert not Path(db).exists(), "refused before the run's thread was written"
     with pytest.raises(ConfigError, match="context of 4,096 tokens") as raised:
         _local(smollm2, max_tokens=64).invoke(task)
     said = int(str(raised.value).split(" is about ")[1].split(" tokens")[0].replace(",", ""))
