@@ -170,6 +170,9 @@ class _ScriptedLlama:
     def __init__(self) -> None:
         self.calls = 0
 
+    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
+        return list(range(len(text) // 4 + 1))
+
     def create_chat_completion(self, **request: Any) -> dict[str, Any]:
         self.calls += 1
         text = scripted_reply(request)
