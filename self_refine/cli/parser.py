@@ -43,6 +43,19 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         help="replies each draft step samples at once; the verifiers, then the critic's "
         f"score, pick one ({_DEFAULT.candidates}; with --max-iterations 0: best-of-N)",
     )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        help="sampling temperature of every call, candidates included, each with a seed of "
+        "its own (0..2; default: the model's, and 0.8 for candidates after the first when "
+        "that is colder)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="sampling seed; candidates and resampled replies draw with seeds worked out "
+        "from it (default: the model's)",
+    )
     parser.add_argument("--score-threshold", type=float, help="stop at this score (0..1)")
     parser.add_argument("--patience", type=int, help="stop after N rounds without a better score")
     parser.add_argument(

@@ -247,27 +247,32 @@ def asking_again(
     return model, [*messages, AIMessage(rejected["reply"]), HumanMessage(again)]
 
 
-def _resampling(model: Any, config: RunnableConfig, draw: int = 1) -> Any:
-    """The model bound to sample anew: warmer if it samples cold, another seed if it has one.
+def _resampling(model: Any, config: RunnableConfig, draw: int = 1, *, warm: bool = True) -> Any:
+    """The model bound to sample anew: warmer if it samples cold (unless `warm` is False:
+    the run set the temperature), and a seed of its own if it takes one.
 
     `draw` tells the draws of one step apart (a resample is draw 1, candidate k draw k).
+    A model that takes a seed but has none (a server's `ChatOpenAI`) draws from seed 0,
+    so that each draw is a request of its own, which a server that samples the same
+    way every time (a fixed seed, or none) answers anew.
     """
     change: dict[str, Any] = {}
     temperature = getattr(model, "temperature", None)
-    if isinstance(temperature, int | float) and temperature < RESAMPLE_TEMPERATURE:
+    if warm and isinstance(temperature, int | float) and temperature < RESAMPLE_TEMPERATURE:
         change["temperature"] = RESAMPLE_TEMPERATURE
-    seed = getattr(model, "seed", None)
-    if isinstance(seed, int) and not isinstance(seed, bool):
+    if hasattr(model, "seed"):
+        seed = model.seed if isinstance(model.seed, int) and not isinstance(model.seed, bool) else 0
         iteration = (config.get("metadata") or {}).get("iteration", 0)
         change["seed"] = seed + 1000 * (draw - 1) + 1 + int(iteration or 0)
     return model.bind(**change) if change else model
 
 
-def candidate_model(model: Any, index: int, config: RunnableConfig) -> Any:
+def candidate_model(model: Any, index: int, config: RunnableConfig, *, warm: bool = True) -> Any:
     """The model that samples candidate `index` of a draft step.
 
     Candidate 0 is the model as it is; each other one is a draw of its own: warmer
-    when the model samples cold (a cold model gives the same reply N times), with a
-    seed of its own when the model has a fixed seed.
+    when the model samples cold (a cold model gives the same reply N times) unless the
+    run set the temperature (`warm` False), with a seed of its own when the model takes
+    one (see `_resampling`).
     """
-    return model if index == 0 else _resampling(model, config, draw=index)
+    return model if index == 0 else _resampling(model, config, draw=index, warm=warm)

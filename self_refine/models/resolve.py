@@ -46,6 +46,8 @@ class ModelSpec:
     max_retries: int | None = None
     api_key: str | None = field(default=None, repr=False)
     max_tokens: int | None = None
+    temperature: float | None = None
+    seed: int | None = None
 
 
 def resolve_model(
@@ -56,6 +58,8 @@ def resolve_model(
     max_retries: int | None = None,
     api_key: str | None = None,
     max_tokens: int | None = None,
+    temperature: float | None = None,
+    seed: int | None = None,
 ) -> BaseChatModel:
     """Return a chat model for an instance or a model string.
 
@@ -67,7 +71,8 @@ def resolve_model(
     own model id, passed as is (Ollama's `"llama3.1:8b"`); without one, other
     `"provider:model"` strings go through `langchain`'s `init_chat_model` when
     `langchain` is installed. `api_key` (else OPENAI_API_KEY) is kept as a
-    secret inside the model only. Any other LangChain `Runnable` (a messages-to-message
+    secret inside the model only. `temperature` and `seed`, when given, are the
+    model's (None: its own default). Any other LangChain `Runnable` (a messages-to-message
     chain, a compiled graph with `messages` such as an agent) comes back wrapped as a
     role (`models/roles.py`), which the nodes call as they call a chat model.
     """
@@ -85,6 +90,8 @@ def resolve_model(
             max_retries,
             api_key or os.environ.get("OPENAI_API_KEY") or None,
             max_tokens or DEFAULT_MAX_TOKENS,
+            temperature,
+            seed,
         )
     )
 
@@ -162,10 +169,16 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
 
         path = local_model_path(name)
         check_local_runtime(path)  # a crashing build or a file that cannot load, said here
+        sampling: dict[str, Any] = {}
+        if spec.temperature is not None:
+            sampling["temperature"] = spec.temperature
+        if spec.seed is not None:
+            sampling["seed"] = spec.seed
         return LocalChatModel(
             model_path=str(path),
             model_name=f"local:{path.name}",
             max_tokens=spec.max_tokens or DEFAULT_MAX_TOKENS,
+            **sampling,
         )
     if provider == "served":
         return _openai(model_name, spec)
@@ -186,6 +199,8 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
         options["max_retries"] = spec.max_retries
     if spec.api_key:
         options["api_key"] = spec.api_key
+    if spec.temperature is not None:
+        options["temperature"] = spec.temperature
     options["max_tokens"] = spec.max_tokens
     return init_chat_model(name, **options)
 
@@ -210,6 +225,10 @@ def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
         options["timeout"] = spec.timeout
     if spec.max_retries is not None:
         options["max_retries"] = spec.max_retries
+    if spec.temperature is not None:
+        options["temperature"] = spec.temperature
+    if spec.seed is not None:
+        options["seed"] = spec.seed
     from self_refine.models.loop_client import LoopLocalAsyncClient
 
     # One model object serves every event loop of the process (it is cached above).

@@ -62,7 +62,8 @@ def _request(plan: RunPlan, state: Mapping[str, Any]) -> DraftRequest:
         ask = refine_request(plan, state, "fresh" if state["candidate"] else None)
     else:
         ask = generate_request(plan, state)
-    return ask._replace(model=candidate_model(ask.model, state["candidate"], ask.config))
+    warm = plan.settings.temperature is None  # a temperature the run set holds for all
+    return ask._replace(model=candidate_model(ask.model, state["candidate"], ask.config, warm=warm))
 
 
 def _candidate(
