@@ -172,6 +172,15 @@ class RefineContext:
             "and the attempt keeps the others. 1: one reply, asked again once if rejected."
         ),
     )
+    first_verified: bool = field(
+        default=True,
+        metadata=_describe(
+            "With candidates, end a draft step at its first candidate the verifiers pass: "
+            "the others' model calls stop (the local model within a token; a server's reply "
+            "already asked for is not waited on past its return) and they are recorded as "
+            '"stopped". False: every candidate is written and judged before the pick.'
+        ),
+    )
     temperature: float | None = field(
         default=None,
         metadata=_describe(
@@ -308,6 +317,8 @@ class RefineContext:
             raise ConfigError(
                 f'refine_form must be "conversation", "single" or "fresh", got {self.refine_form!r}'
             )
+        if not isinstance(self.first_verified, bool):
+            raise ConfigError(f"first_verified must be true or false, got {self.first_verified!r}")
         if self.select not in ("best", "last"):
             raise ConfigError(f'select must be "best" or "last", got {self.select!r}')
         for name in ("model", *ROLE_MODEL_FIELDS, "base_url", "api_key"):

@@ -35,6 +35,7 @@ __all__ = [
     "Usage",
     "ANSWER_NAME",
     "RUN_CONTEXT",
+    "STOPPED",
     "add_usage",
     "start_over",
     "starts_over",
@@ -115,8 +116,9 @@ class RejectedReply(TypedDict):
     """A model reply that was not taken as a draft, and why.
 
     `reason` is one of "echo" (it repeats the prompt's tags, instructions, the
-    task or earlier feedback), "refusal", "too_long", "empty" or "unchanged" (a
-    refine reply that is the draft it had feedback on, as it was); `reply` is the
+    task or earlier feedback), "refusal", "too_long", "empty", "unchanged" (a
+    refine reply that is the draft it had feedback on, as it was) or "stopped" (a
+    candidate whose step ended when another candidate verified first: `STOPPED`); `reply` is the
     reply, cut to 2,000 characters; `detail` says what was found. A rejected
     reply is never a draft: verifiers never see it and it is never the answer.
     """
@@ -212,6 +214,9 @@ AnswerMessage = Annotated[AIMessage | None, EphemeralValue(Any)]
 
 ANSWER_NAME = "answer"
 """The name of the message that carries a run's answer on the `messages` stream."""
+
+STOPPED = "stopped"
+"""The reason a candidate's reply was not taken when another of its step verified first."""
 
 RUN_CONTEXT = "run_context"
 """The state key that keeps a run's context (never a secret) for its resumes."""

@@ -24,7 +24,7 @@ from self_refine.nodes.plan import Parts, critic_specs
 
 __all__ = ["BatchJob"]
 
-_ADDED_LATER = {"candidates": 1, "temperature": None, "seed": None}
+_ADDED_LATER = {"candidates": 1, "first_verified": True, "temperature": None, "seed": None}
 """Settings newer than the first batches, and their defaults."""
 
 

@@ -8,7 +8,7 @@ from itertools import zip_longest
 from typing import Any, TextIO
 
 from self_refine.redact import terminal_safe
-from self_refine.state import Attempt, Candidate
+from self_refine.state import STOPPED, Attempt, Candidate
 
 __all__ = ["attempts_table", "print_result", "print_update", "shown_feedback"]
 
@@ -94,6 +94,10 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
 def _print_candidate(candidate: Candidate, out: TextIO) -> None:
     """One sampled reply of a draft step: its score and text, or why it was rejected."""
     rejected = candidate.get("rejected")
+    if rejected is not None and rejected.get("reason") == STOPPED:
+        detail = terminal_safe(str(rejected.get("detail", "")))
+        print(f"[candidate {candidate['index']}] stopped: {detail}", file=out)
+        return
     if rejected is not None:
         reason = terminal_safe(str(rejected.get("reason", "rejected")))
         print(f"[candidate {candidate['index']}] reply rejected ({reason})", file=out)

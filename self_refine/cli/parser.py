@@ -44,6 +44,12 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         f"score, pick one ({_DEFAULT.candidates}; with --max-iterations 0: best-of-N)",
     )
     parser.add_argument(
+        "--first-verified",
+        action=argparse.BooleanOptionalAction,
+        help="with --candidates, end a step at its first candidate the verifiers pass, "
+        "stopping the others (default: on; --no-first-verified waits for every candidate)",
+    )
+    parser.add_argument(
         "--temperature",
         type=float,
         help="sampling temperature of every call, candidates included, each with a seed of "

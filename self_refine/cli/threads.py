@@ -75,7 +75,7 @@ def _stream(
                     for mode, chunk in chunks:
                         if mode == "messages":
                             if meter:
-                                meter.token(chunk[1].get("langgraph_node", ""))
+                                meter.streamed(*chunk)
                             continue
                         if meter:
                             meter.clear()

@@ -27,6 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from self_refine.errors import ModelCallError
+from self_refine.models.cancel import check_cancelled
 from self_refine.models.hygiene import DraftGuard, clean_reply, rejected
 from self_refine.models.resolve import describe_model, message_text, message_usage
 from self_refine.prompts.render import ASK_AGAIN
@@ -123,7 +124,11 @@ def _model_call_error(role: str, model: Any, error: BaseException) -> ModelCallE
 
 @contextmanager
 def model_errors(role: str, model: Any) -> Iterator[None]:
-    """Turn a transport failure inside the block into a one-line ModelCallError."""
+    """Turn a transport failure inside the block into a one-line ModelCallError.
+
+    Raises CallCancelled, before the call, when its calls were stopped (`models/cancel.py`).
+    """
+    check_cancelled()
     try:
         yield
     except Exception as error:

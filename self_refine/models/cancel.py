@@ -6,18 +6,34 @@ of model), and the
 embedded model stops writing within a token (`models/local.py`); each such call raises
 `CallCancelled`, so that a step cut short writes nothing and a resume runs it again.
 The command line cancels when a run is interrupted (`cli/interrupt.py`).
+
+`cancel_scope` does the same for the calls of one block only: a step of candidates
+stops its other branches' calls once one is verified (`nodes/first_verified.py`).
+Every call that goes through `models/calls.model_errors` checks before it starts.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-__all__ = ["CallCancelled", "StopNewCalls", "cancel_calls", "calls_cancelled", "check_cancelled"]
+__all__ = [
+    "CallCancelled",
+    "StopNewCalls",
+    "cancel_calls",
+    "cancel_scope",
+    "calls_cancelled",
+    "check_cancelled",
+    "process_cancelled",
+]
 
 _CANCELLED = threading.Event()
+_SCOPE: ContextVar[threading.Event | None] = ContextVar("self_refine_call_scope", default=None)
 
 
 class CallCancelled(BaseException):
@@ -37,14 +53,34 @@ def cancel_calls(cancelled: bool = True) -> None:
 
 
 def calls_cancelled() -> bool:
-    """True once the program is stopping its model calls."""
+    """True once the program is stopping its model calls, or the calls of this scope."""
+    scope = _SCOPE.get()
+    return _CANCELLED.is_set() or (scope is not None and scope.is_set())
+
+
+def process_cancelled() -> bool:
+    """True once the whole program is stopping its model calls (not only a scope's)."""
     return _CANCELLED.is_set()
 
 
 def check_cancelled() -> None:
-    """Raise CallCancelled when the program is stopping its model calls."""
+    """Raise CallCancelled when the program is stopping its model calls, or this scope's."""
     if _CANCELLED.is_set():
         raise CallCancelled("the run was interrupted")
+    scope = _SCOPE.get()
+    if scope is not None and scope.is_set():
+        raise CallCancelled("the calls of this scope were stopped")
+
+
+@contextmanager
+def cancel_scope(stop: threading.Event) -> Iterator[None]:
+    """Stop the model calls made inside the block (and the threads and tasks it starts)
+    once `stop` is set, as `cancel_calls` stops every call of the process."""
+    token = _SCOPE.set(stop)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
 
 
 class StopNewCalls(BaseCallbackHandler):

@@ -31,6 +31,7 @@ from self_refine.models.calls import (
 )
 from self_refine.nodes.critique import critique_request, step_writes
 from self_refine.nodes.draft import DraftRequest
+from self_refine.nodes.first_verified import first_verified, first_verified_async
 from self_refine.nodes.generate import generate_request
 from self_refine.nodes.plan import Parts, RunPlan
 from self_refine.nodes.ranking import best_candidate
@@ -63,7 +64,13 @@ def _request(plan: RunPlan, state: Mapping[str, Any]) -> DraftRequest:
     else:
         ask = generate_request(plan, state)
     warm = plan.settings.temperature is None  # a temperature the run set holds for all
-    return ask._replace(model=candidate_model(ask.model, state["candidate"], ask.config, warm=warm))
+    model = candidate_model(ask.model, state["candidate"], ask.config, warm=warm)
+    return ask._replace(model=model, config=_labelled(ask.config, state["candidate"]))
+
+
+def _labelled(config: Any, index: int) -> Any:
+    """A call's config with the candidate's index in its metadata (traces, the live line)."""
+    return {**config, "metadata": {**(config.get("metadata") or {}), "candidate": index}}
 
 
 def _candidate(
@@ -98,7 +105,7 @@ def make_candidate(parts: Parts) -> Node:
         if reply.text:
             request = critique_request(state, reply.text, ask.iteration)
             with model_errors("critic", plan.critic.model):
-                judged = plan.critic.invoke(request, _trace(plan, ask.iteration))
+                judged = plan.critic.invoke(request, _trace(plan, ask.iteration, state))
         return _candidate(state, reply, judged)
 
     async def acandidate(state: CandidateInput, runtime: Runtime[RefineContext]) -> dict[str, Any]:
@@ -110,14 +117,15 @@ def make_candidate(parts: Parts) -> Node:
         if reply.text:
             request = critique_request(state, reply.text, ask.iteration)
             with model_errors("critic", plan.critic.model):
-                judged = await plan.critic.ainvoke(request, _trace(plan, ask.iteration))
+                judged = await plan.critic.ainvoke(request, _trace(plan, ask.iteration, state))
         return _candidate(state, reply, judged)
 
-    return Node(candidate, acandidate, name="candidate")
+    return Node(first_verified(candidate), first_verified_async(acandidate), name="candidate")
 
 
-def _trace(plan: RunPlan, iteration: int) -> Any:
-    return plan.trace("candidate", "critic", plan.critic.model, iteration)
+def _trace(plan: RunPlan, iteration: int, state: Mapping[str, Any]) -> Any:
+    config = plan.trace("candidate", "critic", plan.critic.model, iteration)
+    return _labelled(config, state["candidate"])
 
 
 def _attempt(state: RefineState, candidates: list[Candidate]) -> Attempt:

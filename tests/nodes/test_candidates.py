@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from self_refine import (
     ConfigError,
     RefineContext,
+    arefine,
     refine,
 )
 from self_refine.models.calls import candidate_model
@@ -23,7 +26,7 @@ from tests.nodes.candidate_runs import REFERENCE, RIGHT, TASK, concepts_graph, r
 
 def test_a_refine_step_sends_one_branch_per_candidate_and_keeps_the_one_verified() -> None:
     model = FakeChatModel(script={"refiner": ["A dog in the park.", RIGHT, "A dog and a frisbee."]})
-    graph = concepts_graph(model, candidates=3, max_iterations=2)
+    graph = concepts_graph(model, candidates=3, max_iterations=2, first_verified=False)
     steps = [
         next(iter(update))
         for update in graph.stream(
@@ -217,3 +220,60 @@ def test_the_human_critic_is_refused_with_several_candidates_before_any_call() -
 def test_candidates_must_be_a_whole_number_in_range(value: Any) -> None:
     with pytest.raises(ConfigError, match="candidates must be"):
         RefineContext(candidates=value)
+
+
+def _right_first_then_slow(messages: list[BaseMessage]) -> str:
+    """The first request is answered at once and right; the others a moment later, wrong."""
+    with _CALLS_LOCK:
+        _CALLS.append(1)
+        first = len(_CALLS) == 1
+    if first:
+        return RIGHT
+    time.sleep(0.5)
+    return "A dog in the park."
+
+
+_CALLS: list[int] = []
+_CALLS_LOCK = threading.Lock()
+
+
+@pytest.mark.parametrize("first_verified", [True, False])
+def test_a_step_ends_at_its_first_verified_candidate_unless_asked_to_wait(
+    first_verified: bool,
+) -> None:
+    _CALLS.clear()
+    model = FakeChatModel(script={"generator": [_right_first_then_slow], "critic": ["unused"]})
+    result = refine(
+        TASK,
+        model=model,
+        reference=REFERENCE,
+        critics=["concepts", "llm"],
+        candidates=3,
+        max_iterations=0,
+        first_verified=first_verified,
+    )
+    assert result["answer"] == RIGHT and result["stop_reason"] == "verified"
+    others = result["attempts"][0]["candidates"]
+    if first_verified:
+        assert [c["rejected"]["reason"] for c in others] == ["stopped", "stopped"]
+        assert model.requests_for("critic") == [], "no critique for a stopped candidate"
+    else:
+        assert all("rejected" not in c and c["verified"] is False for c in others)
+        assert len(model.requests_for("critic")) == 2
+
+
+async def test_an_async_step_ends_at_its_first_verified_candidate_too() -> None:
+    _CALLS.clear()
+    model = FakeChatModel(script={"generator": [_right_first_then_slow], "critic": ["unused"]})
+    result = await arefine(
+        TASK,
+        model=model,
+        reference=REFERENCE,
+        critics=["concepts", "llm"],
+        candidates=3,
+        max_iterations=0,
+    )
+    assert result["answer"] == RIGHT
+    others = result["attempts"][0]["candidates"]
+    assert [c["rejected"]["reason"] for c in others] == ["stopped", "stopped"]
+    assert model.requests_for("critic") == []
