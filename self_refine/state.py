@@ -159,8 +159,9 @@ class Attempt(TypedDict):
     `rejected`, present only when it happened, lists the replies that were not
     taken as this draft (see `RejectedReply`). When the step sampled several
     candidates, `candidate` is the index of the one picked (absent when every reply
-    was rejected and the previous draft stayed), `candidates` holds the others, and
-    `usage` covers every candidate's calls.
+    was rejected and the previous draft stayed), `kept_because` says which ranking
+    rule picked it, `candidates` holds the others, and `usage` covers every
+    candidate's calls.
     """
 
     iteration: int
@@ -170,6 +171,7 @@ class Attempt(TypedDict):
     problems: NotRequired[list[str]]
     rejected: NotRequired[list[RejectedReply]]
     candidate: NotRequired[int]
+    kept_because: NotRequired[str]
     candidates: NotRequired[list[Candidate]]
 
 

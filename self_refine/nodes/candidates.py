@@ -34,7 +34,7 @@ from self_refine.nodes.draft import DraftRequest
 from self_refine.nodes.first_verified import first_verified, first_verified_async
 from self_refine.nodes.generate import generate_request
 from self_refine.nodes.plan import Parts, RunPlan
-from self_refine.nodes.ranking import best_candidate
+from self_refine.nodes.ranking import best_candidate, why_kept
 from self_refine.nodes.refine import refine_request
 from self_refine.nodes.runnable import Node
 from self_refine.state import (
@@ -152,6 +152,7 @@ def _attempt(state: RefineState, candidates: list[Candidate]) -> Attempt:
     }
     if chosen is not None:
         attempt["candidate"] = chosen["index"]
+        attempt["kept_because"] = why_kept(chosen, candidates)
         if chosen.get("problems"):
             attempt["problems"] = list(chosen["problems"])
     return attempt

@@ -19,6 +19,7 @@ from self_refine import (
 from self_refine.models.calls import candidate_model
 from self_refine.models.local import LocalChatModel
 from self_refine.nodes import best_candidate
+from self_refine.nodes.ranking import why_kept
 from self_refine.prompts.render import FRESH_INTRO
 from tests.fakes import FakeChatModel, critique
 from tests.nodes.candidate_runs import REFERENCE, RIGHT, TASK, concepts_graph, refined, thread
@@ -277,3 +278,34 @@ async def test_an_async_step_ends_at_its_first_verified_candidate_too() -> None:
     others = result["attempts"][0]["candidates"]
     assert [c["rejected"]["reason"] for c in others] == ["stopped", "stopped"]
     assert model.requests_for("critic") == []
+
+
+def _judged(index: int, *, verified: bool = False, checked: float = 0.5, score: float = 0.5) -> Any:
+    critique = {"feedback": [], "score": score, "verified": verified}
+    return {"index": index, "draft": f"draft {index}", "critique": critique, "usage": {},
+            "verified": verified, "checked": checked}  # fmt: skip
+
+
+def _stopped(index: int) -> Any:
+    rejected = {"reason": "stopped", "reply": "", "detail": ""}
+    return {"index": index, "draft": "", "critique": {}, "usage": {}, "verified": None,
+            "checked": None, "rejected": rejected}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("candidates", "why"),
+    [
+        ([_judged(0), _judged(1, verified=True, checked=1.0), _stopped(2)],
+         "the verifiers passed it first; 1 other was stopped"),
+        ([_judged(0), _judged(1, verified=True, checked=1.0)],
+         "the verifiers passed it, and no other"),
+        ([_judged(0, checked=0.5), _judged(1, checked=0.75)],
+         "the verifiers scored it highest (0.75)"),
+        ([_judged(0, score=0.2), _judged(1, score=0.9)], "the critic scored it highest (0.90)"),
+        ([_judged(0), _judged(1)], "it ties with candidate 1; ties go to the lower index"),
+        ([_judged(0), _stopped(1)], "the only usable reply (the others were rejected)"),
+    ],
+)  # fmt: skip
+def test_a_step_says_which_rule_kept_its_candidate(candidates: list[Any], why: str) -> None:
+    kept = best_candidate(candidates)
+    assert kept is not None and why_kept(kept, candidates) == why
