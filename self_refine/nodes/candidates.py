@@ -20,6 +20,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from self_refine.content import resolved
 from self_refine.context import RefineContext
 from self_refine.critics import CritiqueResult
 from self_refine.models.calls import (
@@ -98,6 +99,7 @@ def make_candidate(parts: Parts) -> Node:
 
     def candidate(state: CandidateInput, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Sample one reply for the draft step and critique it."""
+        state = {**state, "task": resolved(state["task"])}
         plan = parts.plan(runtime.context)
         ask = _request(plan, state)
         reply = ask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
@@ -110,6 +112,7 @@ def make_candidate(parts: Parts) -> Node:
 
     async def acandidate(state: CandidateInput, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Sample one reply for the draft step and critique it."""
+        state = {**state, "task": resolved(state["task"])}
         plan = parts.plan(runtime.context)
         ask = _request(plan, state)
         reply = await aask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)

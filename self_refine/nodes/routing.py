@@ -10,6 +10,7 @@ from typing import Literal
 
 from langgraph.types import Send
 
+from self_refine.content import by_reference
 from self_refine.state import CandidateInput, RefineState
 
 __all__ = [
@@ -26,7 +27,7 @@ def candidate_sends(state: RefineState) -> list[Send]:
     sends = []
     for index in range(state.get("fan_out") or 1):
         branch: CandidateInput = {
-            "task": state["task"],
+            "task": by_reference(state["task"]),  # inline images: stored once, in `task`
             "reference": state.get("reference"),
             "draft": state.get("draft", ""),
             "critique": state.get("critique") or {},
