@@ -190,7 +190,7 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
         raise ConfigError(
             f"model {name!r} needs the 'langchain' package (pip install langchain "
             f"langchain-{provider}); or serve it behind an OpenAI-compatible endpoint "
-            "and pass --base-url"
+            "and give base_url=..."
         ) from None
     options: dict[str, Any] = {}
     if spec.timeout is not None:
@@ -211,8 +211,8 @@ def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
     base_url, api_key = spec.base_url, spec.api_key
     if api_key is None and base_url is None:
         raise ConfigError(
-            f"model {model_name!r} needs an API key: set OPENAI_API_KEY or pass --api-key, "
-            "or pass --base-url for an OpenAI-compatible server, or use --model offline"
+            f"model {model_name!r} needs an API key: set OPENAI_API_KEY or give api_key=..., "
+            'or base_url=... for an OpenAI-compatible server, or use model="offline"'
         )
     options: dict[str, Any] = {"model": model_name, "api_key": api_key or _NO_KEY_NEEDED}
     options["max_tokens"] = spec.max_tokens
@@ -242,9 +242,9 @@ def describe_model(model: Any) -> tuple[str, str]:
     from self_refine.models.offline import OfflineModel
 
     if isinstance(model, OfflineModel):
-        return "offline", "this process (the offline model)"
+        return "offline", "this process"
     if isinstance(model, LocalChatModel):
-        return str(model.model_name), f"this process (llama.cpp, {model.model_path})"
+        return str(model.model_name), f"this process, llama.cpp with {model.model_path}"
     name = getattr(model, "model_name", None) or getattr(model, "model", None)
     endpoint = getattr(model, "openai_api_base", None) or getattr(model, "base_url", None)
     if not endpoint and type(model).__name__ == "ChatOpenAI":
