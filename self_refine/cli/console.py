@@ -97,8 +97,7 @@ def _print_candidate(candidate: Candidate, out: TextIO) -> None:
     """One sampled reply of a draft step: its score and text, or why it was rejected."""
     rejected = candidate.get("rejected")
     if rejected is not None and rejected.get("reason") == STOPPED:
-        detail = terminal_safe(str(rejected.get("detail", "")))
-        print(f"[candidate {candidate['index']}] stopped: {detail}", file=out)
+        print(f"[candidate {candidate['index']}] stopped: {_stopped_text(rejected)}", file=out)
         return
     if rejected is not None:
         reason = terminal_safe(str(rejected.get("reason", "rejected")))
@@ -174,9 +173,11 @@ def candidate_lines(attempt: Attempt, width: int = 100) -> list[str]:
 def _other_candidate(candidate: Candidate, width: int) -> list[str]:
     head = f"      candidate {candidate['index']}"
     rejected = candidate.get("rejected")
+    if rejected is not None and rejected["reason"] == STOPPED:
+        text = f"{head}  stopped: {_stopped_text(rejected)}"
+        return textwrap.wrap(text, width, subsequent_indent=" " * 10)
     if rejected is not None:
-        label = "stopped" if rejected["reason"] == STOPPED else f"rejected ({rejected['reason']})"
-        text = f"{head}  {label}: {rejected['detail']}"
+        text = f"{head}  rejected ({rejected['reason']}): {rejected['detail']}"
         return textwrap.wrap(terminal_safe(text), width, subsequent_indent=" " * 10)
     critique = candidate["critique"]
     first = f"{head}  {_score(critique.get('score'))}  "
@@ -193,6 +194,16 @@ def _other_candidate(candidate: Candidate, width: int) -> list[str]:
             subsequent_indent=indent + "  ",
         )
     return lines
+
+
+def _stopped_text(rejected: Any) -> str:
+    """Why a candidate was stopped, and the draft it had written when it had one."""
+    said = terminal_safe(str(rejected.get("detail", "")))
+    written = " ".join(str(rejected.get("reply") or "").split())
+    if written:
+        excerpt = written if len(written) <= 60 else written[:57] + "..."
+        said += f"; it had written {terminal_safe(excerpt)!r}"
+    return said
 
 
 def _rejected_lines(attempt: Attempt, width: int = 88) -> list[str]:

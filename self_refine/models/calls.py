@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from self_refine.errors import ModelCallError
-from self_refine.models.cancel import check_cancelled
+from self_refine.models.cancel import check_cancelled, note_reply
 from self_refine.models.hygiene import DraftGuard, clean_reply, rejected
 from self_refine.models.resolve import describe_model, message_text, message_usage
 from self_refine.prompts.render import ASK_AGAIN
@@ -210,7 +210,9 @@ def ask_draft(
 ) -> DraftReply:
     """Ask the model for a draft, once, and judge its reply."""
     with model_errors(role, model):
-        return _judge(role, model.invoke(messages, config), guard)
+        reply = _judge(role, model.invoke(messages, config), guard)
+    note_reply(reply.text or (reply.rejected["reply"] if reply.rejected else ""), reply.usage)
+    return reply
 
 
 async def aask_draft(
@@ -222,7 +224,9 @@ async def aask_draft(
 ) -> DraftReply:
     """Async twin of ask_draft(): the call waits for a slot when a batch limits them."""
     with model_errors(role, model):
-        return _judge(role, await ainvoke_in_slot(model, messages, config), guard)
+        reply = _judge(role, await ainvoke_in_slot(model, messages, config), guard)
+    note_reply(reply.text or (reply.rejected["reply"] if reply.rejected else ""), reply.usage)
+    return reply
 
 
 RESAMPLE_TEMPERATURE = 0.8

@@ -24,16 +24,27 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 __all__ = [
     "CallCancelled",
+    "CallScope",
     "StopNewCalls",
     "cancel_calls",
     "cancel_scope",
     "calls_cancelled",
     "check_cancelled",
+    "note_reply",
     "process_cancelled",
 ]
 
 _CANCELLED = threading.Event()
-_SCOPE: ContextVar[threading.Event | None] = ContextVar("self_refine_call_scope", default=None)
+_SCOPE: ContextVar[CallScope | None] = ContextVar("self_refine_call_scope", default=None)
+
+
+class CallScope:
+    """The calls of one block, stopped together once `stop` is set; the replies that came
+    in before (`replies`: each one's text and usage), so that what they cost is kept."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.replies: list[tuple[str, Any]] = []
 
 
 class CallCancelled(BaseException):
@@ -55,7 +66,7 @@ def cancel_calls(cancelled: bool = True) -> None:
 def calls_cancelled() -> bool:
     """True once the program is stopping its model calls, or the calls of this scope."""
     scope = _SCOPE.get()
-    return _CANCELLED.is_set() or (scope is not None and scope.is_set())
+    return _CANCELLED.is_set() or (scope is not None and scope.stop.is_set())
 
 
 def process_cancelled() -> bool:
@@ -68,19 +79,27 @@ def check_cancelled() -> None:
     if _CANCELLED.is_set():
         raise CallCancelled("the run was interrupted")
     scope = _SCOPE.get()
-    if scope is not None and scope.is_set():
+    if scope is not None and scope.stop.is_set():
         raise CallCancelled("the calls of this scope were stopped")
 
 
 @contextmanager
-def cancel_scope(stop: threading.Event) -> Iterator[None]:
+def cancel_scope(stop: threading.Event) -> Iterator[CallScope]:
     """Stop the model calls made inside the block (and the threads and tasks it starts)
     once `stop` is set, as `cancel_calls` stops every call of the process."""
-    token = _SCOPE.set(stop)
+    scope = CallScope(stop)
+    token = _SCOPE.set(scope)
     try:
-        yield
+        yield scope
     finally:
         _SCOPE.reset(token)
+
+
+def note_reply(text: str, usage: Any) -> None:
+    """Record a reply that came in, in the block's scope (if any): its calls may yet stop."""
+    scope = _SCOPE.get()
+    if scope is not None:
+        scope.replies.append((text, usage))
 
 
 class StopNewCalls(BaseCallbackHandler):

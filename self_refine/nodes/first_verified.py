@@ -5,7 +5,8 @@ thread and the checkpoint the step runs from, which LangGraph gives every task o
 step in `checkpoint_map`). A branch whose candidate the verifiers pass sets it; the
 model calls of the other branches then stop (`models/cancel.cancel_scope`: no call
 starts, the local model stops writing within a token), and each of those branches
-records its candidate as stopped instead of failing. The kept candidate is the
+records its candidate as stopped instead of failing, with what its replies that came
+in wrote and cost (a draft whose critique never started). The kept candidate is the
 verified one (`nodes/ranking.best_candidate` ranks a verified reply first), so the
 step's answer is what waiting for every branch would have kept, short of a tie broken
 by the index. A call to a server already waiting for its reply is not cut short: its
@@ -23,7 +24,13 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from self_refine.context import RefineContext
-from self_refine.models.cancel import CallCancelled, cancel_scope, process_cancelled
+from self_refine.models.cancel import (
+    CallCancelled,
+    CallScope,
+    cancel_scope,
+    process_cancelled,
+)
+from self_refine.models.hygiene import rejected
 from self_refine.state import STOPPED, Candidate, add_usage
 
 __all__ = ["first_verified", "first_verified_async"]
@@ -50,19 +57,19 @@ def _step_stop() -> threading.Event:
         return stop
 
 
-def _stopped(index: int) -> dict[str, Any]:
+def _stopped(index: int, scope: CallScope) -> dict[str, Any]:
+    """The branch's candidate, stopped: what its replies that came in wrote and cost."""
+    written = scope.replies[-1][0] if scope.replies else ""
     record: Candidate = {
         "index": index,
         "draft": "",
         "critique": {},
-        "usage": add_usage(),
+        "usage": add_usage(*(usage for _, usage in scope.replies)),
         "verified": None,
         "checked": None,
-        "rejected": {
-            "reason": STOPPED,
-            "reply": "",
-            "detail": "another candidate of this step passed the verifiers first",
-        },
+        "rejected": rejected(
+            STOPPED, "another candidate of this step passed the verifiers first", written
+        ),
     }
     return {"branches": [record]}
 
@@ -80,12 +87,12 @@ def first_verified(branch: Branch) -> Branch:
             return branch(state, runtime)
         stop = _step_stop()
         try:
-            with cancel_scope(stop):
+            with cancel_scope(stop) as scope:
                 writes = branch(state, runtime)
         except CallCancelled:
             if not stop.is_set() or process_cancelled():
                 raise
-            return _stopped(state["candidate"])
+            return _stopped(state["candidate"], scope)
         if _verified(writes):
             stop.set()
         return writes
@@ -101,12 +108,12 @@ def first_verified_async(branch: AsyncBranch) -> AsyncBranch:
             return await branch(state, runtime)
         stop = _step_stop()
         try:
-            with cancel_scope(stop):
+            with cancel_scope(stop) as scope:
                 writes = await branch(state, runtime)
         except CallCancelled:
             if not stop.is_set() or process_cancelled():
                 raise
-            return _stopped(state["candidate"])
+            return _stopped(state["candidate"], scope)
         if _verified(writes):
             stop.set()
         return writes

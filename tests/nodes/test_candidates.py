@@ -258,6 +258,11 @@ def test_a_step_ends_at_its_first_verified_candidate_unless_asked_to_wait(
     if first_verified:
         assert [c["rejected"]["reason"] for c in others] == ["stopped", "stopped"]
         assert model.requests_for("critic") == [], "no critique for a stopped candidate"
+        # A draft that had come in is kept with what it cost; one never asked cost nothing.
+        kept = {(c["rejected"]["reply"], c["usage"]["output_tokens"]) for c in others}
+        assert kept <= {("A dog in the park.", model.output_tokens), ("", 0)}
+        asked = len(model.requests_for("generator"))
+        assert result["attempts"][0]["usage"]["output_tokens"] == asked * model.output_tokens
     else:
         assert all("rejected" not in c and c["verified"] is False for c in others)
         assert len(model.requests_for("critic")) == 2
