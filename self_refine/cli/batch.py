@@ -17,6 +17,7 @@ from self_refine.batch.job import BatchJob
 from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import format_summary, summarize
 from self_refine.batch.output import STDOUT
+from self_refine.cli.interrupt import Interrupted, stoppable
 from self_refine.cli.paths import (
     check_writable,
     read_response_format,
@@ -166,7 +167,13 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
         job.check_models(builder.parts, items)
     batch.prepare(items)  # a server that is down, an -o file that is not results: no work
     try:
-        result = asyncio.run(batch.run(items, shown, builder=builder))
+        with stoppable("finished items are saved: run the same command to continue") as stop:
+            try:
+                result = asyncio.run(batch.run(items, shown, builder=builder))
+            except Interrupted as interrupted:
+                shown.close()
+                stop.say(interrupted.signum)
+                return interrupted.exit_code
     except KeyboardInterrupt:
         shown.close()
         _warn("interrupted; finished items are saved: run the same command to continue")

@@ -6,11 +6,12 @@ Light imports only: the `self-refine` program imports this at start-up.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from self_refine.redact import redact, terminal_safe
 
-__all__ = ["EXIT_FAILURE", "EXIT_USAGE", "add_connection_options", "print_error"]
+__all__ = ["EXIT_FAILURE", "EXIT_USAGE", "add_connection_options", "as_flags", "print_error"]
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -47,12 +48,34 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+_SETTING = re.compile(r"\b([a-z][a-z_]*)=(\"[^\"]*\"|'[^']*'|\.\.\.|[\w.:/-]+)")
+"""A setting named as Python gives it (`candidates=1`, `model="offline"`, `base_url=...`)."""
+
+
+def as_flags(text: str) -> str:
+    """The text with each setting named as the command line gives it (`--candidates 1`).
+
+    The library's messages name settings as Python does; a name that is no setting
+    (`checkpointer=...`) stays as it is.
+    """
+    from self_refine.context import FIELD_NAMES
+
+    def flag(match: re.Match[str]) -> str:
+        name, value = match.groups()
+        if name not in FIELD_NAMES:
+            return match.group(0)
+        return f"--{name.replace('_', '-')} {value.strip(chr(34) + chr(39))}"
+
+    return _SETTING.sub(flag, text)
+
+
 def print_error(error: BaseException, args: argparse.Namespace) -> None:
-    """Print the error on one line, secrets masked and control characters shown as escapes.
+    """Print the error on one line, secrets masked and control characters shown as escapes,
+    its settings named as the command line's flags (`as_flags`).
 
     An error can quote a server's reply or the input; an escape sequence in
     either must not act on the terminal.
     """
-    text = redact(" ".join(str(error).split()), [getattr(args, "api_key", None)])
+    text = redact(as_flags(" ".join(str(error).split())), [getattr(args, "api_key", None)])
     text = terminal_safe(text) or f"{type(error).__name__}, with no message"
     print(f"self-refine: error: {text}", file=sys.stderr)

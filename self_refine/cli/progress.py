@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from self_refine.context import ROLE_MODEL_FIELDS, RefineContext
 
-__all__ = ["Progress", "TokenMeter", "token_meter", "uses_local_model"]
+__all__ = ["Progress", "TokenMeter", "call_label", "token_meter", "uses_local_model"]
 
 _BAR_WIDTH = 24
 _REDRAW_SECONDS = 0.1
@@ -183,7 +183,9 @@ class TokenMeter:
         return f"  [{self.reading}] reading the prompt: {waited:.0f} s"
 
     def token(self, node: str) -> None:
-        """Count one streamed token of `node`'s model call and redraw now and then."""
+        """Count one streamed token of `node`'s model call and redraw now and then.
+
+        `node` names the call as the line shows it (`call_label`)."""
         with self._lock:
             now = self.clock()
             self.reading = None
@@ -219,9 +221,17 @@ class TokenMeter:
             def on_chat_model_start(
                 self, serialized: Any, messages: Any, *, metadata: Any = None, **kwargs: Any
             ) -> None:
-                meter.start(str((metadata or {}).get("langgraph_node", "model")))
+                meter.start(call_label(metadata or {}))
 
         return _ModelStarts()
+
+    def streamed(self, message: Any, metadata: dict[str, Any]) -> None:
+        """Count a part of a reply from the messages stream; a whole message a node wrote
+        (the answer `finalize` hands on) is no token of a model's."""
+        from langchain_core.messages import AIMessageChunk
+
+        if isinstance(message, AIMessageChunk):
+            self.token(call_label(metadata))
 
     def close(self) -> None:
         """Clear the line and stop the ticker thread."""
@@ -230,6 +240,15 @@ class TokenMeter:
         if self._ticker is not None:
             self._ticker.join()
             self._ticker = None
+
+
+def call_label(metadata: dict[str, Any]) -> str:
+    """What the live line calls a model call: its node, and for a candidate its index and
+    role ("candidate 2, critic")."""
+    node = str(metadata.get("langgraph_node") or "model")
+    if "candidate" in metadata:
+        return f"{node} {metadata['candidate']}, {metadata.get('role', 'model')}"
+    return node
 
 
 def uses_local_model(context: RefineContext) -> bool:

@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from self_refine.cli.failures import run_failure
+from self_refine.cli.interrupt import Interrupted, stoppable
 from self_refine.cli.options import EXIT_FAILURE
 from self_refine.cli.paths import read_reference, read_response_format, refuse_overlaps
 from self_refine.cli.settings import (
@@ -41,6 +42,7 @@ def _stream(
     """
     from self_refine.cli.progress import token_meter
     from self_refine.graphs import recursion_limit
+    from self_refine.models.cancel import StopNewCalls
     from self_refine.redact import redact_url
 
     db = redact_url(args.db)
@@ -53,29 +55,39 @@ def _stream(
         "metadata": _trace_metadata(settings),
     }
     print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
-    if payload is None and not graph.get_state(config).next:
+    if payload is None and _finished(graph.get_state(config)):
         print(f"thread {thread_id} is already finished: nothing to resume", file=notes)
         payload = _STOP
     meter = token_meter(settings, sys.stderr, shown=not args.json)
+    # No model call starts once the run is stopped (Ctrl-C, SIGTERM).
+    callbacks: list[Any] = [StopNewCalls()]
+    if meter:  # told when each model call starts, so prompt reading shows too
+        callbacks.append(meter.handler())
+    config = {**config, "callbacks": callbacks}
     try:
-        modes = ["updates", "messages"] if meter else ["updates"]
-        if meter:  # told when each model call starts, so prompt reading shows too
-            config = {**config, "callbacks": [meter.handler()]}
-        while payload is not _STOP:
-            chunks = graph.stream(
-                payload, config, context=settings, stream_mode=modes, durability="sync"
-            )
-            for mode, chunk in chunks:
-                if mode == "messages":
-                    if meter:
-                        meter.token(chunk[1].get("langgraph_node", ""))
-                    continue
+        with stoppable(f"continue with: {resume}") as stop:
+            try:
+                modes = ["updates", "messages"] if meter else ["updates"]
+                while payload is not _STOP:
+                    chunks = graph.stream(
+                        payload, config, context=settings, stream_mode=modes, durability="sync"
+                    )
+                    for mode, chunk in chunks:
+                        if mode == "messages":
+                            if meter:
+                                meter.streamed(*chunk)
+                            continue
+                        if meter:
+                            meter.clear()
+                        for node, update in chunk.items():
+                            if not args.json:
+                                _print_step(node, update, thread_id)
+                    payload = _answer_human_critic(graph.get_state(config), args)
+            except Interrupted as interrupted:
                 if meter:
-                    meter.clear()
-                for node, update in chunk.items():
-                    if not args.json:
-                        _print_step(node, update, thread_id)
-            payload = _answer_human_critic(graph.get_state(config), args)
+                    meter.close()
+                stop.say(interrupted.signum)
+                return interrupted.exit_code
     except KeyboardInterrupt:
         print(f"\nself-refine: interrupted; continue with: {resume}", file=sys.stderr)
         return 130
@@ -94,6 +106,16 @@ def _stream(
         )
         return EXIT_FAILURE
     return 0
+
+
+def _finished(state: Any) -> bool:
+    """Whether a thread's run has ended: nothing to run next and no step left half-done.
+
+    A step whose every branch finished before the program stopped has no task left to
+    run (`next` is empty) but is not closed yet: its tasks are there, with their writes,
+    and continuing the thread applies them and goes on.
+    """
+    return not state.next and not state.tasks
 
 
 def _trace_metadata(settings: RefineContext) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import get_runtime
 from langgraph.types import Command, StateSnapshot
 
+from self_refine.content import images_held
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.input_checks import validate_input
@@ -132,6 +133,34 @@ class CheckedCompiledGraph(
                 return None
         return None
 
+    def _task(self, input: Any, thread: StateSnapshot | None, config: RunnableConfig | None) -> Any:
+        """The task of the run this call starts or continues, whose inline images the run's
+        candidate branches are sent by reference (`content.by_reference`); the door holds
+        them while the run streams.
+
+        A server that keeps the threads itself (LangGraph's API server) hands its
+        checkpointer down in `config`: a continuation reads the task through it.
+        """
+        if _is_new_input(input):
+            return input.get("task") if isinstance(input, Mapping) else None
+        if thread is not None:
+            return thread.values.get("task")
+        if config is None or not ((config.get("configurable") or {}).get("thread_id")):
+            return None
+        try:
+            return self.get_state(config).values.get("task")
+        except ValueError:  # no checkpointer at all: nothing was saved to continue
+            return None
+
+    async def _aserved_task(self, config: RunnableConfig | None) -> Any:
+        """Async twin of _task() for a continuation on a server's own checkpointer."""
+        if config is None or not ((config.get("configurable") or {}).get("thread_id")):
+            return None
+        try:
+            return (await self.aget_state(config)).values.get("task")
+        except ValueError:
+            return None
+
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
@@ -141,7 +170,8 @@ class CheckedCompiledGraph(
         try:
             thread = self._thread(config)
             kwargs["context"] = self._checked(input, kwargs.get("context"), config, thread)
-            yield from super().stream(input, config, **kwargs)
+            with images_held(self._task(input, thread, config)):
+                yield from super().stream(input, config, **kwargs)
         finally:
             if release is not None:
                 release()
@@ -155,8 +185,12 @@ class CheckedCompiledGraph(
         try:
             thread = await self._athread(config)
             kwargs["context"] = self._checked(input, kwargs.get("context"), config, thread)
-            async for chunk in super().astream(input, config, **kwargs):
-                yield chunk
+            task = self._task(input, thread, None)
+            if task is None and thread is None and not _is_new_input(input):
+                task = await self._aserved_task(config)
+            with images_held(task):
+                async for chunk in super().astream(input, config, **kwargs):
+                    yield chunk
         finally:
             if release is not None:
                 release()

@@ -15,7 +15,8 @@ through tool calling, and builds one `Llama` per chat model. Here:
   JSON of the asked shape, its lists at most a few items long;
 - `max_tokens` on every call, and a reply that starts repeating itself ends there
   (`models/repetition.py`: finish reason "repetition", the text cut after the loop's
-  first copy); async calls run in a worker thread;
+  first copy); a call ends within a token when the program stops (`models/cancel.py`);
+  async calls run in a worker thread;
 - a request is measured before the model reads it: one whose prompt leaves less than
   `MIN_REPLY_TOKENS` (or `max_tokens`, if less) of the context for the reply is refused
   with the numbers (ConfigError), instead of being read for minutes and answered with a
@@ -46,6 +47,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field
 
 from self_refine.errors import ConfigError
+from self_refine.models.cancel import calls_cancelled, check_cancelled
 from self_refine.models.repetition import cut_loop, loop_start
 
 __all__ = [
@@ -166,7 +168,8 @@ def _role(message: BaseMessage) -> str:
 
 
 class _Writing:
-    """One reply being written: it ends early when it starts repeating itself.
+    """One reply being written: it ends early when it starts repeating itself, or when
+    the program stops its model calls (`models/cancel.py`).
 
     As llama.cpp's stopping criterion it is called after each token with every token id
     so far (the first call's ids are the prompt), and decodes only the new ones.
@@ -179,13 +182,17 @@ class _Writing:
         self.looped = False
 
     def __enter__(self) -> _Writing:
+        check_cancelled()  # it waited for the model's lock: the run may be stopping
         self.llama.stops = (self,)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.llama.stops = ()
+        check_cancelled()  # a reply cut short is no reply
 
     def __call__(self, ids: Any, _logits: Any) -> bool:
+        if calls_cancelled():
+            return True
         if self.read is None:
             self.read = len(ids)
             return False

@@ -20,6 +20,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from self_refine.content import resolved
 from self_refine.context import RefineContext
 from self_refine.critics import CritiqueResult
 from self_refine.models.calls import (
@@ -31,9 +32,10 @@ from self_refine.models.calls import (
 )
 from self_refine.nodes.critique import critique_request, step_writes
 from self_refine.nodes.draft import DraftRequest
+from self_refine.nodes.first_verified import first_verified, first_verified_async
 from self_refine.nodes.generate import generate_request
 from self_refine.nodes.plan import Parts, RunPlan
-from self_refine.nodes.ranking import best_candidate
+from self_refine.nodes.ranking import best_candidate, why_kept
 from self_refine.nodes.refine import refine_request
 from self_refine.nodes.runnable import Node
 from self_refine.state import (
@@ -58,6 +60,7 @@ def _request(plan: RunPlan, state: Mapping[str, Any]) -> DraftRequest:
     (the task and the feedback, no draft), which a small model cannot answer by copying
     the draft: sampled again, an edit request mostly brings the same copy back.
     """
+    warm = plan.settings.temperature is None  # a temperature the run set holds for all
     if plan.settings.strategy != "refine":
         # A planned reply: a fresh draft, or the refinement of the chain it was sent,
         # each a draw of its own (node 0, the run's first draft, as the model samples).
@@ -65,12 +68,19 @@ def _request(plan: RunPlan, state: Mapping[str, Any]) -> DraftRequest:
             refine_request(plan, state) if state.get("attempts") else generate_request(plan, state)
         )
         draw = state.get("node", state["candidate"])
-        return ask._replace(model=candidate_model(ask.model, draw, ask.config))
+        model = candidate_model(ask.model, draw, ask.config, warm=warm)
+        return ask._replace(model=model, config=_labelled(ask.config, state["candidate"]))
     if state.get("attempts"):
         ask = refine_request(plan, state, "fresh" if state["candidate"] else None)
     else:
         ask = generate_request(plan, state)
-    return ask._replace(model=candidate_model(ask.model, state["candidate"], ask.config))
+    model = candidate_model(ask.model, state["candidate"], ask.config, warm=warm)
+    return ask._replace(model=model, config=_labelled(ask.config, state["candidate"]))
+
+
+def _labelled(config: Any, index: int) -> Any:
+    """A call's config with the candidate's index in its metadata (traces, the live line)."""
+    return {**config, "metadata": {**(config.get("metadata") or {}), "candidate": index}}
 
 
 def _candidate(
@@ -100,6 +110,7 @@ def make_candidate(parts: Parts) -> Node:
 
     def candidate(state: CandidateInput, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Sample one reply for the draft step and critique it."""
+        state = {**state, "task": resolved(state["task"])}
         plan = parts.plan(runtime.context)
         ask = _request(plan, state)
         reply = ask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
@@ -107,11 +118,12 @@ def make_candidate(parts: Parts) -> Node:
         if reply.text:
             request = critique_request(state, reply.text, ask.iteration)
             with model_errors("critic", plan.critic.model):
-                judged = plan.critic.invoke(request, _trace(plan, ask.iteration))
+                judged = plan.critic.invoke(request, _trace(plan, ask.iteration, state))
         return _candidate(state, reply, judged)
 
     async def acandidate(state: CandidateInput, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Sample one reply for the draft step and critique it."""
+        state = {**state, "task": resolved(state["task"])}
         plan = parts.plan(runtime.context)
         ask = _request(plan, state)
         reply = await aask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
@@ -119,14 +131,15 @@ def make_candidate(parts: Parts) -> Node:
         if reply.text:
             request = critique_request(state, reply.text, ask.iteration)
             with model_errors("critic", plan.critic.model):
-                judged = await plan.critic.ainvoke(request, _trace(plan, ask.iteration))
+                judged = await plan.critic.ainvoke(request, _trace(plan, ask.iteration, state))
         return _candidate(state, reply, judged)
 
-    return Node(candidate, acandidate, name="candidate")
+    return Node(first_verified(candidate), first_verified_async(acandidate), name="candidate")
 
 
-def _trace(plan: RunPlan, iteration: int) -> Any:
-    return plan.trace("candidate", "critic", plan.critic.model, iteration)
+def _trace(plan: RunPlan, iteration: int, state: Mapping[str, Any]) -> Any:
+    config = plan.trace("candidate", "critic", plan.critic.model, iteration)
+    return _labelled(config, state["candidate"])
 
 
 def _attempt(state: RefineState, candidates: list[Candidate]) -> Attempt:
@@ -153,6 +166,7 @@ def _attempt(state: RefineState, candidates: list[Candidate]) -> Attempt:
     }
     if chosen is not None:
         attempt["candidate"] = chosen["index"]
+        attempt["kept_because"] = why_kept(chosen, candidates)
         if chosen.get("problems"):
             attempt["problems"] = list(chosen["problems"])
         if "node" in chosen:

@@ -322,5 +322,7 @@ def _resolve(
         max_retries=settings.max_retries,
         api_key=settings.api_key,
         max_tokens=cap,
+        temperature=settings.temperature,
+        seed=settings.seed,
     )
     return cast(RoleModel, model)

@@ -10,6 +10,7 @@ from typing import Literal
 
 from langgraph.types import Send
 
+from self_refine.content import by_reference
 from self_refine.nodes.search import chain_of
 from self_refine.state import Branch, CandidateInput, RefineState
 
@@ -33,7 +34,7 @@ def candidate_sends(state: RefineState) -> list[Send]:
     sends = []
     for index in range(state.get("fan_out") or 1):
         branch: CandidateInput = {
-            "task": state["task"],
+            "task": by_reference(state["task"]),  # inline images: stored once, in `task`
             "reference": state.get("reference"),
             "draft": state.get("draft", ""),
             "critique": state.get("critique") or {},
@@ -49,7 +50,7 @@ def _planned(state: RefineState, index: int, branch: Branch) -> Send:
     chain = chain_of(branch["parent"], state.get("attempts") or [])
     refined = chain[-1] if chain else None
     sent: CandidateInput = {
-        "task": state["task"],
+        "task": by_reference(state["task"]),
         "reference": state.get("reference"),
         "draft": refined["draft"] if refined else "",
         "critique": refined["critique"] if refined else {},

