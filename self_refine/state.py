@@ -202,7 +202,7 @@ class Arm(TypedDict):
 
 
 class FreshDrafts(TypedDict):
-    """How the fresh drafts of a run fared: verified, or not."""
+    """How a run's replies of one kind (fresh drafts, refinements) fared: verified, or not."""
 
     right: int
     wrong: int
@@ -218,11 +218,12 @@ class Spent(TypedDict):
 
 
 class SearchState(TypedDict):
-    """What the search knows (`nodes/search.py`): its arms, its fresh drafts, what each
-    kind of reply costs, and how many nodes the run has made."""
+    """What the search knows (`nodes/search.py`): its arms, how its fresh drafts and its
+    refinements fared, what each kind of reply costs, and how many nodes the run has made."""
 
     arms: list[Arm]
     fresh: FreshDrafts
+    refines: NotRequired[FreshDrafts]
     spent: Spent
     nodes: int
 

@@ -50,7 +50,10 @@ def _drafts(attempt: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _reply(record: dict[str, Any], draft: dict[str, Any], parent: dict[str, Any] | None) -> Reply:
-    rejected = (draft.get("rejected") or {}).get("reason")
+    rejected = draft.get("rejected") or {}
+    if isinstance(rejected, list):  # an attempt's: the replies asked again before it
+        rejected = rejected[-1] if rejected else {}
+    rejected = rejected.get("reason")
     return {
         "set": record["set"],
         "strategy": record["strategy"],

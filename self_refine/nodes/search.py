@@ -2,22 +2,26 @@
 
 With `strategy="search"` every draft is a node of a tree: a fresh draft (a reply to
 the task alone) is a root, a refined draft the child of the draft it refined. Each
-step's replies are chosen by Thompson sampling, as REx does (Tang et al., 2024), with
-two changes the local models' measurements called for (see `refine_chance`):
+step's replies are chosen by Thompson sampling in two draws, after REx (Tang et al.,
+2024), with the changes the local models' measurements called for (see `refine_chance`
+and the quality guide):
 
-- refining node k is an arm whose chance of a verified draft is believed to be
-  Beta(1 + C*g(h), 1 + C*(1 - g(h)) + n): h is the node's graded score (the lowest
-  score its verifiers gave: the share of required words, of tests passed, ...; the
-  critic's score when no verifier judged it), n how many times it was refined
-  already, C = 20 as in REx, and g(h) the chance measured that a draft of score h
-  refines into a verified one (REx takes g(h) = h, which made a small model refine
-  half-right drafts that its refinements almost never fixed);
-- writing a fresh draft is one more arm, Beta(1 + right, 1 + wrong) over the fresh
-  drafts so far (with pass/fail checks every failing draft looks alike, and this arm
-  keeps the search from doing worse than sampling);
-- each draw is divided by what a reply of its kind has cost so far (a refine request
-  carries the draft and its feedback, so it costs more than a fresh one): the search
-  spends a token budget, not a number of calls.
+- which kind of reply: writing a fresh draft is believed to verify with chance
+  Beta(1 + right, 1 + wrong) over the run's fresh drafts so far; refining one of its
+  drafts with chance Beta(W*g + right', W*(1 - g) + wrong') over its refinements so
+  far, g = g(h) for the run's best draft (h its graded score: the lowest score its
+  verifiers gave, the share of required words, of tests passed, ...; the critic's score
+  when no verifier judged it), W = 20, and g(h) the chance measured that a draft of
+  score h refines into a verified one. One draw of each, divided by what a reply of
+  that kind has cost so far (a refine request carries the draft and its feedback): the
+  search spends a token budget, not a number of calls. The refinements are pooled, so
+  every failed one counts against refining: with a model whose refinements never
+  verify, the search soon writes only fresh drafts and spends its budget as sampling
+  does (REx draws every draft as an arm of its own, and with many drafts the best of
+  their draws beat a fresh draft's however often refining had failed);
+- which draft to refine: draft k's draw from Beta(1 + C*g(h), 1 + C*(1 - g(h)) + n),
+  n the times it was refined already, C = 20 as in REx (which takes g(h) = h: that
+  made a small model refine half-right drafts its refinements almost never fixed).
 
 Each reply of a step takes the best draw, the arm it took counted as taken for the
 replies after it. A node's first refinement is asked in the run's refine form; every
@@ -44,6 +48,7 @@ from self_refine.state import Arm, Attempt, Branch, Candidate, SearchState, Spen
 __all__ = [
     "REFINE_FLOOR",
     "REFINE_SLOPE",
+    "REFINE_WEIGHT",
     "SCORE_WEIGHT",
     "chain_of",
     "drafts_made",
@@ -58,6 +63,10 @@ __all__ = [
 
 SCORE_WEIGHT = 20
 """C: how many outcomes a node's graded score weighs as, in its arm's prior (REx's 20)."""
+
+REFINE_WEIGHT = 20
+"""W: how many outcomes the measured chance g(h) weighs as in the prior of refining at
+all, against the run's own refinements."""
 
 REFINE_FLOOR = 0.02
 REFINE_SLOPE = 0.10
@@ -83,6 +92,7 @@ def initial_search() -> SearchState:
     return {
         "arms": [],
         "fresh": {"right": 0, "wrong": 0},
+        "refines": {"right": 0, "wrong": 0},
         "spent": {"fresh_tokens": 0, "fresh": 0, "refine_tokens": 0, "refine": 0},
         "nodes": 0,
     }
@@ -127,6 +137,8 @@ def record_step(
     """
     arms: list[Arm] = [{**arm} for arm in search["arms"]]
     right, wrong = search["fresh"]["right"], search["fresh"]["wrong"]
+    refines = search.get("refines") or {"right": 0, "wrong": 0}
+    refine_right, refine_wrong = refines["right"], refines["wrong"]
     spent: Spent = {**search.get("spent", initial_search()["spent"])}
     seen = set(earlier)
     by_node = {arm["node"]: arm for arm in arms}
@@ -140,6 +152,10 @@ def record_step(
         else:
             spent["refine_tokens"] += tokens
             spent["refine"] += 1
+            if branch.get("verified"):
+                refine_right += 1
+            else:
+                refine_wrong += 1
             if parent in by_node:
                 by_node[parent]["refined"] += 1
         draft = branch["draft"]
@@ -152,6 +168,7 @@ def record_step(
     return {
         "arms": arms,
         "fresh": {"right": right, "wrong": wrong},
+        "refines": {"right": refine_right, "wrong": refine_wrong},
         "spent": spent,
         "nodes": nodes,
     }
@@ -177,26 +194,35 @@ def plan_step(
     rng = random.Random(_seed(task, step))
     refined = {arm["node"]: arm["refined"] for arm in search["arms"]}
     right, wrong = search["fresh"]["right"], search["fresh"]["wrong"]
+    refines = search.get("refines") or {"right": 0, "wrong": 0}
+    refine_right, refine_wrong = refines["right"], refines["wrong"]
     fresh_cost, refine_cost = _costs(search.get("spent", initial_search()["spent"]))
+    arms = search["arms"] if strategy == "search" else []
+    top = max((refine_chance(arm["h"]) for arm in arms), default=0.0)
     plan: list[Branch] = []
     for offset in range(width):
         node = search["nodes"] + offset
-        best: int | None = None
-        best_draw = rng.betavariate(1 + right, 1 + wrong) / fresh_cost
-        if strategy == "search":
-            for arm in search["arms"]:
-                g = refine_chance(arm["h"])
-                draw = rng.betavariate(
-                    1 + SCORE_WEIGHT * g, 1 + SCORE_WEIGHT * (1 - g) + refined[arm["node"]]
-                )
-                if draw / refine_cost > best_draw:
-                    best, best_draw = arm["node"], draw / refine_cost
-        if best is None:
+        fresh = rng.betavariate(1 + right, 1 + wrong) / fresh_cost
+        refine = 0.0
+        if arms:
+            a = REFINE_WEIGHT * top + refine_right
+            b = REFINE_WEIGHT * (1 - top) + refine_wrong
+            refine = rng.betavariate(a, b) / refine_cost
+        if refine <= fresh:
             wrong += 1  # counted as taken: the next reply's draw knows it is being tried
             plan.append({"node": node, "parent": None, "refined": 0})
-        else:
-            plan.append({"node": node, "parent": best, "refined": refined[best]})
-            refined[best] += 1
+            continue
+        best, best_draw = arms[0]["node"], -1.0
+        for arm in arms:
+            g = refine_chance(arm["h"])
+            draw = rng.betavariate(
+                1 + SCORE_WEIGHT * g, 1 + SCORE_WEIGHT * (1 - g) + refined[arm["node"]]
+            )
+            if draw > best_draw:
+                best, best_draw = arm["node"], draw
+        plan.append({"node": node, "parent": best, "refined": refined[best]})
+        refined[best] += 1
+        refine_wrong += 1
     return plan
 
 

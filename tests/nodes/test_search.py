@@ -173,3 +173,27 @@ def test_step_width_follows_the_budget_left() -> None:
     assert step_width(8, 1000, 0, 0) == 1
     assert step_width(8, 1000, 300, 3) == 7
     assert step_width(8, 1000, 990, 3) == 1
+
+
+def test_failed_refinements_count_against_refining_any_draft() -> None:
+    arms = [{"node": n, "h": 0.75, "refined": 1} for n in range(12)]
+    spent = {"fresh_tokens": 1200, "fresh": 12, "refine_tokens": 1200, "refine": 12}
+
+    def refining(fresh_wrong: int, refine_wrong: int) -> float:
+        search = {
+            "arms": arms,
+            "fresh": {"right": 0, "wrong": fresh_wrong},
+            "refines": {"right": 0, "wrong": refine_wrong},
+            "spent": spent,
+            "nodes": 24,
+        }
+        plans = [plan_step(search, 1, strategy="search", task=TASK, step=s) for s in range(200)]  # type: ignore[arg-type]
+        return sum(plan[0]["parent"] is not None for plan in plans) / len(plans)
+
+    # Twelve drafts to refine are one choice, not twelve lottery tickets: after fresh
+    # drafts did as badly as refinements, refining is taken about as often as not ...
+    assert 0.2 < refining(fresh_wrong=12, refine_wrong=12) < 0.8
+    # ... and once refinements keep failing while fresh drafts have not been tried as
+    # much, the search writes fresh drafts, as sampling does.
+    assert refining(fresh_wrong=2, refine_wrong=40) < 0.15
+    assert refining(fresh_wrong=40, refine_wrong=0) > 0.5
