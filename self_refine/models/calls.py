@@ -28,7 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
 
 from self_refine.errors import ModelCallError
-from self_refine.models.cancel import check_cancelled, note_reply
+from self_refine.models.cancel import CallCancelled, calls_cancelled, check_cancelled, note_reply
 from self_refine.models.hygiene import DraftGuard, clean_reply, rejected
 from self_refine.models.resolve import describe_model, message_text, message_usage
 from self_refine.prompts.render import ASK_AGAIN
@@ -136,6 +136,10 @@ def model_errors(role: str, model: Any) -> Iterator[None]:
     except GraphRecursionError:
         raise _steps_error(role, model) from None
     except Exception as error:
+        if calls_cancelled():
+            # A call stopped inside the model can come out as another error: LangChain's
+            # async generate reads `.generations` of the BaseException raised in it.
+            raise CallCancelled("the calls of this scope were stopped") from error
         if isinstance(error, ModelCallError) or not is_transport_error(error):
             raise
         raise _model_call_error(role, model, error) from None

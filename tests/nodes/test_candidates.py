@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import (
@@ -17,6 +20,7 @@ from self_refine import (
     refine,
 )
 from self_refine.models.calls import candidate_model
+from self_refine.models.cancel import calls_cancelled, check_cancelled
 from self_refine.models.local import LocalChatModel
 from self_refine.nodes import best_candidate
 from self_refine.nodes.ranking import why_kept
@@ -283,6 +287,47 @@ async def test_an_async_step_ends_at_its_first_verified_candidate_too() -> None:
     others = result["attempts"][0]["candidates"]
     assert [c["rejected"]["reason"] for c in others] == ["stopped", "stopped"]
     assert model.requests_for("critic") == []
+
+
+class _StoppedInsideTheCall(BaseChatModel):
+    """A model whose first call answers right at once and whose others are stopped inside
+    the call, as the local model's are (its writing ends, then the call raises)."""
+
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "stopped-inside"
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        raise NotImplementedError
+
+    async def _agenerate(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        self.calls += 1
+        if self.calls > 1:
+            while not calls_cancelled():
+                await asyncio.sleep(0.01)
+            check_cancelled()
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=RIGHT))])
+
+
+async def test_a_call_stopped_inside_an_async_model_is_a_stopped_candidate_not_an_error() -> None:
+    # LangChain's async generate reads `.generations` of a BaseException raised inside
+    # the model; the stop must still reach the branch as a stop.
+    model = _StoppedInsideTheCall()
+    result = await arefine(
+        TASK,
+        model=model,
+        reference=REFERENCE,
+        critics=["concepts"],
+        candidates=3,
+        max_iterations=0,
+    )
+    assert result["answer"] == RIGHT and result["stop_reason"] == "verified"
+    others = result["attempts"][0]["candidates"]
+    assert [c["rejected"]["reason"] for c in others] == ["stopped", "stopped"]
 
 
 def _judged(index: int, *, verified: bool = False, checked: float = 0.5, score: float = 0.5) -> Any:
