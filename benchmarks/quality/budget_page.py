@@ -54,7 +54,9 @@ def _head(document: dict[str, Any]) -> list[str]:
             else "- replies capped per role by each set's profile (drafts, critiques), as the "
             "library caps a model it resolves from a string; "
         )
-        + f"refine+candidates and search sample {document['candidates']} replies per step",
+        + f"refine+candidates and search sample up to {document['candidates']} replies a step, "
+        "as many as the budget left holds at the mean cost of a reply so far (the library's "
+        "`step_width`; a first step, its cost unknown, one)",
         "- judged by each set's exact checker; an echo of the prompt, feedback wording taken "
         "over, or a gamed form the checker fails counts wrong",
         "- accuracy intervals: Wilson 95%; differences against sample: paired bootstrap over "

@@ -46,16 +46,35 @@ def first_figures(firsts: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _unchanged(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """How many of the replies of refine steps (iteration 1 on) were the draft unchanged."""
-    written = [
-        a for r in records for a in r.get("attempts") or [] if int(a.get("iteration", 0)) >= 1
-    ]
-    replies = sum(draft_replies(a) for a in written)
-    unchanged = sum(r["reason"] == "unchanged" for a in written for r in rejected_replies(a))
+    """How many replies that refined a draft were the draft unchanged: in a refine run,
+    the replies of its steps from iteration 1 on; in a run that samples or searches,
+    the drafts with a parent (its fresh drafts refine nothing)."""
+    replies = unchanged = 0
+    for record in records:
+        for attempt in record.get("attempts") or []:
+            if "node" in attempt:
+                refining = [
+                    d
+                    for d in [attempt, *attempt.get("candidates", [])]
+                    if d.get("parent") is not None
+                ]
+                replies += len(refining)
+                unchanged += sum(
+                    r.get("reason") == "unchanged" for d in refining for r in _rejected_of(d)
+                )
+            elif int(attempt.get("iteration", 0)) >= 1:
+                replies += draft_replies(attempt)
+                unchanged += sum(r["reason"] == "unchanged" for r in rejected_replies(attempt))
     return {
         "refine_replies": replies,
         "unchanged_share_of_refine_replies": unchanged / replies if replies else None,
     }
+
+
+def _rejected_of(draft: dict[str, Any]) -> list[dict[str, Any]]:
+    """A draft's rejected replies: an attempt keeps a list, a candidate one."""
+    rejected = draft.get("rejected") or []
+    return list(rejected) if isinstance(rejected, list) else [rejected]
 
 
 def strategy_figures(
