@@ -46,9 +46,16 @@ local-runtime: | $(BIN)/python
 		--no-deps "$(LLAMA_REQUIREMENT)"
 	touch $(VENV)/.installed-local
 
+# The training extra's torch, installed before the extras so that their `torch>=` is already met:
+# the CPU build (190 MB; pip's find-links carry it on the project's machines) instead of the
+# default build's CUDA libraries (several GB). Elsewhere, point pip at PyTorch's CPU wheel index:
+# make TORCH="torch==2.13.0 --index-url URL"; on a GPU machine, TORCH= keeps the torch you have.
+TORCH ?= torch==2.13.0
+
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "Installing the development extras (llama-cpp-python among them: the first time pip"
 	@echo "compiles llama.cpp, about 7 minutes on 2 cores)."
+	$(if $(TORCH),$(BIN)/python -m pip install --quiet $(TORCH))
 	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $@ $(VENV)/.installed-run $(VENV)/.installed-studio $(VENV)/.installed-local
 
