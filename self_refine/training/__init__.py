@@ -9,6 +9,7 @@ the trainer can train. torch, transformers and TRL are imported only when used
 (`pip install "langgraph-self-refine[training]"`).
 """
 
+from self_refine.training.convert import trainable_model
 from self_refine.training.policy import PolicyCall, PolicyChatModel
 from self_refine.training.rewards import verifier_reward
 from self_refine.training.rollout import METRICS, RefineRollout, RefineStepError, refine_rollout
@@ -23,5 +24,6 @@ __all__ = [
     "RefineStepError",
     "TrainOn",
     "refine_rollout",
+    "trainable_model",
     "verifier_reward",
 ]

@@ -83,9 +83,9 @@ class RefineRollout:
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         """Sample, judge, refine the wrong samples and return what GRPOTrainer trains on."""
-        log_metric = _metric_logger(trainer)
         tasks = [task_of(p) for p in prompts]
         references = [self.references.of(t) for t in tasks]
+        log_metric = _metric_logger(trainer)
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
         prompt_ids = _prompt_ids(prompts, trainer, tokenizer)
         with _generating(trainer) as model:
@@ -207,7 +207,8 @@ def _writer_of(calls: list[PolicyCall], refinement: str) -> PolicyCall | None:
     if exact:
         return exact[-1]
     containing = [c for c in refiner if refinement.strip() in c.text]
-    return (containing or refiner or [None])[-1]
+    found = containing or refiner
+    return found[-1] if found else None
 
 
 def _fail_on_errors(result: BatchResult, wrong: list[Outcome]) -> None:
@@ -256,7 +257,7 @@ def _generating(trainer: Any) -> AbstractContextManager[Any]:
         from trl.models import unwrap_model_for_generation
     except ImportError:
         return nullcontext(trainer.model)
-    return unwrap_model_for_generation(  # type: ignore[no-any-return]
+    return unwrap_model_for_generation(
         trainer.model_wrapped,
         trainer.accelerator,
         gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,

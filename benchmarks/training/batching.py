@@ -1,0 +1,169 @@
+"""A batch's wrong samples refined through the graph cost about one batched generate.
+
+The policy is the local 0.5B model as transformers runs it (`trainable_model`). N
+constrained-generation items get a first draft each (one batched generate), and the N
+drafts are refined once through the refine graph (`refine_batch`: the `concepts`
+verifier's findings as the critique, the policy as refiner through `PolicyChatModel`,
+greedy). The refine requests the graph sent are then answered by one batched
+`generate`, and by one `generate` per request. Target (issue 31): the graph's refine
+step within 1.5x of the one batched generate. The three are timed in turn, R times.
+
+On-policy honesty: the drafts are refined again sampling as GRPOTrainer samples
+(temperature 1), and each refinement's tokens are scored by the policy where they were
+written (the refine request: what the "exchange" form trains on) and after the
+trainer's prompt alone (what the "refinement" form trains on). The gap is how much less
+likely the policy finds the tokens the refinement form asks it to learn, per token.
+
+    python -m benchmarks.training.batching --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.quality.sets import SETS_DIR
+
+PROFILE = "constrained_generation"
+
+
+def _items(count: int) -> list[dict[str, Any]]:
+    lines = (SETS_DIR / "constrained.jsonl").read_text().splitlines()[:count]
+    return [json.loads(line) for line in lines]
+
+
+def _token_logprobs(model: Any, context: list[int], tokens: list[int]) -> list[float]:
+    """log p(token | context, earlier tokens) for each token, as the trainer computes them."""
+    import torch
+
+    ids = torch.tensor([context + tokens])
+    with torch.no_grad():
+        logits = model(ids).logits[0, len(context) - 1 : -1].float()
+    chosen = torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(tokens)[:, None])
+    return [float(x) for x in chosen[:, 0]]
+
+
+def _refine(policy: Any, items: list[dict[str, Any]], drafts: list[str]) -> tuple[Any, list[Any]]:
+    from self_refine import refine_batch
+
+    with policy.recording() as calls:
+        result = refine_batch(
+            [item["task"] for item in items],
+            model=policy,
+            answers=drafts,
+            correct=[False] * len(items),
+            references=[item["reference"] for item in items],
+            verifiers=["concepts"],
+            critics=["concepts"],
+            profile=PROFILE,
+            max_iterations=1,
+            concurrency=len(items),
+        )
+    if result.errors:
+        raise RuntimeError(f"refining failed: {result.errors}")
+    return result, list(calls)
+
+
+def measure(samples: int, repeats: int, tokens: int, device: str) -> dict[str, Any]:
+    """Time the three ways of answering the refine requests, and the on-policy gap."""
+    import torch
+    from langchain_core.messages import HumanMessage
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+    from self_refine.training import PolicyChatModel, trainable_model
+
+    folder = trainable_model("local")
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(device).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    generates: list[int] = []
+    generate = model.generate
+
+    def counted(**kwargs: Any) -> Any:
+        generates.append(int(kwargs["input_ids"].shape[0]))
+        return generate(**kwargs)
+
+    model.generate = counted
+    greedy = GenerationConfig(do_sample=False)
+    policy = PolicyChatModel(
+        model=model, tokenizer=tokenizer, generation_config=greedy, max_new_tokens=tokens
+    )
+    items = _items(samples)
+    firsts = [policy.prompt_ids([HumanMessage(item["task"])]) for item in items]
+    drafts = [tokenizer.decode(i, skip_special_tokens=True) for i in policy.generate_ids(firsts)]
+
+    graph, batched, separate, rounds = [], [], [], []
+    for _ in range(repeats):
+        generates.clear()
+        started = time.perf_counter()
+        _, calls = _refine(policy, items, drafts)
+        graph.append(time.perf_counter() - started)
+        rounds.append(list(generates))
+        requests = [c.prompt_ids for c in calls if c.metadata.get("role") == "refiner"][:samples]
+        started = time.perf_counter()
+        policy.generate_ids(requests)
+        batched.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for request in requests:
+            policy.generate_ids([request])
+        separate.append(time.perf_counter() - started)
+
+    policy.generation_config = GenerationConfig(do_sample=True, temperature=1.0, top_k=0, top_p=1.0)
+    torch.manual_seed(0)
+    result, calls = _refine(policy, items, drafts)
+    where_written, after_prompt = [], []
+    for item, first, record in zip(items, firsts, result.records, strict=True):
+        turn2 = next(a for a in record["attempts"] if a["iteration"] == 1)
+        writer = [
+            c
+            for c in calls
+            if c.metadata.get("thread_id") == record["thread_id"]
+            and c.metadata.get("role") == "refiner"
+        ][-1]
+        where_written.append(
+            statistics.mean(_token_logprobs(model, writer.prompt_ids, writer.completion_ids))
+        )
+        retold = tokenizer.encode(turn2["draft"], add_special_tokens=False)
+        after_prompt.append(
+            statistics.mean(_token_logprobs(model, first, [*retold, tokenizer.eos_token_id]))
+        )
+        del item
+    gap = statistics.mean(where_written) - statistics.mean(after_prompt)
+    return {
+        "samples": samples,
+        "repeats": repeats,
+        "max_new_tokens": tokens,
+        "device": device,
+        "graph_seconds": graph,
+        "batched_seconds": batched,
+        "separate_seconds": separate,
+        "generate_calls_per_graph_run": rounds,
+        "graph_over_batched": statistics.median(graph) / statistics.median(batched),
+        "separate_over_batched": statistics.median(separate) / statistics.median(batched),
+        "logprob_where_written": statistics.mean(where_written),
+        "logprob_after_prompt": statistics.mean(after_prompt),
+        "gap_nats_per_token": gap,
+        "likelier_per_token": math.exp(gap),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tokens", type=int, default=32, help="most tokens of a refine reply")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine")
+    parser.add_argument("--json", type=Path, help="write the figures to this file")
+    args = parser.parse_args()
+    figures = measure(args.samples, args.repeats, args.tokens, args.device)
+    print(json.dumps(figures, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
+
+
+if __name__ == "__main__":
+    main()
