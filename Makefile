@@ -20,7 +20,7 @@ RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)'
 endif
 RUN_NEEDS := $(if $(filter local local:%,$(MODEL)),$(VENV)/.installed-local,$(VENV)/.installed-run)
 
-.PHONY: run test lint studio bench bench-quality docs clean local-runtime
+.PHONY: run test lint studio bench bench-quality bench-training docs clean local-runtime
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -96,6 +96,13 @@ bench: $(STAMP)
 QUALITY_OPTIONS ?= --model local
 bench-quality: $(STAMP)
 	$(BIN)/python -m benchmarks.quality.run $(QUALITY_OPTIONS)
+
+# Self-Refine in a GRPO trainer with the local 0.5B model: refine batching against one batched
+# generate, the on-policy gap of the training forms, GRPO steps against plain rollouts; writes
+# benchmarks/results/training-cpu.{md,json} (about half an hour on 2 cores; STEPS=3).
+STEPS ?= 3
+bench-training: $(STAMP)
+	$(BIN)/python -m benchmarks.training.run --steps $(STEPS)
 
 # The documentation site in site/ (guides, CLI and API reference); `make test` builds it too.
 docs: $(STAMP)

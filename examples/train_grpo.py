@@ -55,6 +55,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
+    on_cpu = args.cpu or not torch.cuda.is_available()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model = trainable_model(args.model)
@@ -80,7 +81,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         logging_steps=1,
         save_strategy="no",
         report_to="none",
-        use_cpu=args.cpu or not torch.cuda.is_available(),
+        use_cpu=on_cpu,
+        bf16=not on_cpu,  # a CPU without bf16 instructions emulates it, several times slower
         seed=args.seed,
         disable_tqdm=True,
     )

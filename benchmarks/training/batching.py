@@ -51,7 +51,7 @@ def _token_logprobs(model: Any, context: list[int], tokens: list[int]) -> list[f
 def _refine(policy: Any, items: list[dict[str, Any]], drafts: list[str]) -> tuple[Any, list[Any]]:
     from self_refine import refine_batch
 
-    with policy.recording() as calls:
+    with policy.recording() as calls, policy.expecting(len(items)):
         result = refine_batch(
             [item["task"] for item in items],
             model=policy,

@@ -3,9 +3,10 @@
 The refine graph calls its models one request at a time, each thread on its own. A
 batch of wrong samples refined concurrently (`arefine_batch`) therefore sends many
 requests at about the same moment; `PolicyChatModel` gathers the async requests
-that arrive together (until none has come for `gather_seconds`, or `max_batch` are
-waiting) and answers them with one left-padded `model.generate`, so a batch's
-refine step costs about one batched generation, not one per sample. While a
+that arrive together and answers them with one left-padded `model.generate`, so a
+batch's refine step costs about one batched generation, not one per sample. A
+generation starts when as many requests wait as the caller said to expect
+(`expecting(n)`), or `max_batch`, or when none has come for `gather_seconds`. While a
 generation runs, the requests that arrive meanwhile wait for the next one.
 
 Every call can be recorded (`recording()`): the prompt's token ids as the chat
@@ -75,7 +76,7 @@ class _Gatherer:
         batch: list[_Request] = []
         try:
             while self.waiting:
-                while len(self.waiting) < self.policy.max_batch:
+                while len(self.waiting) < self.policy.batch_target():
                     self.arrived.clear()
                     try:
                         await asyncio.wait_for(self.arrived.wait(), self.policy.gather_seconds)
@@ -153,6 +154,7 @@ class PolicyChatModel(BaseChatModel):
     )
     _records: list[list[PolicyCall]] = PrivateAttr(default_factory=list)
     _records_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _expected: int | None = PrivateAttr(default=None)
 
     @property
     def _llm_type(self) -> str:
@@ -228,6 +230,19 @@ class PolicyChatModel(BaseChatModel):
         if self.tokenizer.eos_token_id is not None:
             ends.add(self.tokenizer.eos_token_id)
         return ends
+
+    @contextmanager
+    def expecting(self, callers: int) -> Iterator[None]:
+        """Within the block, start a generate as soon as `callers` requests wait."""
+        self._expected = callers
+        try:
+            yield
+        finally:
+            self._expected = None
+
+    def batch_target(self) -> int:
+        """How many waiting requests start a generate at once."""
+        return min(self.max_batch, self._expected or self.max_batch)
 
     @contextmanager
     def recording(self) -> Iterator[list[PolicyCall]]:

@@ -134,7 +134,7 @@ class RefineRollout:
         """Refine the wrong outcomes through the graph, one turn, and fill in what came of it."""
         if not wrong:
             return
-        with policy.recording() as calls:
+        with policy.recording() as calls, policy.expecting(len(wrong)):
             result = refine_batch(
                 [o.task for o in wrong],
                 model=policy,

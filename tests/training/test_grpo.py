@@ -58,6 +58,7 @@ def _train_one_step(rollout: Any, tmp_path: Path, model: Any = None) -> tuple[An
         report_to="none",
         save_strategy="no",
         use_cpu=True,
+        bf16=False,
         disable_tqdm=True,
         seed=7,
     )

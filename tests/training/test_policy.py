@@ -48,14 +48,29 @@ async def test_calls_that_arrive_together_share_one_generate_and_answer_as_alone
 
     together = await asyncio.gather(*(policy.ainvoke(r) for r in requests))
     assert sizes == [5]
+    sizes.clear()
 
     alone = [policy.invoke(r) for r in requests]
-    assert sizes == [5, 1, 1, 1, 1, 1]
+    assert sizes == [1, 1, 1, 1, 1]
     assert [m.content for m in together] == [m.content for m in alone]
     for message in together:
         assert isinstance(message, AIMessage)
         usage = message.usage_metadata
         assert usage is not None and 1 <= usage["output_tokens"] <= 6
+
+
+async def test_a_generate_starts_as_soon_as_the_expected_callers_wait() -> None:
+    policy = _greedy()
+    policy.gather_seconds = 60.0  # without the hint, a lone request would wait a minute
+    sizes = _counting(policy.model)
+
+    async def one_after_another(index: int) -> Any:
+        await asyncio.sleep(0.2 * index)
+        return await policy.ainvoke([HumanMessage(f"task {index}")])
+
+    with policy.expecting(3):
+        await asyncio.wait_for(asyncio.gather(*(one_after_another(i) for i in range(3))), 30)
+    assert sizes == [3]
 
 
 async def test_every_call_is_recorded_with_its_ids_and_a_failure_reaches_every_caller() -> None:
