@@ -69,7 +69,7 @@ def _refine(policy: Any, items: list[dict[str, Any]], drafts: list[str]) -> tupl
     return result, list(calls)
 
 
-def measure(samples: int, repeats: int, tokens: int, device: str) -> dict[str, Any]:
+def measure(samples: int, repeats: int, tokens: int, device: str, spec: str) -> dict[str, Any]:
     """Time the three ways of answering the refine requests, and the on-policy gap."""
     import torch
     from langchain_core.messages import HumanMessage
@@ -77,7 +77,7 @@ def measure(samples: int, repeats: int, tokens: int, device: str) -> dict[str, A
 
     from self_refine.training import PolicyChatModel, trainable_model
 
-    folder = trainable_model("local")
+    folder = trainable_model(spec)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(device).eval()
     tokenizer = AutoTokenizer.from_pretrained(folder)
     generates: list[int] = []
@@ -134,6 +134,7 @@ def measure(samples: int, repeats: int, tokens: int, device: str) -> dict[str, A
         del item
     gap = statistics.mean(where_written) - statistics.mean(after_prompt)
     return {
+        "model": spec,
         "samples": samples,
         "repeats": repeats,
         "max_new_tokens": tokens,
@@ -157,9 +158,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=32, help="most tokens of a refine reply")
     parser.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine")
+    parser.add_argument("--model", default="local", help="a local model string (default: local)")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     args = parser.parse_args()
-    figures = measure(args.samples, args.repeats, args.tokens, args.device)
+    figures = measure(args.samples, args.repeats, args.tokens, args.device, args.model)
     print(json.dumps(figures, indent=1))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))

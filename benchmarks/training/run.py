@@ -56,6 +56,10 @@ def _fraction(entry: dict[str, Any], name: str, fallback: str = "reward") -> str
     return "-" if value is None else f"{value:.2f}"
 
 
+def _policy(model: str) -> str:
+    return "the local model (Qwen2.5-Coder-0.5B-Instruct)" if model == "local" else f"`{model}`"
+
+
 def markdown(figures: dict[str, Any]) -> str:
     """The results page."""
     batching, steps = figures["batching"], figures["steps"]
@@ -66,12 +70,13 @@ def markdown(figures: dict[str, Any]) -> str:
         f"# Self-Refine in TRL's GRPOTrainer: {figures['device'].upper()} figures",
         "",
         f"Measured {figures['date']} at commit {figures['commit']} with `{figures['command']}` "
-        f"on {figures['machine']['cpu']} ({figures['machine']['cores']} cores); load average "
+        f"on {figures['machine']['cpu']} ({figures['machine']['cores']} cores), model "
+        f"`{figures['model']}`; load average "
         f"{figures['load_before']} before, {figures['load_after']} after; "
         + ", ".join(f"{k} {v}" for k, v in figures["versions"].items())
-        + ". The policy is the local model (Qwen2.5-Coder-0.5B-Instruct) converted to "
-        "float32 by `trainable_model`; the task is constrained generation, checked by the "
-        "`concepts` verifier.",
+        + f". The policy is {_policy(figures['model'])} converted to float32 by "
+        "`trainable_model`; the task is constrained generation, checked by the `concepts` "
+        "verifier.",
         "",
         "## Refining a batch's wrong samples",
         "",
@@ -113,7 +118,7 @@ def markdown(figures: dict[str, Any]) -> str:
         "",
         "## GRPO steps: refine rollouts against TRL's plain rollouts",
         "",
-        f"`examples/train_grpo.py`, {steps['steps']} steps each, the same settings and seed "
+        f"`examples/train_grpo.py`, {steps['steps']} step(s) each, the same settings and seed "
         "(2 prompts x 4 completions a step, 32 completion tokens, learning rate 1e-6). For "
         "plain rollouts acc@t1 and acc@t2 are the reward (the verifier's verdict).",
         "",
@@ -154,20 +159,29 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--model", default="local", help="a local model string (default: local)")
     args = parser.parse_args()
     before = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     batching = _child(
-        "benchmarks.training.batching", ["--device", args.device, "--repeats", str(args.repeats)]
+        "benchmarks.training.batching",
+        ["--device", args.device, "--repeats", str(args.repeats), "--model", args.model],
     )
     steps = _child(
         "benchmarks.training.steps",
-        ["--steps", str(args.steps), *(["--cpu"] if args.device == "cpu" else [])],
+        [
+            "--steps",
+            str(args.steps),
+            "--model",
+            args.model,
+            *(["--cpu"] if args.device == "cpu" else []),
+        ],
     )
     figures = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": _commit(),
         "command": "python -m benchmarks.training.run " + " ".join(sys.argv[1:]),
         "device": args.device,
+        "model": args.model,
         "machine": machine(),
         "versions": {p: metadata.version(p) for p in ("torch", "transformers", "trl")},
         "load_before": before,

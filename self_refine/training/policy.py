@@ -143,7 +143,10 @@ class PolicyChatModel(BaseChatModel):
         description="How long a generate waits for more requests after the latest one came.",
     )
     model_name: str = Field(default="policy", description="Name shown in traces and errors.")
-    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    chat_template_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Options of `apply_chat_template` (`chat_template` among them).",
+    )
 
     accepts_images: ClassVar[bool] = False
     """It reads text: a task with images is refused before the first call."""

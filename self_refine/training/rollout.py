@@ -87,7 +87,8 @@ class RefineRollout:
         references = [self.references.of(t) for t in tasks]
         log_metric = _metric_logger(trainer)
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
-        prompt_ids = _prompt_ids(prompts, trainer, tokenizer)
+        template = _template_options(trainer)
+        prompt_ids = _prompt_ids(prompts, tokenizer, template)
         with _generating(trainer) as model:
             policy = PolicyChatModel(
                 model=model,
@@ -95,7 +96,7 @@ class RefineRollout:
                 generation_config=trainer.generation_config,
                 max_new_tokens=self.max_new_tokens or trainer.max_completion_length,
                 gather_seconds=self.gather_seconds,
-                chat_template_kwargs=dict(getattr(trainer, "chat_template_kwargs", None) or {}),
+                chat_template_kwargs=template,
             )
             drafts_ids = policy.generate_ids(prompt_ids, trainer.max_completion_length)
             outcomes = []
@@ -236,17 +237,20 @@ def _metric_logger(trainer: Any) -> Any:
     return log_metric
 
 
-def _prompt_ids(prompts: list[Any], trainer: Any, tokenizer: Any) -> list[list[int]]:
+def _template_options(trainer: Any) -> dict[str, Any]:
+    """The chat template options the trainer renders prompts with (its training template)."""
+    options = dict(getattr(trainer, "chat_template_kwargs", None) or {})
+    if getattr(trainer, "chat_template", None) is not None:
+        options["chat_template"] = trainer.chat_template
+    return options
+
+
+def _prompt_ids(prompts: list[Any], tokenizer: Any, template: dict[str, Any]) -> list[list[int]]:
     """The prompts' token ids, as the trainer's own generation would have them."""
     if isinstance(prompts[0], str):
         return [list(ids) for ids in tokenizer(text=prompts)["input_ids"]]
     rendered = tokenizer.apply_chat_template(
-        conversation=prompts,
-        chat_template=getattr(trainer, "chat_template", None),
-        add_generation_prompt=True,
-        tokenize=True,
-        return_dict=True,
-        **(getattr(trainer, "chat_template_kwargs", None) or {}),
+        prompts, add_generation_prompt=True, tokenize=True, return_dict=True, **template
     )
     return [list(ids) for ids in rendered["input_ids"]]
 
