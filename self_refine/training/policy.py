@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
@@ -104,22 +104,15 @@ class _Gatherer:
                     request.future.cancel()
 
 
-def _role(message: BaseMessage) -> str:
-    if isinstance(message, SystemMessage):
-        return "system"
-    if isinstance(message, HumanMessage):
-        return "user"
-    if isinstance(message, AIMessage):
-        return "assistant"
-    raise ConfigError(f"the policy model reads system, user and AI messages, got {message.type!r}")
-
-
-def _text(message: BaseMessage) -> str:
-    if isinstance(message.content, list) and any(
-        isinstance(b, dict) and b.get("type") not in (None, "text") for b in message.content
-    ):
-        raise ConfigError("the policy model reads text only: a task with images cannot be refined")
-    return message.text
+def _conversation(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """The messages as the chat template reads them: a role and text content each."""
+    conversation = convert_to_openai_messages(list(messages), text_format="string")
+    for turn in conversation:
+        if not isinstance(turn.get("content"), str):
+            raise ConfigError(
+                "the policy model reads text only: a task with images cannot be refined"
+            )
+    return [{"role": turn["role"], "content": turn["content"]} for turn in conversation]
 
 
 class PolicyChatModel(BaseChatModel):
@@ -171,9 +164,8 @@ class PolicyChatModel(BaseChatModel):
         """The token ids of the messages as the chat template renders them, ready to answer."""
         if getattr(self.tokenizer, "chat_template", None) is None:
             raise ConfigError("the policy's tokenizer has no chat template: set one first")
-        conversation = [{"role": _role(m), "content": _text(m)} for m in messages]
         rendered = self.tokenizer.apply_chat_template(
-            conversation,
+            _conversation(messages),
             add_generation_prompt=True,
             tokenize=True,
             return_dict=True,

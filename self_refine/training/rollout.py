@@ -34,10 +34,11 @@ from langchain_core.language_models import BaseChatModel
 from self_refine.batch.api import BatchResult, refine_batch
 from self_refine.batch.output import append_jsonl
 from self_refine.context import RefineContext
-from self_refine.critics import Verifier, judge_draft
+from self_refine.critics import Verifier, judge_draft, resolve_critics
 from self_refine.critics.verifiers import EXPLAINER_NAMES
 from self_refine.errors import ConfigError, SelfRefineError
 from self_refine.graphs import Roles
+from self_refine.models.resolve import check_model
 from self_refine.prompts import get_profile
 from self_refine.training.policy import PolicyCall, PolicyChatModel
 from self_refine.training.samples import TRAIN_ON, Outcome, TrainOn, trainer_sample
@@ -311,10 +312,17 @@ def refine_rollout(
         )
     if max_new_tokens is not None and max_new_tokens < 1:
         raise ConfigError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    told = list(critics) if critics is not None else list(checks)
+    if "human" in told:
+        raise ConfigError(
+            "the human critic cannot critique inside a trainer: use verifiers or 'llm'"
+        )
+    resolve_critics(told)
+    check_model(critic_model)
     return RefineRollout(
         references=References(dataset, reference, checks),
         verifiers=checks,
-        critics=list(critics) if critics is not None else list(checks),
+        critics=told,
         critic_model=critic_model,
         train_on=train_on,
         max_new_tokens=max_new_tokens,

@@ -175,6 +175,10 @@ def test_bad_settings_are_refused_before_any_model_runs() -> None:
         refine_rollout(ROWS)
     with pytest.raises(ConfigError, match="train_on must be one of exchange, refinement"):
         refine_rollout(ROWS, verifiers=[long_enough], train_on="turns")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="human critic cannot critique inside a trainer"):
+        refine_rollout(ROWS, verifiers=[long_enough], critics=["human"])
+    with pytest.raises(ConfigError, match="unknown critic 'llm-judge'"):
+        refine_rollout(ROWS, verifiers=[long_enough], critics=["llm-judge"])
     with pytest.raises(ConfigError, match="row 0 of the dataset has no 'answer' column"):
         refine_rollout(ROWS, verifiers=["answer"], reference="answer")
     with pytest.raises(ConfigError, match=r'row 0: no verifier can judge.*reference\["answer"\]'):
