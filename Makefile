@@ -20,21 +20,22 @@ RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)'
 endif
 RUN_NEEDS := $(if $(filter local local:%,$(MODEL)),$(VENV)/.installed-local,$(VENV)/.installed-run)
 
-.PHONY: run test lint studio bench bench-quality bench-training docs clean local-runtime
+.PHONY: run test lint studio bench bench-quality bench-budget bench-training docs clean local-runtime
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The verifiers extra (jsonschema) too: `--response-format` and the json_schema verifier work.
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e ".[verifiers]"
 	touch $@
 
 # llama-cpp-python has no binary wheel: pip compiles llama.cpp (portable build) once.
 $(VENV)/.installed-local: pyproject.toml | $(BIN)/python
 	@echo "Installing the local model's runtime, llama-cpp-python. The first time, pip compiles"
 	@echo "llama.cpp: about 7 minutes on 2 cores (pip keeps the wheel, so later installs are quick)."
-	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $(BIN)/python -m pip install --quiet -e ".[local]"
+	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $(BIN)/python -m pip install --quiet -e ".[local,verifiers]"
 	touch $@ $(VENV)/.installed-run
 
 # The fix when the local model's runtime crashes (self-refine says so): llama-cpp-python
@@ -60,7 +61,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed-run $(VENV)/.installed-studio $(VENV)/.installed-local
 
 $(VENV)/.installed-studio: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[studio]"
+	$(BIN)/python -m pip install --quiet -e ".[studio,verifiers]"
 	touch $@ $(VENV)/.installed-run
 
 run: $(RUN_NEEDS)
@@ -90,16 +91,23 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
 
-# Does refinement help? Four conditions over the bundled task sets, judged by exact checkers;
+# Does refinement help? Six conditions over the bundled task sets, judged by exact checkers;
 # writes benchmarks/results/quality-*.{json,md,png,records.jsonl}. QUALITY_OPTIONS="--model NAME
 # --base-url URL" measures another model (about 40-60 minutes with the local model on 2 cores).
 QUALITY_OPTIONS ?= --model local
 bench-quality: $(STAMP)
 	$(BIN)/python -m benchmarks.quality.run $(QUALITY_OPTIONS)
 
+# How to spend a token budget: sample, refine, refine+candidates and search at 1x-8x the
+# tokens of each item's first draft; writes benchmarks/results/budget-*.{json,md,png,records.jsonl}
+# (hours per model on 2 cores: see the quality guide). BUDGET_OPTIONS="--model NAME" for another.
+BUDGET_OPTIONS ?= --model local
+bench-budget: $(STAMP)
+	$(BIN)/python -m benchmarks.quality.spend $(BUDGET_OPTIONS)
+
 # Self-Refine in a GRPO trainer with the local 0.5B model: refine batching against one batched
 # generate, the on-policy gap of the training forms, GRPO steps against plain rollouts; writes
-# benchmarks/results/training-cpu.{md,json} (about half an hour on 2 cores; STEPS=3).
+# benchmarks/results/training-cpu.{md,json} (over an hour on 2 cores with STEPS=3).
 STEPS ?= 3
 bench-training: $(STAMP)
 	$(BIN)/python -m benchmarks.training.run --steps $(STEPS)

@@ -4,22 +4,31 @@ The blocks are LangChain's: `{"type": "text", "text": ...}`, `{"type": "image", 
 ...}` or `{"type": "image", "base64": ..., "mime_type": "image/png"}` (OpenAI's
 `{"type": "image_url", "image_url": {"url": ...}}` is taken too). The task reaches every
 model request as these blocks (`prompts/render.py` fences the text around them); the
-thread stores it once, as its input; verifiers, hygiene and the command line read its
-text (`task_text`), with each image named in brackets where text is shown
-(`describe_task`).
+thread stores it once, as its input (a step of candidates sends its branches the task's
+inline images by reference: `by_reference`, `images_held`, `resolved`); verifiers,
+hygiene and the command line read its text (`task_text`), with each image named in
+brackets where text is shown (`describe_task`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
+
+from self_refine.errors import ConfigError
 
 __all__ = [
     "MAX_IMAGE_CHARS",
     "TaskContent",
+    "by_reference",
     "describe_task",
     "has_images",
     "image_source",
+    "images_held",
+    "resolved",
     "task_problem",
     "task_text",
 ]
@@ -125,3 +134,72 @@ def task_problem(task: Sequence[Any], max_chars: int) -> str | None:
             "give large images by URL, or make them smaller"
         )
     return None
+
+
+_REF = "image_ref"
+"""The block that stands for an inline image in a candidate branch's `Send` (see below)."""
+_HELD: dict[str, tuple[dict[str, Any], int]] = {}
+_HELD_LOCK = threading.Lock()
+
+
+def _inline_digest(block: Any) -> str | None:
+    """The sha256 of an image given inline (data: URL or base64); None for a URL or text."""
+    if not _is_image(block):
+        return None
+    source = image_source(block)
+    if not source.startswith("data:"):
+        return None
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def by_reference(task: Any) -> Any:
+    """The task with each inline image replaced by a reference to it (its sha256).
+
+    A step of N candidates sends each branch what it reads (`Send`), and LangGraph
+    stores every such packet: inline images would be stored N times per step. The
+    references are resolved (`resolved`) from the images the run's door holds
+    (`images_held`), so the thread stores each image once, in its task.
+    """
+    if not isinstance(task, list) or not any(_inline_digest(b) for b in task):
+        return task
+    return [{"type": _REF, "sha256": digest} if (digest := _inline_digest(b)) else b for b in task]
+
+
+@contextmanager
+def images_held(task: Any) -> Iterator[None]:
+    """Hold the task's inline images for the block: a run's references resolve to them."""
+    blocks = {d: b for b in task if (d := _inline_digest(b))} if isinstance(task, list) else {}
+    with _HELD_LOCK:
+        for digest, block in blocks.items():
+            _HELD[digest] = (block, _HELD.get(digest, (block, 0))[1] + 1)
+    try:
+        yield
+    finally:
+        with _HELD_LOCK:
+            for digest in blocks:
+                block, holders = _HELD[digest]
+                if holders > 1:
+                    _HELD[digest] = (block, holders - 1)
+                else:
+                    del _HELD[digest]
+
+
+def resolved(task: Any) -> Any:
+    """The task with each image reference (`by_reference`) replaced by the image it names."""
+    if not isinstance(task, list) or not any(
+        isinstance(b, dict) and b.get("type") == _REF for b in task
+    ):
+        return task
+    with _HELD_LOCK:
+        held = {digest: block for digest, (block, _) in _HELD.items()}
+    blocks = []
+    for block in task:
+        if isinstance(block, dict) and block.get("type") == _REF:
+            if block.get("sha256") not in held:
+                raise ConfigError(
+                    "a candidate's task refers to an inline image this process does not hold: "
+                    "run the graph through its compiled form, whose door holds the task's images"
+                )
+            block = held[block["sha256"]]
+        blocks.append(block)
+    return blocks

@@ -1,11 +1,12 @@
 """Per-run settings: `RefineContext`, the graph's context schema (Studio's form).
 
 One frozen dataclass with real defaults is the only way to give per-run settings.
-A run's settings are, in this order:
+The door of every run (`graphs/checked.py`) works a call's settings out once, and
+every node reads them as `runtime.context`:
 
 1. the call's context: a `RefineContext` is the call's settings, whole; a dict (what
    a server, Studio or a JSON client sends) or a parent graph's own dataclass names
-   the fields it changes (`context_changes`): over the settings its run began with
+   the fields it changes (`call_settings`): over the settings its run began with
    when the call continues a run, over the graph's settings when it starts one;
 2. for a call that brings none (a resume, a continuation with None), the settings
    its run began with, kept in the thread (`RefineContext.kept`, never a secret);
@@ -25,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from self_refine.errors import ConfigError
-from self_refine.models import DEFAULT_MAX_TOKENS
 
 __all__ = [
     "CANDIDATES_LIMIT",
@@ -40,10 +40,16 @@ __all__ = [
     "ROLE_MODEL_FIELDS",
     "RefineForm",
     "RefineContext",
+    "STRATEGIES",
+    "Strategy",
+    "call_settings",
     "check_context_names",
     "context_changes",
-    "settings_of",
 ]
+
+DEFAULT_MAX_TOKENS = 1024
+"""Most tokens a reply may have when neither the settings nor a profile say: every call
+is bounded."""
 
 DEFAULT_MAX_ITERATIONS = 3
 """Refine steps a run may take when its settings do not say."""
@@ -59,6 +65,10 @@ DEFAULT_REFINE_FORM: RefineForm = "conversation"
 
 CANDIDATES_LIMIT = 16
 """Upper bound on `candidates`: replies sampled at once per draft step."""
+
+Strategy = Literal["refine", "sample", "search"]
+STRATEGIES: tuple[Strategy, ...] = ("refine", "sample", "search")
+"""How a run spends its steps: see the `strategy` setting (`nodes/search.py`)."""
 
 ROLE_MODEL_FIELDS = ("generator_model", "critic_model", "refiner_model")
 """The fields that name one role's model."""
@@ -80,18 +90,21 @@ def _check_number(
         raise ConfigError(f"{name} must be {kind}, got {value!r}")
     number = float(value)
     if number < low or (high is not None and number > high):
-        allowed = f"between {low:g} and {high:g}" if high is not None else f">= {low:g}"
+        shown = (lambda bound: str(int(bound))) if integer else (lambda bound: f"{bound:g}")
+        allowed = (
+            f"between {shown(low)} and {shown(high)}" if high is not None else f">= {shown(low)}"
+        )
         raise ConfigError(f"{name} must be {allowed}, got {value!r}")
 
 
-def _names(value: Any) -> tuple[str, ...]:
-    """Critic names from a list or a "name,name" string; ConfigError for anything else."""
+def _names(setting: str, value: Any) -> tuple[str, ...]:
+    """Names from a list or a "name,name" string; ConfigError for anything else."""
     if isinstance(value, str):
         return tuple(name.strip() for name in value.split(",") if name.strip())
     if isinstance(value, list | tuple) and all(isinstance(name, str) for name in value):
         return tuple(value)
     raise ConfigError(
-        'critics must be a list of names such as ["concepts", "llm"], '
+        f'{setting} must be a list of names such as ["concepts", "llm"], '
         f'or one string "concepts,llm"; got {value!r}'
     )
 
@@ -137,12 +150,35 @@ class RefineContext:
             "\"name,name\". Empty: the graph's critics, else the profile's defaults."
         ),
     )
+    judge: tuple[str, ...] | None = field(
+        default=None,
+        metadata=_describe(
+            'Verifiers that judge the first draft before any critic ("answer", '
+            '"python_tests", "concepts", "json_schema"; those whose data the reference '
+            "holds): a first draft they all pass is the answer as it is (stop reason "
+            '"verified"), never critiqued or refined; refine only incorrect answers. A '
+            'string is read as "name,name". Empty: the graph\'s judge, else none; [] '
+            "for none."
+        ),
+    )
     max_iterations: int = field(
         default=DEFAULT_MAX_ITERATIONS,
         metadata=_describe(
             f"Most refine steps a run may take (0..{MAX_ITERATIONS_LIMIT}); always in force, "
             "whatever the critic says. 0: the first draft is critiqued and answered, never "
             "refined (with candidates, best-of-N sampling)."
+        ),
+    )
+    strategy: Strategy = field(
+        default="refine",
+        metadata=_describe(
+            'How each step is spent: "refine" (the draft is critiqued and rewritten from the '
+            'critique, the loop of the paper), "sample" (fresh drafts of the task, best-of-N '
+            'until the budget is spent) or "search" (each reply of a step either refines '
+            "one of the drafts so far or writes a fresh one, chosen by a bandit over the "
+            "verifiers' graded scores; the best draft so far is the answer). With "
+            '"sample" and "search" the steps go on until a draft is verified, the token '
+            "budget (max_tokens_total) is spent, or max_iterations steps are taken."
         ),
     )
     candidates: int = field(
@@ -152,6 +188,33 @@ class RefineContext:
             "branches: the first draft (unless the input brings one) and every refine step. "
             "Each is critiqued; the verifiers' verdict, then the critic's score, picks one, "
             "and the attempt keeps the others. 1: one reply, asked again once if rejected."
+        ),
+    )
+    first_verified: bool = field(
+        default=True,
+        metadata=_describe(
+            "With candidates, end a draft step at its first candidate the verifiers pass: "
+            "the others' model calls stop (the local model within a token; a server's reply "
+            "already asked for is not waited on past its return) and they are recorded as "
+            '"stopped". False: every candidate is written and judged before the pick.'
+        ),
+    )
+    temperature: float | None = field(
+        default=None,
+        metadata=_describe(
+            "Sampling temperature of every call to a model given as a string (0..2), "
+            "candidates included, each with a seed of its own. Empty: the model's own "
+            "(the local model's 0.2; a server's default), and candidates after the first "
+            "sample at 0.8 when that is colder."
+        ),
+    )
+    seed: int | None = field(
+        default=None,
+        metadata=_describe(
+            "Sampling seed of models given as strings (the local model, servers that take "
+            "one); candidate k of a step and a resampled reply each draw with a seed of "
+            "their own worked out from it. Empty: the model's own (the local model's 0; "
+            "none for a server, whose candidates after the first still get one each)."
         ),
     )
     score_threshold: float | None = field(
@@ -210,11 +273,13 @@ class RefineContext:
             "retried). Empty: the client's default (600 for OpenAI)."
         ),
     )
-    max_tokens: int = field(
-        default=DEFAULT_MAX_TOKENS,
+    max_tokens: int | None = field(
+        default=None,
         metadata=_describe(
             "Most tokens one model reply may have (drafts and critiques), sent with every "
-            "call to a model given as a string."
+            "call to a model given as a string. Empty: the profile's cap for each role "
+            "(`self-refine profiles` lists them; a longer reply is cut, and the local "
+            "model's reply also ends once it repeats itself)."
         ),
     )
     max_draft_chars: int | None = field(
@@ -249,11 +314,14 @@ class RefineContext:
         for name, default in _DEFAULTS.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, default)
-        if self.critics is not None:
-            object.__setattr__(self, "critics", _names(self.critics))
+        for name in ("critics", "judge"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _names(name, getattr(self, name)))
         _check_number("max_iterations", self.max_iterations, 0, MAX_ITERATIONS_LIMIT, integer=True)
         _check_number("candidates", self.candidates, 1, CANDIDATES_LIMIT, integer=True)
         _check_number("score_threshold", self.score_threshold, 0, 1)
+        _check_number("temperature", self.temperature, 0, 2)
+        _check_number("seed", self.seed, 0, 2**31 - 1, integer=True)
         _check_number("patience", self.patience, 1, None, integer=True)
         _check_number("history_window", self.history_window, 0, None, integer=True)
         _check_number("max_retries", self.max_retries, 0, 100, integer=True)
@@ -267,6 +335,12 @@ class RefineContext:
             raise ConfigError(
                 f'refine_form must be "conversation", "single" or "fresh", got {self.refine_form!r}'
             )
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(
+                f'strategy must be "refine", "sample" or "search", got {self.strategy!r}'
+            )
+        if not isinstance(self.first_verified, bool):
+            raise ConfigError(f"first_verified must be true or false, got {self.first_verified!r}")
         if self.select not in ("best", "last"):
             raise ConfigError(f'select must be "best" or "last", got {self.select!r}')
         for name in ("model", *ROLE_MODEL_FIELDS, "base_url", "api_key"):
@@ -291,8 +365,9 @@ class RefineContext:
         }
         if "base_url" in kept:
             kept["base_url"] = redact_url(kept["base_url"])
-        if "critics" in kept:
-            kept["critics"] = list(kept["critics"])
+        for name in ("critics", "judge"):
+            if name in kept:
+                kept[name] = list(kept[name])
         return kept
 
     @classmethod
@@ -338,31 +413,29 @@ def check_context_names(given: Mapping[str, Any]) -> None:
             )
 
 
-def context_changes(context: Any) -> dict[str, Any]:
-    """The settings a dict, or another dataclass (a parent graph's own context), gives.
+def context_changes(given: Any) -> dict[str, Any]:
+    """The settings a dict (its names checked, its None values left out) or another
+    dataclass (a parent graph's own context: the fields it shares with this one) names.
 
-    A dict's names are checked; its None values and a dataclass's other fields
-    are left out. Anything else gives none.
+    Anything else names none.
     """
-    if isinstance(context, Mapping):
-        check_context_names(context)
-        return {key: value for key, value in context.items() if value is not None}
-    if context is not None and dataclasses.is_dataclass(context):
+    if isinstance(given, Mapping):
+        check_context_names(given)
+        return {key: value for key, value in given.items() if value is not None}
+    if given is not None and dataclasses.is_dataclass(given):
         return {
-            name: value
-            for name in FIELD_NAMES
-            if (value := getattr(context, name, None)) is not None
+            name: value for name in FIELD_NAMES if (value := getattr(given, name, None)) is not None
         }
     return {}
 
 
-def settings_of(context: Any, base: RefineContext) -> RefineContext:
+def call_settings(given: Any, base: RefineContext) -> RefineContext:
     """A call's settings from the context it brings (see the module docstring).
 
-    A `RefineContext` is the call's settings; a dict or another dataclass sets
-    the fields it names over `base`; None and anything else leave `base` as it is.
+    A `RefineContext` is the call's settings, whole; a dict or another dataclass
+    changes the fields it names (`context_changes`) over `base`.
     """
-    if isinstance(context, RefineContext):
-        return context
-    changes = context_changes(context)
+    if isinstance(given, RefineContext):
+        return given
+    changes = context_changes(given)
     return dataclasses.replace(base, **changes) if changes else base

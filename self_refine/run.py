@@ -8,19 +8,18 @@ from typing import Any, cast
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Durability
 
 from self_refine.content import TaskContent
-from self_refine.context import RefineContext, settings_of
+from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
+from self_refine.graphs.checked import CheckedCompiledGraph
 from self_refine.graphs.self_refine import (
     GRAPH_NAME,
     create_self_refine_graph,
     group_options,
     recursion_limit,
 )
-from self_refine.input_checks import validate_input
 from self_refine.state import RefineInput, RefineOutput
 
 __all__ = ["arefine", "refine"]
@@ -35,7 +34,7 @@ def _prepare(
     checkpointer: BaseCheckpointSaver[Any] | None,
     thread_id: str | None,
     options: dict[str, Any],
-) -> tuple[CompiledStateGraph[Any, Any, Any, Any], RefineInput, RunnableConfig]:
+) -> tuple[CheckedCompiledGraph, RefineInput, RunnableConfig]:
     if thread_id is not None and checkpointer is None:
         raise ConfigError(
             f"thread_id={thread_id!r} needs a checkpointer to keep the thread: pass "
@@ -46,12 +45,11 @@ def _prepare(
         payload["draft"] = draft
     if reference is not None:
         payload["reference"] = reference
-    validate_input(payload)
     options = group_options(options)
     graph = create_self_refine_graph(model, **options).compile(
         checkpointer=checkpointer, name=GRAPH_NAME
     )
-    settings = settings_of(context, options.get("settings") or RefineContext())
+    settings = graph.builder.parts.settings_for(context)
     config: RunnableConfig = {
         "recursion_limit": recursion_limit(settings.max_iterations),
         "tags": ["self-refine"],
@@ -120,7 +118,7 @@ async def arefine(
 
 def _typed(graph: Any, output: Any) -> RefineOutput:
     """The output, its `structured_response` as the validated instance (a pydantic object)."""
-    answer_format = graph.builder.loop.response_format
+    answer_format = graph.builder.parts.response_format
     if answer_format is not None and output.get("structured_response") is not None:
         output["structured_response"] = answer_format.instance(output["structured_response"])
     return cast(RefineOutput, output)

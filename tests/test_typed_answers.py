@@ -142,10 +142,10 @@ def test_the_cli_keeps_the_schema_with_the_thread(
     # The offline stand-in writes prose, never JSON: the run says no draft matched.
     assert result["structured_response"] is None
     assert result["structured_error"].startswith("no draft matched the response format")
-    from self_refine.persistence.storage import ThreadSettings
+    from tests.conftest import thread_values
 
-    kept = ThreadSettings(".self-refine/checkpoints.sqlite").load("cat")
-    assert kept is not None and kept["response_format"] == SCHEMA
+    kept = thread_values(".self-refine/checkpoints.sqlite", "cat")
+    assert kept["answer_schema"] == {"title": "Answer", **SCHEMA}
     assert main(["show", "cat", "--html", "cat.html"]) == 0
     assert "response format: no draft matched" in capsys.readouterr().out
     page = (workdir / "cat.html").read_text()

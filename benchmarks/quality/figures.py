@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["condition_figures", "correct_at"]
+__all__ = ["condition_figures", "correct_at", "draft_replies", "rejected_replies"]
 
 PLAIN_TEXT_FALLBACK = "the critique was not JSON; read it as plain text"
 
@@ -23,7 +23,7 @@ def correct_at(record: dict[str, Any], k: int) -> list[bool]:
     return [bool(step) for step in steps]
 
 
-def _draft_replies(attempt: dict[str, Any]) -> int:
+def draft_replies(attempt: dict[str, Any]) -> int:
     """Replies the model gave for one draft: one, or two when the first was rejected
     (a rejected reply is asked again once); a step of candidates, one per candidate."""
     if "candidates" in attempt:
@@ -31,7 +31,7 @@ def _draft_replies(attempt: dict[str, Any]) -> int:
     return min(len(attempt.get("rejected") or []) + 1, 2)
 
 
-def _rejected(attempt: dict[str, Any]) -> list[dict[str, Any]]:
+def rejected_replies(attempt: dict[str, Any]) -> list[dict[str, Any]]:
     """The replies of one draft step that were not taken, candidates' included."""
     among = [c["rejected"] for c in attempt.get("candidates") or [] if c.get("rejected")]
     return [*(attempt.get("rejected") or []), *among]
@@ -58,8 +58,8 @@ def condition_figures(
     final = [row[-1] for row in table]
     attempts = [a for record in records for a in record.get("attempts") or []]
     written = [a for a in attempts if int(a.get("iteration", 0)) >= written_from]
-    rejected = Counter(r["reason"] for a in written for r in _rejected(a))
-    replies = max(sum(_draft_replies(a) for a in written), 1)
+    rejected = Counter(r["reason"] for a in written for r in rejected_replies(a))
+    replies = max(sum(draft_replies(a) for a in written), 1)
     critiques = max(len(attempts), 1)
     fallbacks = sum(PLAIN_TEXT_FALLBACK in (a.get("problems") or []) for a in attempts)
     scores = [r["score"] for r in records if r.get("score") is not None]

@@ -21,7 +21,7 @@ from self_refine.critics.verifiers.shape import (
     too_many_sentences,
     word_list,
 )
-from self_refine.nodes.finalize import pick_best
+from self_refine.nodes.ranking import best_attempt
 from self_refine.prompts.phrases import normalized
 
 __all__ = ["FORMS", "answer_forms", "feedback_wording", "rejudge"]
@@ -93,7 +93,7 @@ def rejudge(record: dict[str, Any]) -> dict[str, Any]:
     if not attempts:
         return record
     steps = range(max(int(a.get("iteration", 0)) for a in attempts) + 1)
-    picks = [pick_best([a for a in attempts if a["iteration"] <= k]) for k in steps]  # type: ignore[misc]
+    picks = [best_attempt([a for a in attempts if a["iteration"] <= k]) for k in steps]  # type: ignore[misc]
     answer = str(record.get("answer", ""))
     final = next((a for a in reversed(attempts) if a.get("draft") == answer), None)
     worded = bool(final and final["feedback_wording"])

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
+
+from benchmarks.quality.outputs import PLOT_MISSING, warn_no_plot
 
 __all__ = ["markdown", "readings", "write_results"]
 
@@ -186,7 +187,8 @@ def _plot(document: dict[str, Any], path: Path) -> bool:
         axis.set_xlabel("refine steps")
         axis.set_ylabel("accuracy (%)")
         axis.set_ylim(0, 100)
-    axes[0].legend(fontsize=8)
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=8)
     tokens = axes[-1]
     for name in sets:
         for condition, f in document["results"][name].items():
@@ -208,20 +210,32 @@ def write_results(
     document: dict[str, Any],
     folder: Path,
     records: dict[str, dict[str, list[dict[str, Any]]]] | None = None,
+    *,
+    stem: str,
+    latest: bool = False,
+    final: bool = False,
 ) -> list[Path]:
-    """Write the run's files (and every item's record, when given); returns their paths."""
+    """Write the run's files (and every item's record, when given); returns their paths.
+
+    `quality-latest.md` is written only when `latest` asks for it. Without matplotlib the
+    page says the plot is missing, and the `final` write says so on stderr.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    model = re.sub(r"[^\w.-]+", "-", str(document["model"].get("name")))[:60]
-    stem = f"quality-{model.removesuffix('.gguf')}-{document['date']}"
-    paths = [folder / f"{stem}.json", folder / f"{stem}.md", folder / "quality-latest.md"]
+    paths = [folder / f"{stem}.json", folder / f"{stem}.md"]
     paths[0].write_text(json.dumps(document, indent=1))
     page = markdown(document)
     plot = folder / f"{stem}.png"
     if _plot(document, plot):
         page += f"\n![accuracy by refine step, and cost]({plot.name})\n"
         paths.append(plot)
+    else:
+        page += f"\n**No plot**: {PLOT_MISSING}.\n"
+        if final:
+            warn_no_plot()
     paths[1].write_text(page)
-    paths[2].write_text(page)
+    if latest:
+        paths.append(folder / "quality-latest.md")
+        paths[-1].write_text(page)
     if records is not None:
         paths.append(folder / f"{stem}.records.jsonl")
         lines = [

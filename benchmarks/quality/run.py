@@ -1,6 +1,6 @@
 """Does refinement help? `python -m benchmarks.quality.run` (or `make bench-quality`).
 
-The same items and model under four conditions, all through the project's batch path
+The same items and model under six conditions, all through the project's batch path
 (`arefine_batch`) and judged by the exact checker of each set on the final answer text,
 an answer that echoes the task or the prompt's scaffolding counting as wrong:
 
@@ -24,15 +24,18 @@ that took over six words in a row of the feedback it was given counts wrong,
 Accuracy after k = 0..K refine steps comes from each item's attempts (one run with K
 steps). The cost of a refining condition (tokens, time, calls per item) includes the
 first draft it started from, so every row says what its answers cost in total. Writes
-`quality-<model>-<date>.{json,md,png}`, every item's record (drafts, critiques,
-rejected replies) in `quality-<model>-<date>.records.jsonl`, and `quality-latest.md`
-under `benchmarks/results/`.
+`quality-<model>-<date>-<hhmm>.{json,md,png}` and every item's record (drafts, critiques,
+rejected replies) in `.records.jsonl` under `--out` (`--name` chooses the stem), again
+after each set; it never writes over existing files unless `--overwrite`, and writes
+`quality-latest.md` only with `--latest`. Without matplotlib it says so instead of the
+plot. How to spend a token budget (strategies against budgets) is `spend.py`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import json
 import math
 import os
@@ -46,6 +49,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from benchmarks.quality.document import document, examples_of
 from benchmarks.quality.figures import condition_figures
 from benchmarks.quality.honesty import answer_forms, rejudge
+from benchmarks.quality.outputs import dated_stem, refuse_existing
 from benchmarks.quality.sets import PROFILE, SETS_DIR, VERIFIER
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, REFINE_FORMS
 
@@ -63,15 +67,16 @@ class _Calls(BaseCallbackHandler):
         self.calls += 1
 
 
-def _items(name: str, n: int) -> list[dict[str, Any]]:
+def load_items(name: str, n: int | None) -> list[dict[str, Any]]:
+    """The first `n` items of a set (None: all of them)."""
     lines = (SETS_DIR / f"{name}.jsonl").read_text().splitlines()
     items = [json.loads(line) for line in lines if line.strip()][:n]
-    if len(items) < n:
+    if n is not None and len(items) < n:
         print(f"[{name}] the set has {len(items)} items: using all of them", file=sys.stderr)
     return items
 
 
-async def _first_drafts(model: Any, name: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+async def first_drafts(model: Any, name: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each item's first draft, through the graph's generate step, judged by the checker."""
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -202,10 +207,13 @@ async def run(
 ) -> tuple[dict[str, Any], dict[str, dict[str, list[dict[str, Any]]]]]:
     """Every set under every condition; returns the results document and every record.
 
-    The files are written again after each set, so a run stopped half-way keeps the
-    sets it finished (the document says which were left out). `chat_model`, when
+    The files are written after each set, so a run stopped half-way keeps the sets it
+    finished (the document says which were left out), their paths at the end left in
+    `args.paths`; before the first model call, files already there stop the run unless
+    `args.overwrite`. `chat_model`, when
     given, is used instead of resolving `args.model` (a scripted model, in tests).
     """
+    from benchmarks.quality.document import model_meta
     from benchmarks.quality.report import write_results
 
     counter = _Calls()
@@ -213,6 +221,11 @@ async def run(
         model = _model(args.model, args.base_url, args.api_key, args.max_tokens, counter)
     else:
         model = chat_model.model_copy(update={"callbacks": [counter]})
+    name = str(model_meta(model, args.model)["name"])
+    args.stem = args.name or dated_stem("quality", name, datetime.datetime.now())
+    kinds = (".json", ".md", ".png", ".records.jsonl")
+    wanted = [args.out / f"{args.stem}{kind}" for kind in kinds]
+    refuse_existing(wanted, args.overwrite)
     results: dict[str, Any] = {}
     examples: dict[str, list[dict[str, Any]]] = {}
     records: dict[str, dict[str, list[dict[str, Any]]]] = {}
@@ -220,12 +233,12 @@ async def run(
         if number:
             partial = document(args, model, results, examples)
             partial["unfinished_sets"] = args.sets[number:]
-            write_results(partial, args.out, records)
-        items = _items(name, args.n)
+            write_results(partial, args.out, records, stem=args.stem)
+        items = load_items(name, args.n)
         results[name] = {}
         print(f"[{name}] first drafts of {len(items)} items ...", file=sys.stderr, flush=True)
         start, calls = time.perf_counter(), counter.calls
-        first = await _first_drafts(model, name, items)
+        first = await first_drafts(model, name, items)
         first_seconds, first_calls = time.perf_counter() - start, counter.calls - calls
         results[name]["first"] = condition_figures(first, 0, first_seconds, first_calls)
         firsts = [record["answer"] for record in first]
@@ -255,14 +268,18 @@ async def run(
             runs[condition] = done
         examples[name] = examples_of(runs)
         records[name] = runs
-    return document(args, model, results, examples), records
+    finished = document(args, model, results, examples)
+    args.paths = write_results(
+        finished, args.out, records, stem=args.stem, latest=args.latest, final=True
+    )
+    return finished, records
 
 
 def main() -> None:
-    """Command line: run, then write the JSON, Markdown and plots."""
-    from benchmarks.quality.report import write_results
-
-    parser = argparse.ArgumentParser(description=__doc__)
+    """Command line: run (it writes the JSON, Markdown and plot), then say where they are."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model", default="local", help="model string (default: local)")
     parser.add_argument("--base-url", help="an OpenAI-compatible server's base URL")
     parser.add_argument(
@@ -287,15 +304,26 @@ def main() -> None:
         help="N of best-of-N first drafts (default: the smallest N whose tokens per item "
         "are at least those of the candidates condition, else of verifier-guided)",
     )
-    parser.add_argument("--sets", default="constrained,arithmetic,code")
-    parser.add_argument("--conditions", default=",".join(CONDITIONS))
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--sets", default="constrained,arithmetic,code", help="default: %(default)s"
+    )
+    parser.add_argument(
+        "--conditions", default=",".join(CONDITIONS), help="default: all six, %(default)s"
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS, help="folder (default: %(default)s)")
+    parser.add_argument("--name", help="file name stem (default: quality-<model>-<date>-<hhmm>)")
+    parser.add_argument("--overwrite", action="store_true", help="replace files of that name")
+    parser.add_argument(
+        "--latest",
+        action="store_true",
+        help="also write quality-latest.md, replacing it (the page the docs link)",
+    )
     args = parser.parse_args()
     args.sets = [s for s in args.sets.split(",") if s]
     args.conditions = [c for c in args.conditions.split(",") if c]
     args.best_of_given = args.best_of is not None
-    document, records = asyncio.run(run(args))
-    for path in write_results(document, args.out, records):
+    asyncio.run(run(args))
+    for path in args.paths:
         print(path)
 
 

@@ -39,7 +39,8 @@ def _task(text: str) -> str:
     return match.group(1) if match else text
 
 
-def _reply(request: dict[str, Any]) -> str:
+def scripted_reply(request: dict[str, Any]) -> str:
+    """A deterministic reply to a llama.cpp request (see the module docstring)."""
     blob = json.dumps(request, sort_keys=True)
     h = int(hashlib.sha256(blob.encode()).hexdigest(), 16)
     messages = request["messages"]
@@ -106,7 +107,7 @@ def record(tree: Path, out: Path, n: int, k: int) -> None:
         ) -> ChatResult:
             request = self._request(messages, stop, **kwargs)
             recorded.append(request)
-            text = _reply(request)
+            text = scripted_reply(request)
             sent, written = len(json.dumps(request["messages"])) // 4, len(text) // 4 + 1
             usage: Any = {"input_tokens": sent, "output_tokens": written}
             usage["total_tokens"] = sent + written
@@ -134,6 +135,9 @@ def record(tree: Path, out: Path, n: int, k: int) -> None:
             sets=["constrained", "arithmetic", "code"],
             conditions=list(quality.CONDITIONS),
             out=Path(folder),
+            name="recorded",
+            overwrite=False,
+            latest=False,
         )
         document, records = asyncio.run(quality.run(args, chat_model=model))
     answers = {

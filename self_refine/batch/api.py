@@ -19,9 +19,8 @@ from self_refine.batch.job import BatchJob
 from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import summarize
 from self_refine.batch.output import append_jsonl
-from self_refine.batch.runner import run_key
-from self_refine.content import TaskContent, has_images, task_problem
-from self_refine.context import RefineContext, settings_of
+from self_refine.content import TaskContent, task_problem
+from self_refine.context import RefineContext
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError
 from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph, group_options
@@ -128,37 +127,33 @@ async def arefine_batch(
     full disk) stops the batch with `BatchStoppedError`.
     """
     items = _items(tasks, answers, references, correct, ids)
-    given = options
-    builder = create_self_refine_graph(model, **group_options(options))
-    settings = settings_of(context, builder.loop.settings)
+    given = dict(options)
+    judges = list(DEFAULT_VERIFIERS if verifiers is None else verifiers)
+    # Callables cannot be named in a run's settings: the graph takes them as its judge.
+    callables = refine_only_incorrect and not all(isinstance(v, str) for v in judges)
+    builder = create_self_refine_graph(
+        model, **group_options(options), judge=judges if callables else ()
+    )
+    parts = builder.parts
+    settings = parts.settings_for(context)
     job = BatchJob(
         settings,
-        builder.loop.critic_specs(settings),
-        list(DEFAULT_VERIFIERS if verifiers is None else verifiers),
+        parts.critic_specs(settings),
+        judges,
         refine_only_incorrect=refine_only_incorrect,
         concurrency=concurrency,
+        response_format=parts.response_format.schema if parts.response_format else None,
+        graph={"model": model if isinstance(model, str) else repr(model), "options": given},
     )
     refused = job.check(items)[1]
     if refused:
         index, reason = refused[0]
         raise ConfigError(f"references[{index}]: {reason}")
-    job.key = run_key(
-        {
-            "model": model if isinstance(model, str) else repr(model),
-            "options": given,
-            "context": context,
-            "refine_only_incorrect": refine_only_incorrect,
-            "verifiers": job.judge.name if job.judge else None,
-        }
-    )
     if checkpointer is None:
         from langgraph.checkpoint.memory import InMemorySaver
 
         checkpointer = InMemorySaver()
-    plan = builder.loop.plan_for(settings)
-    plan.check_models()
-    if any(has_images(item.task) for item in items):
-        plan.check_images()  # a text-only model fails here, before any item starts
+    job.check_models(builder.parts, items)
     graph = builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
     records: dict[int, dict[str, Any]] = {}
     errors: dict[int, str] = {}
@@ -167,12 +162,12 @@ async def arefine_batch(
     async def keep(item: BatchItem, record: dict[str, Any]) -> None:
         records[position[item.id]] = record
 
-    secrets = _secrets(model, settings, builder.loop.models.values())
+    secrets = _secrets(model, job.context, builder.parts.roles.values())
 
     async def fail(item: BatchItem, error: Exception) -> None:
         errors[position[item.id]] = redact(f"{type(error).__name__}: {error}", secrets)
 
-    await job.run(LocalEngine(graph, context=settings), items, on_record=keep, on_error=fail)
+    await job.run(LocalEngine(graph, context=job.context), items, on_record=keep, on_error=fail)
     ordered = [records.get(index) for index in range(len(items))]
     if log is not None:
         await asyncio.to_thread(append_jsonl, log, [r for r in ordered if r is not None])
@@ -182,7 +177,7 @@ async def arefine_batch(
     ]
     summary = summarize(r for r in ordered if r is not None)
     summary["failed"] = len(errors)
-    answer_format = builder.loop.response_format
+    answer_format = builder.parts.response_format
     structured = (
         [answer_format.instance((r or {}).get("structured_response")) for r in ordered]
         if answer_format is not None

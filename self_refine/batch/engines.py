@@ -24,8 +24,6 @@ __all__ = [
     "open_engine",
 ]
 
-_STOP_BEFORE = ["critique"]
-
 
 def check_server(url: str) -> None:
     """Fail fast, before any model call, when the LangGraph server at `url` does not answer."""
@@ -92,20 +90,12 @@ class LocalEngine:
         return ThreadView(dict(snapshot.values or {}), tuple(snapshot.next))
 
     async def run(
-        self, thread_id: str, payload: dict[str, Any] | None, *, stop_before_critique: bool
+        self, thread_id: str, payload: dict[str, Any] | None, *, judged: bool
     ) -> dict[str, Any]:
         """Start or continue the thread; its output, or its values if it paused."""
-        result = await self.graph.ainvoke(
-            payload,
-            self._config(thread_id),
-            context=self.context,
-            interrupt_before=_STOP_BEFORE if stop_before_critique else None,
-        )
+        context = self.context if judged else _unjudged(self.context)
+        result = await self.graph.ainvoke(payload, self._config(thread_id), context=context)
         return cast(dict[str, Any], result or {})
-
-    async def update(self, thread_id: str, values: dict[str, Any]) -> None:
-        """Write values as the critique node."""
-        await self.graph.aupdate_state(self._config(thread_id), values, as_node="critique")
 
 
 class ServerEngine:
@@ -159,22 +149,25 @@ class ServerEngine:
         )
 
     async def run(
-        self, thread_id: str, payload: dict[str, Any] | None, *, stop_before_critique: bool
+        self, thread_id: str, payload: dict[str, Any] | None, *, judged: bool
     ) -> dict[str, Any]:
         """Run the assistant on the thread and wait for it to stop."""
+        context = self.context if judged else {**(self.context or {}), "judge": []}
         result = await self.client.runs.wait(
             thread_id,
             self.assistant_id,
             input=payload,
-            context=self.context,
-            interrupt_before=_STOP_BEFORE if stop_before_critique else None,
+            context=context,
             multitask_strategy="reject",
         )
         return result if isinstance(result, dict) else {}
 
-    async def update(self, thread_id: str, values: dict[str, Any]) -> None:
-        """Write values as the critique node."""
-        await self.client.threads.update_state(thread_id, values, as_node="critique")
+
+def _unjudged(context: RefineContext | None) -> dict[str, Any] | RefineContext:
+    """The settings without a judge: a whole context's copy, else a change that says so."""
+    if context is None:
+        return {"judge": []}
+    return dataclasses.replace(context, judge=())
 
 
 def _context_dict(context: RefineContext | None) -> dict[str, Any] | None:

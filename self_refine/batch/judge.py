@@ -13,13 +13,12 @@ from self_refine.critics import (
     VERIFIERS,
     Verifier,
     VerifierCritic,
-    judge_draft,
     resolve_critics,
     resolve_verifier,
 )
+from self_refine.critics.judge import VerifierJudge, is_echo
 from self_refine.critics.verifiers.base import BuiltinVerifier
 from self_refine.errors import ConfigError
-from self_refine.models.hygiene import DraftGuard
 
 __all__ = [
     "ItemVerdicts",
@@ -30,12 +29,6 @@ __all__ = [
     "VerifierJudge",
     "is_echo",
 ]
-
-
-def is_echo(task: str, draft: str) -> bool:
-    """True when the draft repeats the task text or the prompt's scaffolding or instructions."""
-    verdict = DraftGuard(task=task, limit=1 << 62).check(draft, None)
-    return verdict is not None and verdict[0] == "echo"
 
 
 class Judge(Protocol):
@@ -55,32 +48,6 @@ DEFAULT_VERIFIERS: tuple[str, ...] = tuple(VERIFIERS)
 
 REFERENCE_KEYS = ("answer", "concepts", "tests", "schema")
 """The reference keys the built-in verifiers read (answer, concepts, python_tests, json_schema)."""
-
-
-class VerifierJudge:
-    """Passes a draft when every verifier able to judge it passes it (see judge_draft).
-
-    A draft that echoes the task text or the prompt's scaffolding is wrong whatever
-    the verifiers say: the task holds every required word, so an echo would pass a
-    concept check. Unknown verifier names raise ConfigError here, before any model call.
-    """
-
-    def __init__(self, verifiers: Sequence[str | Verifier]) -> None:
-        self.specs = list(verifiers)
-        self.verifiers = [resolve_verifier(spec) for spec in self.specs]
-        self.name = "+".join(v.name for v in self.verifiers)
-
-    def __call__(self, task: str, draft: str, reference: Any) -> bool | None:
-        """Whether the draft passes; None when no verifier applies to the reference."""
-        verdict = judge_draft(task, draft, reference, self.specs)
-        if verdict and is_echo(task, draft):
-            return False
-        return verdict
-
-    def source(self, reference: Any) -> str:
-        """The names of the verifiers that apply to this reference, joined by "+"."""
-        names = [v.name for v in self.verifiers if v.applies(reference) is None]
-        return "+".join(names) or self.name
 
 
 class ReferenceCheck:

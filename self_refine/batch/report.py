@@ -8,9 +8,21 @@ from typing import Any
 
 from self_refine.batch.metrics import TRANSITIONS
 from self_refine.batch.output import result_record
+from self_refine.content import task_problem
 from self_refine.errors import ConfigError, install_hint
+from self_refine.input_checks import MAX_TASK_CHARS
 
-__all__ = ["load_records", "plot_summary"]
+__all__ = ["is_plot", "load_records", "plot_summary"]
+
+_PLOT_CREATOR = "langgraph-self-refine"
+"""The `Creator` a plot this program drew carries in its metadata (PNG, SVG and PDF)."""
+_PLOT_MAX_BYTES = 1_000_000
+
+
+def is_plot(path: Path) -> bool:
+    """Whether the file at `path` is a plot this program drew (so it may be drawn again)."""
+    with path.open("rb") as handle:
+        return _PLOT_CREATOR.encode() in handle.read(_PLOT_MAX_BYTES)
 
 
 def load_records(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -66,6 +78,13 @@ def _is_text(value: Any) -> bool:
     return value is None or isinstance(value, str)
 
 
+def _is_task(value: Any) -> bool:
+    """A task as a batch writes it back: its text, or its text and image blocks."""
+    if isinstance(value, list):
+        return task_problem(value, MAX_TASK_CHARS) is None
+    return _is_text(value)
+
+
 def _list_of(fits: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda value: value is None or (isinstance(value, list) and all(map(fits, value)))
 
@@ -108,7 +127,7 @@ _FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "correct_at": ("a list of true, false or null", _list_of(_is_flag)),
     "score_at": ("a list of numbers or null", _list_of(_is_score)),
     "usage": ("an object of token counts", _is_usage),
-    "task": ("text", _is_text),
+    "task": ("text, or text and image blocks", _is_task),
     "attempts": (
         "a list of attempts (iteration, draft, critique with a score and feedback, "
         "rejected replies as objects)",
@@ -143,7 +162,7 @@ def plot_summary(summary: dict[str, Any], path: str | Path, *, title: str = "") 
         _draw_transitions(bars_axes, summary)
         figure.suptitle(title or f"Self-Refine on {summary['items']} items")
         figure.tight_layout()
-        figure.savefig(path)
+        figure.savefig(path, metadata={"Creator": _PLOT_CREATOR})
     except (OSError, ValueError) as error:
         raise ConfigError(f"cannot write the plot {str(path)!r} ({error})") from None
     finally:

@@ -3,9 +3,10 @@
 `BatchRunner` drives each item's thread on an engine (a compiled graph with a
 checkpointer, or a LangGraph server) until it finishes, picking up where an
 earlier, interrupted run of the same item stopped. With `refine_only_incorrect`
-a first draft that the judge accepts is neither critiqued nor refined: the
-thread pauses before its first critique, the judge's verdict is recorded as
-that critique (stop reason "verified"), and the thread finishes at once.
+the runs' settings name the judge (`RefineContext.judge`): the graph itself
+answers a first draft it accepts as it is ("verified"), recording the judge's
+critique; an item whose draft the caller says is right needs no thread at all,
+and one the caller says is wrong runs without the judge.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from self_refine.batch.items import BatchItem
 from self_refine.batch.judge import ItemVerdicts, Judge
 from self_refine.batch.schedule import run_scheduled
 from self_refine.errors import BatchStoppedError, ConfigError
-from self_refine.nodes.finalize import pick_best
+from self_refine.nodes.ranking import chosen_attempt
 from self_refine.persistence.failures import storage_failure
 from self_refine.state import Attempt, Critique, add_usage
 
@@ -67,13 +68,13 @@ class Engine(Protocol):
         ...
 
     async def run(
-        self, thread_id: str, payload: dict[str, Any] | None, *, stop_before_critique: bool
+        self, thread_id: str, payload: dict[str, Any] | None, *, judged: bool
     ) -> dict[str, Any]:
-        """Start (payload) or continue (None) the thread; return its values when it stops."""
-        ...
+        """Start (payload) or continue (None) the thread; return its values when it stops.
 
-    async def update(self, thread_id: str, values: dict[str, Any]) -> None:
-        """Write values to the thread as if the critique node had produced them."""
+        `judged` False runs it without the judge the batch's settings name (the caller
+        said its draft is wrong).
+        """
         ...
 
 
@@ -92,10 +93,6 @@ def _finished(values: dict[str, Any]) -> bool:
     return bool(values.get("stop_reason")) and "answer" in values
 
 
-def _at_gate(view: ThreadView) -> bool:
-    return view.next == ("critique",) and not view.values.get("attempts")
-
-
 def _payload(item: BatchItem) -> dict[str, Any]:
     payload: dict[str, Any] = {"task": item.task, "id": item.id}
     if item.draft is not None:
@@ -105,10 +102,23 @@ def _payload(item: BatchItem) -> dict[str, Any]:
     return payload
 
 
-def _verified_attempt(draft: str, source: str, usage: Any) -> Attempt:
-    """The first attempt of a draft the judge accepted, in place of a critique."""
-    critique = Critique(feedback=[], score=1.0, done=True, source=source, verified=True)
-    return {"iteration": 0, "draft": draft, "critique": critique.model_dump(), "usage": usage}
+def _as_given(item: BatchItem) -> dict[str, Any]:
+    """The values of an item whose draft the caller says is right: answered as it is."""
+    critique = Critique(feedback=[], score=1.0, done=True, source="caller", verified=True)
+    attempt: Attempt = {
+        "iteration": 0,
+        "draft": item.draft or "",
+        "critique": critique.model_dump(),
+        "usage": add_usage(),
+    }
+    return {
+        "answer": item.draft or "",
+        "attempts": [attempt],
+        "iterations": 0,
+        "stop_reason": VERIFIED,
+        "score": 1.0,
+        "usage": add_usage(),
+    }
 
 
 @dataclass
@@ -131,68 +141,26 @@ class BatchRunner:
 
     async def run_item(self, item: BatchItem) -> dict[str, Any]:
         """Refine one item (or finish its interrupted thread) and return its record."""
-        thread_id = self.thread_id(item)
         verdicts = ItemVerdicts(item, self.judge)
-        gate = self.refine_only_incorrect
-        if gate and item.draft is not None:
-            if (await verdicts.of([item.draft]))[item.draft]:
-                source = "caller" if item.correct is not None else self._source(item)
-                attempt = _verified_attempt(item.draft, source, add_usage())
-                values = {
-                    "answer": item.draft,
-                    "attempts": [attempt],
-                    "iterations": 0,
-                    "stop_reason": VERIFIED,
-                    "score": attempt["critique"]["score"],
-                    "usage": add_usage(),
-                }
-                return await self._record(item, values, None, verdicts)
-            gate = False
+        if self.refine_only_incorrect and item.draft is not None and item.correct:
+            return await self._record(item, _as_given(item), None, verdicts)
+        thread_id = self.thread_id(item)
         async with self.engine.writer(thread_id):
-            values = await self._drive(thread_id, item, gate, verdicts)
+            values = await self._drive(thread_id, item, judged=item.correct is not False)
         return await self._record(item, values, thread_id, verdicts)
 
-    async def _drive(
-        self, thread_id: str, item: BatchItem, gate: bool, verdicts: ItemVerdicts
-    ) -> dict[str, Any]:
-        view: ThreadView | None = await self.engine.state(thread_id)
-        values = view.values if view else {}
+    async def _drive(self, thread_id: str, item: BatchItem, *, judged: bool) -> dict[str, Any]:
+        values = (await self.engine.state(thread_id)).values
         for _ in range(_MAX_LEGS):
             if _finished(values):
                 return values
-            view = view or await self.engine.state(thread_id)
-            at_gate = gate and _at_gate(view)
-            if at_gate:
-                await self._check_gate(thread_id, item, view, verdicts)
-            first_leg = gate and not at_gate and not view.values.get("attempts")
-            payload = None if view.values else _payload(item)
-            values = await self.engine.run(thread_id, payload, stop_before_critique=first_leg)
-            view = None
+            payload = None if values else _payload(item)
+            values = await self.engine.run(thread_id, payload, judged=judged)
+            if not _finished(values):
+                values = (await self.engine.state(thread_id)).values
         raise RuntimeError(
             f"item {item.id!r} did not finish: its thread {thread_id} is paused "
             f"(inspect it with `self-refine show {shlex.quote(thread_id)}`)"
-        )
-
-    def _source(self, item: BatchItem) -> str:
-        return self.judge.source(item.reference) if self.judge else "caller"
-
-    async def _check_gate(
-        self, thread_id: str, item: BatchItem, view: ThreadView, verdicts: ItemVerdicts
-    ) -> None:
-        """Finish the thread at once when the judge accepts its first draft."""
-        draft = str(view.values.get("draft", ""))
-        if not (await verdicts.of([draft]))[draft]:
-            return
-        usage = add_usage(view.values.get("draft_usage"))
-        attempt = _verified_attempt(draft, self._source(item), usage)
-        await self.engine.update(
-            thread_id,
-            {
-                "critique": attempt["critique"],
-                "attempts": [attempt],
-                "iteration": 0,
-                "stop_reason": VERIFIED,
-            },
         )
 
     async def _record(
@@ -233,7 +201,7 @@ class BatchRunner:
         return record
 
     def _pick(self, attempts: list[Attempt]) -> Attempt:
-        chosen = attempts[-1] if self.select == "last" else pick_best(attempts)
+        chosen = chosen_attempt(attempts, self.select)
         assert chosen is not None
         return chosen
 

@@ -17,13 +17,18 @@ from self_refine.batch.job import BatchJob
 from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import format_summary, summarize
 from self_refine.batch.output import STDOUT
-from self_refine.batch.runner import run_key
-from self_refine.cli.paths import check_writable, refuse_overlaps
-from self_refine.cli.progress import Progress
-from self_refine.cli.settings import build_graph, read_response_format, uses_local_model
-from self_refine.content import has_images
-from self_refine.context import RESULT_FIELDS, RefineContext
+from self_refine.cli.interrupt import Interrupted, stoppable
+from self_refine.cli.paths import (
+    check_writable,
+    read_response_format,
+    refuse_foreign,
+    refuse_overlaps,
+)
+from self_refine.cli.progress import Progress, uses_local_model
+from self_refine.cli.settings import build_graph
+from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
+from self_refine.pages.render import is_page
 from self_refine.redact import redact, terminal_safe
 
 __all__ = ["batch_command", "report_command"]
@@ -49,30 +54,18 @@ def _job(
     """What the flags say about judging and refining the items, checked before any model call."""
     if args.concurrency < 1:
         raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
-    if "human" in (context.critics or ()):
-        raise ConfigError(
-            "--critics human asks a person at the terminal, which a batch cannot do: "
-            "use `self-refine run --critics human` per task, or another critic for the batch"
-        )
     verifiers = _verifier_names(args.verifiers)
     if args.refine_only_incorrect and not verifiers:
         raise ConfigError(
             "--refine-only-incorrect needs verifiers to tell correct drafts apart: "
             "leave --verifiers out, or name some (e.g. --verifiers answer)"
         )
-    settings = {name: getattr(context, name) for name in RESULT_FIELDS}
-    if settings["candidates"] == 1:
-        # Left out at its default, so batches begun before the setting existed keep their threads.
-        del settings["candidates"]
-    settings.update(refine_only_incorrect=args.refine_only_incorrect, verifiers=verifiers)
-    if response_format is not None:  # a typed batch's items get threads of their own
-        settings["response_format"] = response_format
     return BatchJob(
         context,
         verifiers=verifiers,
         refine_only_incorrect=args.refine_only_incorrect,
-        key=run_key(settings),
         concurrency=args.concurrency,
+        response_format=response_format,
     )
 
 
@@ -134,10 +127,24 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
             "--html reads the results back from the -o file, and -o - keeps none: give -o a "
             "file path, or leave --html out"
         )
+    summary_out = args.summary == STDOUT
+    if stream and summary_out:
+        raise ConfigError(
+            "-o - and --summary - would both be on standard output: give --summary a file path"
+        )
+    if (stream or summary_out) and sys.stdout is None:
+        flag = "-o -" if stream else "--summary -"
+        raise ConfigError(
+            f"{flag} writes to standard output, which is closed: give {flag.split()[0]} a "
+            "file path, or run with standard output open"
+        )
     if not stream:
         check_writable(args.output, "-o", fix="choose another -o path, or -o - for standard output")
-    check_writable(args.summary, "--summary")
+    if not summary_out:
+        check_writable(args.summary, "--summary")
     check_writable(args.html, "the page --html")
+    refuse_foreign(args.summary, "--summary", ours=_is_summary, what="batch summary")
+    refuse_foreign(args.html, "the page --html", ours=is_page, what="page")
     shown = _Shown([args.api_key])
     response_format = read_response_format(args.response_format)
     if response_format is not None and args.server:
@@ -153,17 +160,20 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
             "call at a time, so items overlap but the batch is no faster"
         )
     items = batch.read(shown)
-    batch.prepare(items)  # a server that is down, an -o file that is not results: no work
-    # Bad models and missing keys fail here, after the input and output are known to be usable.
+    # Bad models and missing keys fail here, before the output is opened (or made).
     builder = None
     if not args.server:
         builder = build_graph(response_format)
-        plan = builder.loop.plan_for(context)
-        plan.check_models()
-        if any(has_images(item.task) for item in items):
-            plan.check_images()  # a text-only model fails here, before any item starts
+        job.check_models(builder.parts, items)
+    batch.prepare(items)  # a server that is down, an -o file that is not results: no work
     try:
-        result = asyncio.run(batch.run(items, shown, builder=builder))
+        with stoppable("finished items are saved: run the same command to continue") as stop:
+            try:
+                result = asyncio.run(batch.run(items, shown, builder=builder))
+            except Interrupted as interrupted:
+                shown.close()
+                stop.say(interrupted.signum)
+                return interrupted.exit_code
     except KeyboardInterrupt:
         shown.close()
         _warn("interrupted; finished items are saved: run the same command to continue")
@@ -174,9 +184,11 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
     shown.close()
     summary = result.summary
     summary.update(failed=result.failed, input_problems=[p.line for p in batch.problems])
-    # With -o -, standard output holds the results only.
-    print(format_summary(summary), file=sys.stderr if stream else sys.stdout)
-    if args.summary:
+    # With -o -, standard output holds the results only; with --summary -, the summary's JSON.
+    print(format_summary(summary), file=sys.stderr if stream or summary_out else sys.stdout)
+    if summary_out:
+        print(json.dumps(summary, indent=2), flush=True)
+    elif args.summary:
         _write_json(args.summary, summary)
         _warn(f"summary written to {args.summary}")
     if stream:
@@ -194,6 +206,20 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
     return 0
 
 
+def _is_summary(path: Path) -> bool:
+    """Whether the file at `path` is a summary `--summary` wrote (so it may be written again)."""
+    if path.stat().st_size > _SUMMARY_MAX_BYTES:
+        return False
+    try:
+        value = json.loads(path.read_bytes())
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and {"items", "judged", "stop_reasons"} <= value.keys()
+
+
+_SUMMARY_MAX_BYTES = 10_000_000
+
+
 def _write_json(path: str, value: Any) -> None:
     target = Path(path)
     try:
@@ -205,7 +231,7 @@ def _write_json(path: str, value: Any) -> None:
 
 def report_command(args: argparse.Namespace) -> int:
     """Summarize finished output files, and draw the summary when asked."""
-    from self_refine.batch.report import load_records, plot_summary
+    from self_refine.batch.report import is_plot, load_records, plot_summary
 
     plot = args.plot or (None if args.no_plot else _default_plot(args.outputs[0]))
     refuse_overlaps(
@@ -214,6 +240,8 @@ def report_command(args: argparse.Namespace) -> int:
     )
     check_writable(plot, "the plot", fix="give --plot a path in a writable folder, or --no-plot")
     check_writable(args.html, "the page --html")
+    refuse_foreign(plot, "the plot" if not args.plot else "--plot", ours=is_plot, what="plot")
+    refuse_foreign(args.html, "the page --html", ours=is_page, what="page")
     records = load_records(args.outputs)
     if not records:
         raise ConfigError(f"no results in {', '.join(args.outputs)}: run `self-refine batch` first")

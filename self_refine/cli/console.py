@@ -8,9 +8,9 @@ from itertools import zip_longest
 from typing import Any, TextIO
 
 from self_refine.redact import terminal_safe
-from self_refine.state import Attempt, Candidate
+from self_refine.state import STOPPED, Attempt, Candidate
 
-__all__ = ["attempts_table", "print_result", "print_update", "shown_feedback"]
+__all__ = ["attempts_table", "candidate_lines", "print_result", "print_update", "shown_feedback"]
 
 
 def _indent(text: str, width: int = 88) -> str:
@@ -51,8 +51,8 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
     elif node in ("generate", "refine") and "draft" in update:
         label = "first draft" if node == "generate" else f"draft {update.get('iteration')}"
         print(f"[{node}] {label}:\n{_indent(update['draft'])}", file=out)
-    elif node == "candidate" and update.get("candidates"):
-        _print_candidate(update["candidates"][-1], out)
+    elif node == "candidate" and update.get("branches"):
+        _print_candidate(update["branches"][-1], out)
     elif node in ("critique", "pick") and update.get("attempts"):
         attempt: Attempt = update["attempts"][-1]
         critique = attempt["critique"]
@@ -67,6 +67,8 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
             f"  ({critique.get('source')})",
             file=out,
         )
+        if attempt.get("kept_because"):
+            print(f"    kept: {terminal_safe(attempt['kept_because'])}", file=out)
         empty = "(every verifier passed)" if critique.get("verified") else "(no feedback items)"
         for item in shown_feedback(critique.get("feedback") or [empty]):
             print(
@@ -94,6 +96,9 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
 def _print_candidate(candidate: Candidate, out: TextIO) -> None:
     """One sampled reply of a draft step: its score and text, or why it was rejected."""
     rejected = candidate.get("rejected")
+    if rejected is not None and rejected.get("reason") == STOPPED:
+        print(f"[candidate {candidate['index']}] stopped: {_stopped_text(rejected)}", file=out)
+        return
     if rejected is not None:
         reason = terminal_safe(str(rejected.get("reason", "rejected")))
         print(f"[candidate {candidate['index']}] reply rejected ({reason})", file=out)
@@ -141,8 +146,64 @@ def attempts_table(attempts: Sequence[Attempt], width: int = 100) -> str:
             )
             first = False
         rows.extend(_rejected_lines(attempt, text_width * 2))
+        rows.extend(candidate_lines(attempt, width))
         rows.append("")
     return "\n".join(rows)
+
+
+def candidate_lines(attempt: Attempt, width: int = 100) -> list[str]:
+    """A step of candidates as lines: which one was kept and why, then every other one with
+    its score, text and critique, or why it was rejected or stopped."""
+    others = sorted(attempt.get("candidates") or [], key=lambda c: c["index"])
+    if not others:
+        return []
+    total = len(others) + (1 if "candidate" in attempt else 0)
+    if "candidate" in attempt:
+        why = attempt.get("kept_because")
+        kept = f"kept candidate {attempt['candidate']} of {total}" + (f": {why}" if why else "")
+    else:
+        kept = f"no candidate of {total} kept: every reply was rejected"
+    lines = textwrap.wrap(terminal_safe(kept), width - 6, initial_indent="      ")
+    lines[1:] = ["        " + line.strip() for line in lines[1:]]
+    for candidate in others:
+        lines.extend(_other_candidate(candidate, width))
+    return lines
+
+
+def _other_candidate(candidate: Candidate, width: int) -> list[str]:
+    head = f"      candidate {candidate['index']}"
+    rejected = candidate.get("rejected")
+    if rejected is not None and rejected["reason"] == STOPPED:
+        text = f"{head}  stopped: {_stopped_text(rejected)}"
+        return textwrap.wrap(text, width, subsequent_indent=" " * 10)
+    if rejected is not None:
+        text = f"{head}  rejected ({rejected['reason']}): {rejected['detail']}"
+        return textwrap.wrap(terminal_safe(text), width, subsequent_indent=" " * 10)
+    critique = candidate["critique"]
+    first = f"{head}  {_score(critique.get('score'))}  "
+    indent = " " * len(first)
+    lines = textwrap.wrap(
+        terminal_safe(candidate["draft"]), width, initial_indent=first, subsequent_indent=indent
+    )
+    empty = "(every verifier passed)" if critique.get("verified") else "(no feedback items)"
+    for item in shown_feedback(critique.get("feedback") or [empty]):
+        lines += textwrap.wrap(
+            terminal_safe(item),
+            width,
+            initial_indent=indent + "- ",
+            subsequent_indent=indent + "  ",
+        )
+    return lines
+
+
+def _stopped_text(rejected: Any) -> str:
+    """Why a candidate was stopped, and the draft it had written when it had one."""
+    said = terminal_safe(str(rejected.get("detail", "")))
+    written = " ".join(str(rejected.get("reply") or "").split())
+    if written:
+        excerpt = written if len(written) <= 60 else written[:57] + "..."
+        said += f"; it had written {terminal_safe(excerpt)!r}"
+    return said
 
 
 def _rejected_lines(attempt: Attempt, width: int = 88) -> list[str]:

@@ -23,6 +23,11 @@ def _raised_in_model_call(error: BaseException) -> bool:
 _MODEL_CODE = os.path.join("langchain_core", "language_models", "")
 
 
+def _in_process(model: str | None) -> bool:
+    """Whether a model string names a model that runs in this process (no endpoint)."""
+    return model is not None and (model == "offline" or model.split(":")[0] == "local")
+
+
 def run_failure(error: Exception, context: RefineContext, resume: str | None, db: str) -> None:
     """Turn an error of the run into one line: what failed, and how to go on.
 
@@ -45,10 +50,13 @@ def run_failure(error: Exception, context: RefineContext, resume: str | None, db
         raise RuntimeError(f"{str(error).rstrip('.')}. {tail}") from None
     detail = " ".join(str(error).split())[:300].rstrip(".") or type(error).__name__
     if _raised_in_model_call(error):
-        endpoint = redact_url(
-            context.base_url or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
-        )
-        what = f"model {context.model!r} at {endpoint}"
+        if _in_process(context.model):
+            what = f"model {context.model!r} (run in this process)"
+        else:
+            endpoint = redact_url(
+                context.base_url or os.environ.get("OPENAI_BASE_URL") or "the default endpoint"
+            )
+            what = f"model {context.model!r} at {endpoint}"
         then = "No thread was saved: run the command again once the model works"
     else:
         what = "the run"
@@ -67,17 +75,24 @@ def database_failure(error: BaseException, db: str, resume: str | None = None) -
     from self_refine.persistence.failures import (
         damaged_message,
         is_damaged,
+        is_locked,
         not_writable_message,
         write_refused,
     )
+    from self_refine.persistence.storage import BUSY_SECONDS
 
     if is_damaged(error):
         return ConfigError(damaged_message(db, error))
     if why := write_refused(db, error):
         return ConfigError(not_writable_message(db, why))
     reason = " ".join(str(error).split()) or type(error).__name__
-    fix = "free some disk space" if "full" in reason else "check the disk and the file"
+    saved = "steps before this one are saved" if resume else "no thread was saved"
     then = f", then continue with: {resume}" if resume else ", then try again"
-    return RuntimeError(
-        f"the database {db!r} failed ({reason}); steps before this one are saved: {fix}{then}"
-    )
+    if is_locked(error):
+        return RuntimeError(
+            f"the database {db!r} stayed locked by another connection for {BUSY_SECONDS:.0f} s "
+            f"({reason}); {saved}: let the program that holds its write lock finish (another "
+            f"self-refine command, or one in a transaction, such as the sqlite3 shell){then}"
+        )
+    fix = "free some disk space" if "full" in reason else "check the disk and the file"
+    return RuntimeError(f"the database {db!r} failed ({reason}); {saved}: {fix}{then}")

@@ -9,21 +9,18 @@ show) in `cli/threads.py` and `cli/show.py`, batch and report in `cli/batch.py`.
 from __future__ import annotations
 
 import argparse
+import logging
 import sqlite3
 import sys
 
 from self_refine.cli.failures import database_failure
-from self_refine.cli.options import (
-    EXIT_FAILURE,
-    EXIT_USAGE,
-    print_error,
-    warn_key_on_command_line,
-)
+from self_refine.cli.options import EXIT_FAILURE, EXIT_USAGE, print_error
 from self_refine.cli.parser import build_parser
-from self_refine.cli.settings import UsageError, check_reachable, run_context
+from self_refine.cli.settings import check_reachable, run_context, warn_key_on_command_line
 from self_refine.cli.show import cmd_show
 from self_refine.cli.threads import cmd_resume, cmd_run
 from self_refine.errors import ThreadBusyError
+from self_refine.redact import terminal_safe
 
 __all__ = ["main"]
 
@@ -89,14 +86,27 @@ def _busy_message(error: ThreadBusyError, args: argparse.Namespace) -> str:
     )
 
 
+class _Warnings(logging.Handler):
+    """The library's warnings (a wait on another process, say) as the program's own lines."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = terminal_safe(" ".join(record.getMessage().split()))
+        print(f"self-refine: {text}", file=sys.stderr, flush=True)  # standard error as it is now
+
+
+def _say_warnings() -> None:
+    logger = logging.getLogger("self_refine")
+    if not any(isinstance(handler, _Warnings) for handler in logger.handlers):
+        logger.addHandler(_Warnings(logging.WARNING))
+        logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the program; return its exit code."""
     args = build_parser().parse_args(argv)
+    _say_warnings()
     try:
         return COMMANDS[args.command](args)
-    except UsageError as error:
-        print_error(error, args)
-        return EXIT_USAGE
     except ThreadBusyError as error:
         print_error(RuntimeError(_busy_message(error, args)), args)
         return EXIT_BUSY

@@ -1,32 +1,17 @@
-"""Command-line options for reaching models safely: retries, timeout, API key; masked errors.
+"""Command-line options shared by the commands, and how the program ends: exit codes, errors.
 
-Their ranges are RefineContext's, checked by building one (`check_settings`),
-with the error naming the command-line flag. Light imports only: the
-`self-refine` program imports this at start-up.
+Light imports only: the `self-refine` program imports this at start-up.
 """
 
 from __future__ import annotations
 
 import argparse
-import stat
+import re
 import sys
-from typing import Any
 
-from self_refine.context import RefineContext
-from self_refine.errors import ConfigError
 from self_refine.redact import redact, terminal_safe
 
-__all__ = [
-    "EXIT_FAILURE",
-    "EXIT_USAGE",
-    "add_connection_options",
-    "check_connection",
-    "check_settings",
-    "print_error",
-    "read_key_file",
-    "trace_metadata",
-    "warn_key_on_command_line",
-]
+__all__ = ["EXIT_FAILURE", "EXIT_USAGE", "add_connection_options", "as_flags", "print_error"]
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -45,7 +30,8 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-tokens",
         type=int,
-        help="most tokens one model reply may have (default: 1024)",
+        help="most tokens one model reply may have (default: the profile's cap for each "
+        "role, e.g. 160 for a constrained_generation draft, 384 for its critique)",
     )
     key = parser.add_mutually_exclusive_group()
     key.add_argument(
@@ -62,89 +48,34 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_settings(settings: dict[str, Any]) -> RefineContext:
-    """The settings as a RefineContext; ConfigError, naming the flag, for those it refuses."""
-    try:
-        return RefineContext(**settings)
-    except ConfigError as error:
-        name, _, rest = str(error).partition(" ")
-        if name not in settings:
-            raise
-        raise ConfigError(f"--{name.replace('_', '-')} {rest}") from None
+_SETTING = re.compile(r"\b([a-z][a-z_]*)=(\"[^\"]*\"|'[^']*'|\.\.\.|[\w.:/-]+)")
+"""A setting named as Python gives it (`candidates=1`, `model="offline"`, `base_url=...`)."""
 
 
-_KEY_FILE_LIMIT = 4096  # bytes: far more than any API key, far less than a wrong file
+def as_flags(text: str) -> str:
+    """The text with each setting named as the command line gives it (`--candidates 1`).
 
-
-def check_connection(args: argparse.Namespace) -> None:
-    """Raise ConfigError for out-of-range retry or timeout options, or an unusable API key.
-
-    A key from --api-key-file is read here into `args.api_key`.
+    The library's messages name settings as Python does; a name that is no setting
+    (`checkpointer=...`) stays as it is.
     """
-    check_settings(
-        {"max_retries": args.max_retries, "timeout": args.timeout, "max_tokens": args.max_tokens}
-    )
-    if args.api_key is not None and not args.api_key.strip():
-        raise ConfigError("--api-key is empty: give the key, or leave --api-key out")
-    if args.api_key is None and getattr(args, "api_key_file", None) is not None:
-        args.api_key = read_key_file(args.api_key_file)
+    from self_refine.context import FIELD_NAMES
 
+    def flag(match: re.Match[str]) -> str:
+        name, value = match.groups()
+        if name not in FIELD_NAMES:
+            return match.group(0)
+        return f"--{name.replace('_', '-')} {value.strip(chr(34) + chr(39))}"
 
-def warn_key_on_command_line(args: argparse.Namespace) -> None:
-    """Warn, once the command is about to work, that --api-key is visible to other users."""
-    if getattr(args, "api_key", None) is not None and getattr(args, "api_key_file", None) is None:
-        print(
-            "self-refine: warning: a key given with --api-key is visible to other users of "
-            "this machine (ps, /proc/PID/cmdline) while the command runs; set OPENAI_API_KEY "
-            "or use --api-key-file PATH instead",
-            file=sys.stderr,
-        )
-
-
-def read_key_file(path: str) -> str:
-    """The API key held in a file (or a pipe, e.g. `--api-key-file <(pass show openai)`)."""
-    from self_refine.cli.paths import read_capped
-
-    flag = f"--api-key-file {path}"
-    data, mode = read_capped(
-        path,
-        flag,
-        _KEY_FILE_LIMIT,
-        kind="the file holding the key",
-        too_big="too long for a key: check the path",
-    )
-    try:
-        lines = [line.strip() for line in data.decode("utf-8").splitlines() if line.strip()]
-    except UnicodeDecodeError:
-        raise ConfigError(f"{flag} is not UTF-8 text: put the key alone in the file") from None
-    if len(lines) != 1:
-        held = "nothing" if not lines else f"{len(lines)} lines"
-        raise ConfigError(f"{flag} holds {held}: put the key alone on one line")
-    if stat.S_ISREG(mode) and mode & (stat.S_IRGRP | stat.S_IROTH):
-        print(
-            f"self-refine: warning: {path} can be read by other users; chmod 600 {path}",
-            file=sys.stderr,
-        )
-    return lines[0]
-
-
-def trace_metadata(context: RefineContext) -> dict[str, Any]:
-    """What a trace of this run is labelled with: its profile and model names."""
-    model = context.model
-    return {
-        "profile": context.profile,
-        "generator_model": context.generator_model or model,
-        "critic_model": context.critic_model or model,
-        "refiner_model": context.refiner_model or model,
-    }
+    return _SETTING.sub(flag, text)
 
 
 def print_error(error: BaseException, args: argparse.Namespace) -> None:
-    """Print the error on one line, secrets masked and control characters shown as escapes.
+    """Print the error on one line, secrets masked and control characters shown as escapes,
+    its settings named as the command line's flags (`as_flags`).
 
     An error can quote a server's reply or the input; an escape sequence in
     either must not act on the terminal.
     """
-    text = redact(" ".join(str(error).split()), [getattr(args, "api_key", None)])
+    text = redact(as_flags(" ".join(str(error).split())), [getattr(args, "api_key", None)])
     text = terminal_safe(text) or f"{type(error).__name__}, with no message"
     print(f"self-refine: error: {text}", file=sys.stderr)

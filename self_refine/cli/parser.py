@@ -43,6 +43,32 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         help="replies each draft step samples at once; the verifiers, then the critic's "
         f"score, pick one ({_DEFAULT.candidates}; with --max-iterations 0: best-of-N)",
     )
+    parser.add_argument(
+        "--strategy",
+        choices=("refine", "sample", "search"),
+        help="how steps are spent: refine the draft from its critique, sample fresh drafts "
+        "(best-of-N), or search (each reply refines one of the drafts so far or writes a "
+        f"fresh one, a bandit over the verifiers' scores choosing) ({_DEFAULT.strategy})",
+    )
+    parser.add_argument(
+        "--first-verified",
+        action=argparse.BooleanOptionalAction,
+        help="with --candidates, end a step at its first candidate the verifiers pass, "
+        "stopping the others (default: on; --no-first-verified waits for every candidate)",
+    )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        help="sampling temperature of every call, candidates included, each with a seed of "
+        "its own (0..2; default: the model's, and 0.8 for candidates after the first when "
+        "that is colder)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="sampling seed; candidates and resampled replies draw with seeds worked out "
+        "from it (default: the model's)",
+    )
     parser.add_argument("--score-threshold", type=float, help="stop at this score (0..1)")
     parser.add_argument("--patience", type=int, help="stop after N rounds without a better score")
     parser.add_argument(
@@ -176,7 +202,9 @@ def _add_batch_commands(commands: Any) -> None:
         action="store_true",
         help="leave first drafts that pass the verifiers as they are (no critique, no refine)",
     )
-    batch.add_argument("--summary", help="also write the summary to this JSON file")
+    batch.add_argument(
+        "--summary", help="also write the summary to this JSON file (-: standard output)"
+    )
     batch.add_argument("--html", metavar="PATH", help="also write an HTML report page")
     batch.add_argument("--shard", help="run only shard I of N (I/N, 1 <= I <= N) of the items")
     batch.add_argument(

@@ -2,19 +2,31 @@
 
 Output paths are checked before any work: regular files (or new ones) in a
 writable folder, and never one of the command's other files, the database and
-the files beside it included (`refuse_overlaps`).
+the files beside it included (`refuse_overlaps`). Inputs given as files (a key,
+`--reference @FILE`, `--response-format FILE`) are read capped (`read_capped`) and
+checked for what they should hold.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from self_refine.errors import ConfigError
 
-__all__ = ["STREAM", "check_writable", "read_capped", "refuse_overlaps"]
+__all__ = [
+    "MAX_REFERENCE_BYTES",
+    "STREAM",
+    "check_writable",
+    "read_capped",
+    "read_reference",
+    "read_response_format",
+    "refuse_foreign",
+    "refuse_overlaps",
+]
 
 
 def read_capped(path: str, label: str, limit: int, *, kind: str, too_big: str) -> tuple[bytes, int]:
@@ -72,6 +84,29 @@ def check_writable(path: str | None, label: str, *, fix: str = "choose another p
         )
     if mode is not None and not os.access(target, os.W_OK):
         raise ConfigError(f"cannot write {label} {path!r}: the file is not writable; {fix}")
+
+
+def refuse_foreign(
+    path: str | None, label: str, *, ours: Callable[[Path], bool], what: str
+) -> None:
+    """Raise ConfigError when `path` holds a file this program did not write (it would be lost).
+
+    A new path, an empty file and a file `ours` recognizes (a page, summary or plot
+    an earlier command wrote, to be written again) may be written; `what` names
+    the kind of file the command writes there.
+    """
+    if not path or path == STREAM:
+        return
+    target = Path(path)
+    try:
+        if not target.is_file() or target.stat().st_size == 0 or ours(target):
+            return
+    except OSError:
+        return  # unreadable: check_writable says what is wrong
+    raise ConfigError(
+        f"{label} {path!r} is a file not written by self-refine (it is no {what} of "
+        "self-refine), which writing would lose: give a new path, or move that file away"
+    )
 
 
 _DATABASE_PARTS = (
@@ -141,3 +176,72 @@ def refuse_overlaps(
                     f"{flag} and {other_flag} are the same file ({path!r}): "
                     "give each its own path so neither is overwritten"
                 )
+
+
+MAX_REFERENCE_BYTES = 1_000_000
+"""Largest --reference @file read: a reference is stored in the thread's checkpoints."""
+
+
+def _read_reference_file(
+    path: str,
+    source: str,
+    too_big: str = "a reference is stored with the thread: keep it to what the verifiers need",
+) -> str:
+    """The text of a --reference file: a regular file (or a pipe) of UTF-8 text, 1 MB at most."""
+    data, _ = read_capped(path, source, MAX_REFERENCE_BYTES, kind="a JSON file", too_big=too_big)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"{source} is not UTF-8 text (byte {error.start}): save it as UTF-8 JSON"
+        ) from None
+
+
+def read_reference(text: str | None) -> dict[str, Any] | None:
+    """Read --reference: a JSON object, or @path to a file holding one."""
+    import json
+
+    if text is None:
+        return None
+    source = "--reference"
+    if text.startswith("@"):
+        source = f"--reference file {text[1:]!r}"
+        text = _read_reference_file(text[1:], source)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"{source} is not valid JSON: {error.msg} (column {error.colno})"
+        ) from None
+    except RecursionError:
+        raise ConfigError(f"{source} is JSON nested too deeply: flatten it") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f'{source} must be a JSON object such as \'{{"answer": "42"}}\'')
+    return value
+
+
+def read_response_format(path: str | None) -> dict[str, Any] | None:
+    """Read --response-format: a file holding a JSON schema (an object), checked as one."""
+    import json
+
+    from self_refine.critics.typed import ResponseFormat
+    from self_refine.errors import ConfigError
+
+    if path is None:
+        return None
+    source = f"--response-format file {path!r}"
+    text = _read_reference_file(path, source, "a schema goes with every request: keep it small")
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno}"
+        raise ConfigError(f"{source} is not valid JSON: {error.msg} ({where})") from None
+    except RecursionError:
+        raise ConfigError(f"{source} is JSON nested too deeply: flatten it") from None
+    if not isinstance(schema, dict):
+        raise ConfigError(f'{source} must hold a JSON schema object, e.g. {{"type": "object"}}')
+    try:
+        ResponseFormat(schema)
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
+    return schema

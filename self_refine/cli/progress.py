@@ -1,4 +1,5 @@
-"""Progress of a batch: a bar redrawn in place on a terminal, plain periodic lines otherwise."""
+"""Progress while the program works: a batch's bar (redrawn in place on a terminal, plain
+periodic lines otherwise), and a run's live line while the local model writes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
-__all__ = ["Progress", "TokenMeter"]
+from self_refine.context import ROLE_MODEL_FIELDS, RefineContext
+
+__all__ = ["Progress", "TokenMeter", "call_label", "token_meter", "uses_local_model"]
 
 _BAR_WIDTH = 24
 _REDRAW_SECONDS = 0.1
@@ -180,7 +183,9 @@ class TokenMeter:
         return f"  [{self.reading}] reading the prompt: {waited:.0f} s"
 
     def token(self, node: str) -> None:
-        """Count one streamed token of `node`'s model call and redraw now and then."""
+        """Count one streamed token of `node`'s model call and redraw now and then.
+
+        `node` names the call as the line shows it (`call_label`)."""
         with self._lock:
             now = self.clock()
             self.reading = None
@@ -216,9 +221,17 @@ class TokenMeter:
             def on_chat_model_start(
                 self, serialized: Any, messages: Any, *, metadata: Any = None, **kwargs: Any
             ) -> None:
-                meter.start(str((metadata or {}).get("langgraph_node", "model")))
+                meter.start(call_label(metadata or {}))
 
         return _ModelStarts()
+
+    def streamed(self, message: Any, metadata: dict[str, Any]) -> None:
+        """Count a part of a reply from the messages stream; a whole message a node wrote
+        (the answer `finalize` hands on) is no token of a model's."""
+        from langchain_core.messages import AIMessageChunk
+
+        if isinstance(message, AIMessageChunk):
+            self.token(call_label(metadata))
 
     def close(self) -> None:
         """Clear the line and stop the ticker thread."""
@@ -227,3 +240,26 @@ class TokenMeter:
         if self._ticker is not None:
             self._ticker.join()
             self._ticker = None
+
+
+def call_label(metadata: dict[str, Any]) -> str:
+    """What the live line calls a model call: its node, and for a candidate its index and
+    role ("candidate 2, critic")."""
+    node = str(metadata.get("langgraph_node") or "model")
+    if "candidate" in metadata:
+        return f"{node} {metadata['candidate']}, {metadata.get('role', 'model')}"
+    return node
+
+
+def uses_local_model(context: RefineContext) -> bool:
+    """True when a role runs the embedded local model (one call at a time, slow on a CPU)."""
+    models = [getattr(context, name) or "" for name in ("model", *ROLE_MODEL_FIELDS)]
+    return any(m == "local" or m.startswith("local:") for m in models)
+
+
+def token_meter(settings: RefineContext, out: TextIO, *, shown: bool = True) -> TokenMeter | None:
+    """The live line for a run, on a terminal, when it is `shown` and a role runs the slow
+    in-process local model; None otherwise."""
+    if not shown or not out.isatty() or not uses_local_model(settings):
+        return None
+    return TokenMeter(out)

@@ -1,7 +1,11 @@
-"""What the settings flags of `run` and `batch` mean: the run's context, --reference, the graph.
+"""What the settings flags of `run`, `resume` and `batch` mean: one `RefineContext`.
 
-Every check here runs before any model call and before the program writes
-anything. Heavy imports happen inside the functions.
+The flags are read into the run's settings (`run_context`), checked as RefineContext
+checks them, the error naming the flag; `resume` reads only the flags given
+(`given_settings`), which the graph's door lays over the settings the thread keeps.
+The connection options (retries, timeout, API key) are checked here too. Every check
+runs before any model call and before the program writes anything. Heavy imports
+happen inside the functions.
 """
 
 from __future__ import annotations
@@ -9,37 +13,33 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import stat
+import sys
 from typing import Any
 from urllib.parse import urlparse
 
-from self_refine.cli.options import check_connection, check_settings
 from self_refine.context import FIELD_NAMES, ROLE_MODEL_FIELDS, RefineContext
-from self_refine.redact import redact_url, url_has_password
+from self_refine.errors import ConfigError
+from self_refine.redact import redact_url
 
 __all__ = [
-    "RESPONSE_FORMAT_KEY",
-    "UsageError",
     "build_graph",
+    "check_connection",
     "check_reachable",
-    "check_start",
+    "check_settings",
     "critic_list",
-    "read_reference",
-    "read_response_format",
+    "given_settings",
+    "read_key_file",
     "run_context",
-    "uses_local_model",
+    "warn_key_on_command_line",
 ]
 
 
-class UsageError(Exception):
-    """A command-line mistake; exit code 2."""
+def given_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the flags give, by their names in RefineContext, checked.
 
-
-def run_context(args: argparse.Namespace, kept: dict[str, Any] | None = None) -> RefineContext:
-    """The run's settings: the settings flags given, over `kept` (a thread's) or the defaults.
-
-    The base URL is the flag, else OPENAI_BASE_URL, else the kept one; the API key
-    is the flag's (or its file's), else the environment's at call time. Checked as
-    RefineContext checks them, the error naming the flag.
+    The base URL is the flag, else OPENAI_BASE_URL; the API key is the flag's (or its
+    file's), else the environment's at call time.
     """
     check_connection(args)
     given = {
@@ -51,12 +51,24 @@ def run_context(args: argparse.Namespace, kept: dict[str, Any] | None = None) ->
     _refuse_blank_models(given)
     if "critics" in given:
         given["critics"] = critic_list(given["critics"])
-    if kept and "base_url" not in given and url_has_password(kept.get("base_url") or ""):
-        raise UsageError(
-            "the thread's base URL carries a password, which is never stored: give it "
-            "again with --base-url (or OPENAI_BASE_URL)"
-        )
-    return check_settings({**(kept or {}), **given})
+    check_settings(given)
+    return given
+
+
+def run_context(args: argparse.Namespace) -> RefineContext:
+    """The run's settings: the settings flags given, over the defaults."""
+    return check_settings(given_settings(args))
+
+
+def check_settings(settings: dict[str, Any]) -> RefineContext:
+    """The settings as a RefineContext; ConfigError, naming the flag, for those it refuses."""
+    try:
+        return RefineContext(**settings)
+    except ConfigError as error:
+        name, _, rest = str(error).partition(" ")
+        if name not in settings:
+            raise
+        raise ConfigError(f"--{name.replace('_', '-')} {rest}") from None
 
 
 def _refuse_blank_models(settings: dict[str, Any]) -> None:
@@ -65,16 +77,65 @@ def _refuse_blank_models(settings: dict[str, Any]) -> None:
         value = settings.get(key)
         if value is not None and not str(value).strip():
             flag = "--" + key.replace("_", "-")
-            raise UsageError(
+            raise ConfigError(
                 f"{flag} is empty: name a model (e.g. {flag} offline, {flag} gpt-4o-mini), "
                 "or leave the flag out"
             )
 
 
-def uses_local_model(context: RefineContext) -> bool:
-    """True when a role runs the embedded local model (one call at a time, slow on a CPU)."""
-    models = [getattr(context, name) or "" for name in ("model", *ROLE_MODEL_FIELDS)]
-    return any(m == "local" or m.startswith("local:") for m in models)
+_KEY_FILE_LIMIT = 4096  # bytes: far more than any API key, far less than a wrong file
+
+
+def check_connection(args: argparse.Namespace) -> None:
+    """Raise ConfigError for out-of-range retry or timeout options, or an unusable API key.
+
+    A key from --api-key-file is read here into `args.api_key`.
+    """
+    check_settings(
+        {"max_retries": args.max_retries, "timeout": args.timeout, "max_tokens": args.max_tokens}
+    )
+    if args.api_key is not None and not args.api_key.strip():
+        raise ConfigError("--api-key is empty: give the key, or leave --api-key out")
+    if args.api_key is None and getattr(args, "api_key_file", None) is not None:
+        args.api_key = read_key_file(args.api_key_file)
+
+
+def read_key_file(path: str) -> str:
+    """The API key held in a file (or a pipe, e.g. `--api-key-file <(pass show openai)`)."""
+    from self_refine.cli.paths import read_capped
+
+    flag = f"--api-key-file {path}"
+    data, mode = read_capped(
+        path,
+        flag,
+        _KEY_FILE_LIMIT,
+        kind="the file holding the key",
+        too_big="too long for a key: check the path",
+    )
+    try:
+        lines = [line.strip() for line in data.decode("utf-8").splitlines() if line.strip()]
+    except UnicodeDecodeError:
+        raise ConfigError(f"{flag} is not UTF-8 text: put the key alone in the file") from None
+    if len(lines) != 1:
+        held = "nothing" if not lines else f"{len(lines)} lines"
+        raise ConfigError(f"{flag} holds {held}: put the key alone on one line")
+    if stat.S_ISREG(mode) and mode & (stat.S_IRGRP | stat.S_IROTH):
+        print(
+            f"self-refine: warning: {path} can be read by other users; chmod 600 {path}",
+            file=sys.stderr,
+        )
+    return lines[0]
+
+
+def warn_key_on_command_line(args: argparse.Namespace) -> None:
+    """Warn, once the command is about to work, that --api-key is visible to other users."""
+    if getattr(args, "api_key", None) is not None and getattr(args, "api_key_file", None) is None:
+        print(
+            "self-refine: warning: a key given with --api-key is visible to other users of "
+            "this machine (ps, /proc/PID/cmdline) while the command runs; set OPENAI_API_KEY "
+            "or use --api-key-file PATH instead",
+            file=sys.stderr,
+        )
 
 
 def critic_list(text: str) -> list[str]:
@@ -86,54 +147,8 @@ def critic_list(text: str) -> list[str]:
     try:
         resolve_critics(names)
     except ConfigError as error:
-        raise UsageError(f"--critics {text!r}: {error}") from None
+        raise ConfigError(f"--critics {text!r}: {error}") from None
     return names
-
-
-MAX_REFERENCE_BYTES = 1_000_000
-"""Largest --reference @file read: a reference is stored in the thread's checkpoints."""
-
-
-def _read_reference_file(path: str, source: str) -> str:
-    """The text of a --reference file: a regular file (or a pipe) of UTF-8 text, 1 MB at most."""
-    from self_refine.cli.paths import read_capped
-
-    data, _ = read_capped(
-        path,
-        source,
-        MAX_REFERENCE_BYTES,
-        kind="a JSON file",
-        too_big="a reference is stored with the thread: keep it to what the verifiers need",
-    )
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise UsageError(
-            f"{source} is not UTF-8 text (byte {error.start}): save it as UTF-8 JSON"
-        ) from None
-
-
-def read_reference(text: str | None) -> dict[str, Any] | None:
-    """Read --reference: a JSON object, or @path to a file holding one."""
-    import json
-
-    if text is None:
-        return None
-    source = "--reference"
-    if text.startswith("@"):
-        source = f"--reference file {text[1:]!r}"
-        text = _read_reference_file(text[1:], source)
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise UsageError(
-            f"{source} is not valid JSON: {error.msg} (column {error.colno})"
-        ) from None
-    except RecursionError:
-        raise UsageError(f"{source} is JSON nested too deeply: flatten it") from None
-    if not isinstance(value, dict):
-        raise UsageError(f'{source} must be a JSON object such as \'{{"answer": "42"}}\'')
-    return value
 
 
 def check_reachable(context: RefineContext) -> None:
@@ -149,7 +164,7 @@ def check_reachable(context: RefineContext) -> None:
     source = "OPENAI_BASE_URL" if base_url == os.environ.get("OPENAI_BASE_URL") else "--base-url"
     parsed = urlparse(base_url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise UsageError(f"{source} must look like http://HOST:PORT/v1, got {shown!r}")
+        raise ConfigError(f"{source} must look like http://HOST:PORT/v1, got {shown!r}")
     models = [getattr(context, name) for name in ("model", *ROLE_MODEL_FIELDS)]
     if all(model in (None, "offline") for model in models):
         return
@@ -170,40 +185,3 @@ def build_graph(response_format: dict[str, Any] | None = None) -> Any:
     from self_refine.graphs import create_self_refine_graph
 
     return create_self_refine_graph(None, response_format=response_format)
-
-
-RESPONSE_FORMAT_KEY = "response_format"
-"""Where a thread's settings row keeps the JSON schema its answer was typed with."""
-
-
-def read_response_format(path: str | None) -> dict[str, Any] | None:
-    """Read --response-format: a file holding a JSON schema (an object), checked as one."""
-    import json
-
-    from self_refine.critics.typed import ResponseFormat
-    from self_refine.errors import ConfigError
-
-    if path is None:
-        return None
-    source = f"--response-format file {path!r}"
-    text = _read_reference_file(path, source)
-    try:
-        schema = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise UsageError(f"{source} is not valid JSON: {error.msg} (line {error.lineno})") from None
-    if not isinstance(schema, dict):
-        raise UsageError(f'{source} must hold a JSON schema object, e.g. {{"type": "object"}}')
-    try:
-        ResponseFormat(schema)
-    except ConfigError as error:
-        raise UsageError(f"{source}: {error}") from None
-    return schema
-
-
-def check_start(graph: Any, context: RefineContext, payload: dict[str, Any]) -> None:
-    """Fail before any model call or write when a run of `context` cannot start on `payload`.
-
-    Unknown profiles, critics that cannot judge the reference, model strings of no
-    known form and missing keys are found here.
-    """
-    graph.loop.check_start(payload, context, saved=True)

@@ -7,21 +7,22 @@ import os
 import sys
 from typing import Any
 
-from self_refine.cli.paths import check_writable, refuse_overlaps
-from self_refine.cli.settings import UsageError
+from self_refine.cli.paths import check_writable, refuse_foreign, refuse_overlaps
 from self_refine.content import describe_task
+from self_refine.errors import ConfigError
+from self_refine.pages.render import is_page
 from self_refine.redact import shell_command, terminal_safe
 
 __all__ = ["cmd_show", "require_db"]
 
 
 def require_db(db: str, thread_id: str) -> None:
-    """Raise UsageError when a SQLite checkpoint file does not exist (never create one to read)."""
+    """Raise ConfigError when a SQLite checkpoint file does not exist (never create one to read)."""
     from self_refine.persistence.postgres import is_postgres_url
     from self_refine.redact import redact_url
 
     if not is_postgres_url(db) and not os.path.exists(db):
-        raise UsageError(
+        raise ConfigError(
             f"no thread {thread_id!r} in {redact_url(db)}: no such database file; "
             "check the id and --db (or SELF_REFINE_DB)"
         )
@@ -38,6 +39,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     refuse_overlaps([("--html", args.html)], db=args.db)
     check_writable(args.html, "the page --html")
+    refuse_foreign(args.html, "the page --html", ours=is_page, what="page")
     require_db(args.db, args.thread_id)
     with open_checkpointer(args.db, read_only=True) as saver:
         # Reading a thread needs the graph's channels, not its models.
@@ -46,7 +48,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         state = graph.get_state(config)
         history = list(graph.get_state_history(config)) if args.html and state.values else []
     if not state.values:
-        raise UsageError(
+        raise ConfigError(
             f"no thread {args.thread_id!r} in {redact_url(args.db)}: check the id and --db"
         )
     values = state.values

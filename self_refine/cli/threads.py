@@ -12,109 +12,91 @@ import uuid
 from typing import Any
 
 from self_refine.cli.failures import run_failure
-from self_refine.cli.options import (
-    EXIT_FAILURE,
-    check_connection,
-    trace_metadata,
-    warn_key_on_command_line,
-)
-from self_refine.cli.paths import refuse_overlaps
+from self_refine.cli.interrupt import Interrupted, stoppable
+from self_refine.cli.options import EXIT_FAILURE
+from self_refine.cli.paths import read_reference, read_response_format, refuse_overlaps
 from self_refine.cli.settings import (
-    RESPONSE_FORMAT_KEY,
-    UsageError,
     build_graph,
     check_reachable,
-    check_start,
-    read_reference,
-    read_response_format,
+    given_settings,
     run_context,
-    uses_local_model,
+    warn_key_on_command_line,
 )
 from self_refine.cli.show import require_db
 from self_refine.context import RefineContext
-from self_refine.redact import shell_command
+from self_refine.errors import ConfigError
+from self_refine.redact import redact_url, shell_command
 
 __all__ = ["cmd_resume", "cmd_run"]
 
 
 def _stream(
-    args: argparse.Namespace,
-    context: RefineContext,
-    thread_id: str,
-    payload: Any,
-    response_format: dict[str, Any] | None = None,
+    args: argparse.Namespace, graph: Any, thread_id: str, payload: Any, settings: RefineContext
 ) -> int:
     """Run a new thread (payload: its input) or continue one (None), printing each step.
 
-    `response_format` is the thread's JSON schema of a typed answer (None: plain text).
-    With --json, stdout holds only the JSON result; the notes go to stderr.
+    The caller holds the thread's writer lock from its first read to the last write,
+    so that a second `run` or `resume` of it is refused (ThreadBusyError) before it
+    reads or writes. With --json, stdout holds only the JSON result; the notes go to
+    stderr.
     """
-    from self_refine.graphs import GRAPH_NAME, recursion_limit
-    from self_refine.persistence.locks import thread_lock
-    from self_refine.persistence.storage import ThreadSettings, open_checkpointer
+    from self_refine.cli.progress import token_meter
+    from self_refine.graphs import recursion_limit
+    from self_refine.models.cancel import StopNewCalls
     from self_refine.redact import redact_url
 
     db = redact_url(args.db)
     notes = sys.stderr if args.json else sys.stdout
+    resume = shell_command("self-refine", "resume", thread_id, "--db", db)
     config: Any = {
         "configurable": {"thread_id": thread_id},
-        "recursion_limit": recursion_limit(context.max_iterations),
+        "recursion_limit": recursion_limit(settings.max_iterations),
         "tags": ["self-refine", "cli"],
-        "metadata": trace_metadata(context),
+        "metadata": _trace_metadata(settings),
     }
-    # The thread's writer lock is held from the first read to the last write: a second
-    # `run` or `resume` of it is refused (ThreadBusyError) before it reads or writes.
-    resume = shell_command("self-refine", "resume", thread_id, "--db", db)
-    with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):
-        graph = build_graph(response_format).compile(checkpointer=saver, name=GRAPH_NAME)
-        current = graph.get_state(config)
-        started = bool(current.values)
-        if payload is None and not started:
-            raise UsageError(f"no thread {thread_id!r} in {db}: check the id and --db")
-        if payload is not None:
-            if started:
-                raise UsageError(
-                    f"thread {thread_id!r} already exists in {db}: continue it with "
-                    f"`{shell_command('self-refine', 'resume', thread_id)}` or choose another "
-                    "--thread-id"
-                )
-            kept = context.kept()
-            if response_format is not None:
-                kept[RESPONSE_FORMAT_KEY] = response_format
-            ThreadSettings(args.db).save(thread_id, kept)  # replaces a stale row
-        print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
-        if payload is None and not current.next:
-            print(f"thread {thread_id} is already finished: nothing to resume", file=notes)
-            payload = _STOP
-        meter = _token_meter(context, args)
-        try:
-            modes = ["updates", "messages"] if meter else ["updates"]
-            if meter:  # told when each model call starts, so prompt reading shows too
-                config = {**config, "callbacks": [meter.handler()]}
-            while payload is not _STOP:
-                chunks = graph.stream(
-                    payload, config, context=context, stream_mode=modes, durability="sync"
-                )
-                for mode, chunk in chunks:
-                    if mode == "messages":
+    print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
+    if payload is None and _finished(graph.get_state(config)):
+        print(f"thread {thread_id} is already finished: nothing to resume", file=notes)
+        payload = _STOP
+    meter = token_meter(settings, sys.stderr, shown=not args.json)
+    # No model call starts once the run is stopped (Ctrl-C, SIGTERM).
+    callbacks: list[Any] = [StopNewCalls()]
+    if meter:  # told when each model call starts, so prompt reading shows too
+        callbacks.append(meter.handler())
+    config = {**config, "callbacks": callbacks}
+    try:
+        with stoppable(f"continue with: {resume}") as stop:
+            try:
+                modes = ["updates", "messages"] if meter else ["updates"]
+                while payload is not _STOP:
+                    chunks = graph.stream(
+                        payload, config, context=settings, stream_mode=modes, durability="sync"
+                    )
+                    for mode, chunk in chunks:
+                        if mode == "messages":
+                            if meter:
+                                meter.streamed(*chunk)
+                            continue
                         if meter:
-                            meter.token(chunk[1].get("langgraph_node", ""))
-                        continue
-                    if meter:
-                        meter.clear()
-                    for node, update in chunk.items():
-                        if not args.json:
-                            _print_step(node, update, thread_id)
-                payload = _answer_human_critic(graph.get_state(config), args)
-        except KeyboardInterrupt:
-            print(f"\nself-refine: interrupted; continue with: {resume}", file=sys.stderr)
-            return 130
-        except Exception as error:
-            run_failure(error, context, resume if _saved(graph, config) else None, args.db)
-        finally:
-            if meter:
-                meter.close()
-        state = graph.get_state(config)
+                            meter.clear()
+                        for node, update in chunk.items():
+                            if not args.json:
+                                _print_step(node, update, thread_id)
+                    payload = _answer_human_critic(graph.get_state(config), args)
+            except Interrupted as interrupted:
+                if meter:
+                    meter.close()
+                stop.say(interrupted.signum)
+                return interrupted.exit_code
+    except KeyboardInterrupt:
+        print(f"\nself-refine: interrupted; continue with: {resume}", file=sys.stderr)
+        return 130
+    except Exception as error:
+        run_failure(error, settings, resume if _saved(graph, config) else None, args.db)
+    finally:
+        if meter:
+            meter.close()
+    state = graph.get_state(config)
     _report(args, thread_id, state, db)
     if state.interrupts:
         print(
@@ -126,12 +108,25 @@ def _stream(
     return 0
 
 
-def _token_meter(context: RefineContext, args: argparse.Namespace) -> Any:
-    """A live tokens/s line on a terminal while an in-process (slow) local model writes."""
-    from self_refine.cli.progress import TokenMeter
+def _finished(state: Any) -> bool:
+    """Whether a thread's run has ended: nothing to run next and no step left half-done.
 
-    local = uses_local_model(context)
-    return TokenMeter(sys.stderr) if local and sys.stderr.isatty() and not args.json else None
+    A step whose every branch finished before the program stopped has no task left to
+    run (`next` is empty) but is not closed yet: its tasks are there, with their writes,
+    and continuing the thread applies them and goes on.
+    """
+    return not state.next and not state.tasks
+
+
+def _trace_metadata(settings: RefineContext) -> dict[str, Any]:
+    """What a trace of this run is labelled with: its profile and model names."""
+    model = settings.model
+    return {
+        "profile": settings.profile,
+        "generator_model": settings.generator_model or model,
+        "critic_model": settings.critic_model or model,
+        "refiner_model": settings.refiner_model or model,
+    }
 
 
 def _print_step(node: str, update: Any, thread_id: str) -> None:
@@ -213,56 +208,73 @@ def _saved(graph: Any, config: Any) -> bool:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Start a thread and stream its steps."""
-    from self_refine.input_checks import validate_input
-    from self_refine.persistence.storage import check_database
+    from self_refine.graphs import GRAPH_NAME
+    from self_refine.persistence.locks import thread_lock
+    from self_refine.persistence.storage import check_database, open_checkpointer
 
     if not args.task.strip():
-        raise UsageError("the task is empty: give the text of the task in quotes")
+        raise ConfigError("the task is empty: give the text of the task in quotes")
     if args.thread_id is not None and not args.thread_id.strip():
-        raise UsageError("--thread-id is empty: give the thread a name, or leave --thread-id out")
-    validate_input({"task": args.task})
+        raise ConfigError("--thread-id is empty: give the thread a name, or leave --thread-id out")
+    if args.draft is not None and not args.draft.strip():
+        raise ConfigError("--draft is empty: give the response to refine, or leave --draft out")
     reference_file = args.reference[1:] if (args.reference or "").startswith("@") else None
     refuse_overlaps([], [("--reference", reference_file), *_key_file(args)], db=args.db)
-    check_database(args.db)
-    context = run_context(args)
-    if args.draft is not None and not args.draft.strip():
-        raise UsageError("--draft is empty: give the response to refine, or leave --draft out")
     reference = read_reference(args.reference)
     response_format = read_response_format(args.response_format)
+    context = run_context(args)
+    builder = build_graph(response_format)
     payload: dict[str, Any] = {"task": args.task}
     if args.draft is not None:
         payload["draft"] = args.draft
     if reference is not None:
         payload["reference"] = reference
-    validate_input(payload)  # e.g. a lone surrogate in the draft or the reference
-    # Bad models, profiles, critics for this reference, missing keys fail here.
-    check_start(build_graph(response_format), context, payload)
+    # Bad input, models, profiles, critics for this reference, missing keys fail here,
+    # as the graph's door would refuse them, before the database is opened.
+    builder.check_call(payload, context, saved=True)
     check_reachable(context)
     warn_key_on_command_line(args)
+    check_database(args.db)
     thread_id = args.thread_id or str(uuid.uuid4())
-    return _stream(args, context, thread_id, payload, response_format)
+    with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):
+        graph = builder.compile(checkpointer=saver, name=GRAPH_NAME)
+        if graph.get_state({"configurable": {"thread_id": thread_id}}).values:
+            raise ConfigError(
+                f"thread {thread_id!r} already exists in {redact_url(args.db)}: continue it "
+                f"with `{shell_command('self-refine', 'resume', thread_id)}` or choose "
+                "another --thread-id"
+            )
+        return _stream(args, graph, thread_id, payload, context)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    """Continue a thread from its last checkpoint, with the settings it started with."""
-    from self_refine.persistence.storage import ThreadSettings, check_database
-    from self_refine.redact import redact_url
+    """Continue a thread from its last checkpoint, with the settings it started with.
 
-    check_connection(args)
+    The flags given change those settings: connection options mean what they mean
+    for `run` (the flag, else the environment).
+    """
+    from self_refine.graphs import GRAPH_NAME
+    from self_refine.persistence.locks import thread_lock
+    from self_refine.persistence.storage import check_database, open_checkpointer
+    from self_refine.state import ANSWER_SCHEMA
+
     refuse_overlaps([], _key_file(args), db=args.db)
     require_db(args.db, args.thread_id)
     check_database(args.db)
-    kept = ThreadSettings(args.db).load(args.thread_id)
-    if kept is None:
-        raise UsageError(
-            f"no thread {args.thread_id!r} in {redact_url(args.db)}: check the id and --db"
-        )
-    response_format = kept.pop(RESPONSE_FORMAT_KEY, None)
-    # Connection options mean what they mean for `run`: the flag, else the environment.
-    context = run_context(args, kept)
-    check_reachable(context)
-    warn_key_on_command_line(args)
-    return _stream(args, context, args.thread_id, None, response_format)
+    given = given_settings(args)
+    config: Any = {"configurable": {"thread_id": args.thread_id}}
+    with open_checkpointer(args.db) as saver, thread_lock(saver, args.thread_id):
+        graph = build_graph().compile(checkpointer=saver, name=GRAPH_NAME)
+        values = graph.get_state(config).values
+        if not values:
+            where = redact_url(args.db)
+            raise ConfigError(f"no thread {args.thread_id!r} in {where}: check the id and --db")
+        if values.get(ANSWER_SCHEMA) is not None:  # the answer is typed: so is the graph
+            graph = build_graph(values[ANSWER_SCHEMA]).compile(checkpointer=saver, name=GRAPH_NAME)
+        settings = graph.settings_for(given, config)
+        check_reachable(settings)
+        warn_key_on_command_line(args)
+        return _stream(args, graph, args.thread_id, None, settings)
 
 
 def _key_file(args: argparse.Namespace) -> list[tuple[str, str | None]]:

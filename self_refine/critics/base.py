@@ -9,7 +9,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 from self_refine.content import TaskContent
 from self_refine.state import Attempt, Critique, Usage
 
-__all__ = ["Critic", "CritiqueRequest", "CritiqueResult"]
+__all__ = ["Critic", "CritiqueRequest", "CritiqueResult", "RunCritic"]
 
 
 @dataclass(frozen=True)
@@ -54,4 +54,18 @@ class Critic(Protocol):
 
     async def acritique(self, request: CritiqueRequest) -> CritiqueResult:
         """Judge the draft without blocking the event loop."""
+        ...
+
+
+class RunCritic(Critic, Protocol):
+    """A run's whole critic (its verifiers and explaining critic, and what fronts them).
+
+    `explainer` is the critic that explains the verifiers' findings (None: verifiers
+    only); `check` refuses, before any model call, a reference it could not judge by.
+    """
+
+    explainer: Critic | None
+
+    def check(self, reference: Any) -> None:
+        """Raise ConfigError now if the reference is malformed or no critic could judge."""
         ...

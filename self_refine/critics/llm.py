@@ -6,7 +6,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.utils.json import parse_json_markdown
 from pydantic import BaseModel, Field
@@ -18,18 +17,14 @@ from self_refine.critics.parse import (
     salvage_cut_json,
     score_problem,
 )
-from self_refine.models.calls import ainvoke_in_slot, refusal_of
+from self_refine.models.calls import refusal_of
+from self_refine.models.offline import OfflineModel
 from self_refine.models.resolve import message_text, message_usage
-from self_refine.models.structured import MODES as _MODES
-from self_refine.models.structured import NOTES_LOCK as _NOTES_LOCK
-from self_refine.models.structured import atrying as _atrying
-from self_refine.models.structured import bare_request as _bare_request
-from self_refine.models.structured import is_transport_only as _is_transport_error
-from self_refine.models.structured import is_unsupported as _is_unsupported
-from self_refine.models.structured import model_note as _note
-from self_refine.models.structured import short_error as _short_error
-from self_refine.models.structured import tried as _tried
-from self_refine.models.structured import trying as _trying
+from self_refine.models.structured import (
+    StructuredAsk,
+    bare_request,
+    is_transport_only,
+)
 from self_refine.prompts import PromptSet, feedback_messages
 from self_refine.state import Critique, Usage, add_usage
 
@@ -59,118 +54,100 @@ class LLMCritic:
 
     Its critiques say `source="llm"`, or `"offline"` when the model is the
     offline stand-in, which is not a language model. Findings to explain and
-    extend (a verifier's) come in the request's `notes`.
+    extend (a verifier's) come in the request's `notes`. The model is asked for
+    JSON the best way it takes (`ask`, shared with the run's other uses of the
+    model; see `models/structured.py`); a reply that cannot be read is asked again
+    once in plain text, and an empty one once more.
     """
 
-    def __init__(self, model: BaseChatModel, prompts: PromptSet) -> None:
-        self.name = "offline" if model._llm_type == "self-refine-offline" else "llm"
+    def __init__(self, model: Any, prompts: PromptSet, ask: StructuredAsk | None = None) -> None:
+        self.name = "offline" if isinstance(model, OfflineModel) else "llm"
         self.model = model
         self.prompts = prompts
+        self.ask = ask or StructuredAsk(model)
 
     def _messages(self, request: CritiqueRequest) -> list[BaseMessage]:
         return feedback_messages(self.prompts, request.task, request.draft, request.notes)
 
-    def _structured(self, mode: str) -> Any:
-        """The runnable that asks in `mode`, built once per model; see `_bare_request`."""
-        note = _note(self.model)
-        runnable = note.structured.get(mode)
-        if runnable is None:
-            if mode == "json_schema":
-                chain = self.model.with_structured_output(CritiqueReply, include_raw=True)
-            else:
-                chain = self.model.with_structured_output(
-                    CritiqueReply, method="json_mode", include_raw=True
-                )
-            runnable = note.structured[mode] = _bare_request(chain) or chain
-        return runnable
+    def _runnable(self, mode: str) -> Any:
+        """The request of one way of asking; see `bare_request`."""
+        if mode == "plain":
+            return self.model
+        return self.ask.built(f"critique:{mode}", lambda: self._build(mode))
+
+    def _build(self, mode: str) -> Any:
+        method = "json_schema" if mode == "json_schema" else "json_mode"
+        chain = self.model.with_structured_output(CritiqueReply, method=method, include_raw=True)
+        return bare_request(chain) or chain
 
     def critique(self, request: CritiqueRequest) -> CritiqueResult:
-        """Judge the draft, falling back (json_schema, json_object, plain text) as the model needs.
-
-        An empty reply is asked again once; what went wrong is recorded.
-        """
+        """Judge the draft, asking the best way the model takes (see the class)."""
         messages = self._messages(request)
-        empty: list[BaseMessage] = []
-        problems: list[str] = []
-        note = _note(self.model)
-        while (mode := note.mode) != "plain":
-            try:
-                with _trying(note):
-                    if note.mode != mode:
-                        continue  # another call found this way refused while we waited
-                    structured = _as_structured(self._structured(mode).invoke(messages))
-                    note.settled = True
-                result = self._from_structured(structured)
-            except Exception as error:  # noqa: BLE001 - any failure means: try the next way
-                problems += self._note_unsupported(error, mode)
-                if note.mode == mode:
-                    break  # an unreadable reply: ask this once in plain text
-                continue
-            if result is not None:
-                return result
-            empty.append(structured["raw"])
-            break
-        with _tried(note):
-            reply = self.model.invoke(messages)
-            if not empty and _is_empty(reply):
-                empty.append(reply)
-                reply = self.model.invoke(messages)
-        return self._from_text(reply, empty, problems)
+        try:
+            asked = self.ask.invoke(self._runnable, messages)
+        except Exception as error:  # noqa: BLE001 - unreadable: ask in plain text
+            return self._plain(messages, [], _unreadable(error))
+        reply, empty, problems = self._read(asked.reply, asked.mode)
+        if isinstance(reply, CritiqueResult):
+            return reply
+        return self._plain(messages, empty, problems, reply)
 
     async def acritique(self, request: CritiqueRequest) -> CritiqueResult:
-        """Async twin of critique()."""
+        """Async twin of critique(); each call waits for a slot when a batch limits them."""
         messages = self._messages(request)
-        empty: list[BaseMessage] = []
-        problems: list[str] = []
-        note = _note(self.model)
-        while (mode := note.mode) != "plain":
-            try:
-                async with _atrying(note):
-                    if note.mode != mode:
-                        continue  # another call found this way refused while we waited
-                    reply = await ainvoke_in_slot(self._structured(mode), messages)
-                    structured = _as_structured(reply)
-                    note.settled = True
-                result = self._from_structured(structured)
-            except Exception as error:  # noqa: BLE001 - any failure means: try the next way
-                problems += self._note_unsupported(error, mode)
-                if note.mode == mode:
-                    break
-                continue
-            if result is not None:
-                return result
-            empty.append(structured["raw"])
-            break
-        with _tried(note):
-            reply = await ainvoke_in_slot(self.model, messages)
-            if not empty and _is_empty(reply):
-                empty.append(reply)
-                reply = await ainvoke_in_slot(self.model, messages)
+        try:
+            asked = await self.ask.ainvoke(self._runnable, messages, in_slot=True)
+        except Exception as error:  # noqa: BLE001 - unreadable: ask in plain text
+            return await self._aplain(messages, [], _unreadable(error))
+        reply, empty, problems = self._read(asked.reply, asked.mode)
+        if isinstance(reply, CritiqueResult):
+            return reply
+        return await self._aplain(messages, empty, problems, reply)
+
+    def _read(self, reply: Any, mode: str) -> tuple[Any, list[BaseMessage], list[str]]:
+        """The critique in a structured reply; else the plain reply to read (None: ask in
+        plain text), the empty replies so far and the problems met."""
+        if mode == "plain":
+            return reply, [], []
+        structured = _as_structured(reply)
+        try:
+            result = self._from_structured(structured)
+        except Exception as error:  # noqa: BLE001 - unreadable: ask in plain text
+            return None, [], _unreadable(error)
+        if result is not None:
+            return result, [], []
+        return None, [structured["raw"]], []
+
+    def _plain(
+        self,
+        messages: list[BaseMessage],
+        empty: list[BaseMessage],
+        problems: list[str],
+        reply: Any = None,
+    ) -> CritiqueResult:
+        """The critique read from a plain-text reply (asked for when `reply` is None); an
+        empty reply is asked again once."""
+        if reply is None:
+            reply = self.ask.plain(self.model, messages)
+        if not empty and _is_empty(reply):
+            empty.append(reply)
+            reply = self.ask.plain(self.model, messages)
         return self._from_text(reply, empty, problems)
 
-    def _note_unsupported(self, error: Exception, mode: str) -> list[str]:
-        """Re-raise transport errors; step a model that refuses `mode` down to the next one.
-
-        The step is remembered for the model (for the process), so a server that
-        cannot do a mode is asked that way once. Returns the problem to record
-        when the reply was there but unreadable.
-        """
-        note = _note(self.model)
-        if _is_unsupported(error):
-            following = _MODES[_MODES.index(mode) + 1]
-            with _NOTES_LOCK:
-                if note.mode == mode:
-                    note.tried.append(f"{mode} ({_short_error(error)})")
-                    note.mode = following
-            log.info("%s critiques unsupported (%s); using %s", mode, error, following)
-            return []
-        if _is_transport_error(error):
-            raise error
-        log.info("structured critique unreadable (%s); asking again in plain text", error)
-        return [
-            f"the critic's structured reply was unreadable ({type(error).__name__}); "
-            "asked again in plain text"
-        ]
+    async def _aplain(
+        self,
+        messages: list[BaseMessage],
+        empty: list[BaseMessage],
+        problems: list[str],
+        reply: Any = None,
+    ) -> CritiqueResult:
+        """Async twin of _plain()."""
+        if reply is None:
+            reply = await self.ask.aplain(self.model, messages, in_slot=True)
+        if not empty and _is_empty(reply):
+            empty.append(reply)
+            reply = await self.ask.aplain(self.model, messages, in_slot=True)
+        return self._from_text(reply, empty, problems)
 
     def _from_structured(self, result: dict[str, Any]) -> CritiqueResult | None:
         """The critique in a structured reply; None when the reply is empty (ask again)."""
@@ -207,6 +184,18 @@ class LLMCritic:
         elif empty:
             problems.insert(0, f"{_EMPTY}; asked again")
         return CritiqueResult(critique, usage, (*earlier, *problems))
+
+
+def _unreadable(error: Exception) -> list[str]:
+    """The problem to record for a structured reply that could not be read; a failure of
+    the connection or the endpoint is raised instead (a plain-text call would meet it too)."""
+    if is_transport_only(error):
+        raise error
+    log.info("structured critique unreadable (%s); asking again in plain text", error)
+    return [
+        f"the critic's structured reply was unreadable ({type(error).__name__}); "
+        "asked again in plain text"
+    ]
 
 
 def _as_structured(reply: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from self_refine.state import Critique
 
 __all__ = [
     "CUT_JSON",
+    "NOTHING_COMPLETE",
     "is_broken_json",
     "parse_critique_text",
     "read_critique",
@@ -18,6 +19,7 @@ __all__ = [
 ]
 
 CUT_JSON = "the critique JSON was cut off; its complete feedback items were kept"
+NOTHING_COMPLETE = "the critique JSON was cut off before its first complete item; nothing kept"
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)")
 _SCORE = re.compile(r"\bscore\b\W{0,3}(\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?))?", re.I)
@@ -101,9 +103,10 @@ def score_problem(raw: Any, critique: Critique) -> list[str]:
 def parse_critique_text(text: str, *, source: str = "llm") -> Critique:
     """Best-effort critique from free text; never raises, never returns an empty verdict.
 
-    Tries a JSON object first (tolerating missing or wrong-typed fields), then
-    bullet lists with "score: 0.7" / "7/10" lines; as a last resort the whole
-    text becomes one feedback item, so no reply is ever lost.
+    Tries a JSON object first (tolerating missing or wrong-typed fields; one cut off
+    keeps its complete items, and none when it has none), then bullet lists with
+    "score: 0.7" / "7/10" lines; as a last resort the whole text becomes one feedback
+    item, so no reply is ever lost.
     """
     return read_critique(text, source=source)[0]
 
@@ -119,6 +122,8 @@ def read_critique(text: str, *, source: str = "llm") -> tuple[Critique, list[str
     if cut is not None:
         critique, problems = _from_json(cut, source)
         return critique, [CUT_JSON, *problems]
+    if is_broken_json(text):
+        return Critique(source=source), [NOTHING_COMPLETE]
     items = [
         m.group(1)
         for line in text.splitlines()

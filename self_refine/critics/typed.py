@@ -23,7 +23,13 @@ from typing_extensions import is_typeddict
 from self_refine.critics.base import Critic, CritiqueRequest, CritiqueResult
 from self_refine.critics.combined import CombinedCritic
 from self_refine.critics.verifiers.base import VerifierCritic
-from self_refine.critics.verifiers.json_schema import JSON_SCHEMA, json_path, parse_json_draft
+from self_refine.critics.verifiers.json_schema import (
+    JSON_SCHEMA,
+    json_path,
+    parse_json_draft,
+    read_json_draft,
+)
+from self_refine.critics.verifiers.schema_safety import safe_validator
 from self_refine.errors import ConfigError
 from self_refine.prompts import PromptSet
 from self_refine.state import Critique, add_usage
@@ -52,14 +58,18 @@ class ResponseFormat:
             schema = self._adapter.json_schema()
         elif isinstance(spec, dict):
             schema = dict(spec)
-            self._validator = JSON_SCHEMA.prepare({"schema": schema})  # a bad schema fails here
+            self._validator = safe_validator(schema, "the response format")  # a bad one fails here
         else:
             raise ConfigError(
                 "response_format must be a pydantic model class, a TypedDict or a JSON schema "
                 f"(a dict), got {type(spec).__name__}"
             )
-        self.schema: dict[str, Any] = {"title": "Answer", **schema}
-        """The JSON schema models are asked to follow (it always has a title)."""
+        self.shown: dict[str, Any] = {"title": "Answer", **schema}
+        """The JSON schema as a request in plain text shows it (it always has a title)."""
+        self.schema: dict[str, Any] = {"properties": {}, **self.shown}
+        """The JSON schema models are asked to follow as structured output: with a title and
+        `properties` (empty when the schema has none, which changes nothing it allows),
+        without which LangChain's chat models do not take a dict as a JSON schema."""
 
     def check(self, draft: str) -> Critique | None:
         """The draft's critique when it does not match the format; None when it does."""
@@ -68,12 +78,9 @@ class ResponseFormat:
             if found.done:
                 return None
             return found.model_copy(update={"source": RESPONSE_FORMAT, "verified": False})
-        try:
-            value = parse_json_draft(draft)
-        except json.JSONDecodeError:
-            return JSON_SCHEMA.judge("", draft, None).model_copy(
-                update={"source": RESPONSE_FORMAT, "verified": False}
-            )
+        value, unusable = read_json_draft(draft)
+        if unusable is not None:
+            return unusable.model_copy(update={"source": RESPONSE_FORMAT, "verified": False})
         try:
             self._validate(value)
         except ValidationError as error:
@@ -111,7 +118,7 @@ class ResponseFormat:
 
     def prompts(self, prompts: PromptSet) -> PromptSet:
         """The prompt set asking for JSON of this schema (for models asked in plain text)."""
-        schema = json.dumps(self.schema, ensure_ascii=False)
+        schema = json.dumps(self.shown, ensure_ascii=False)
         revise = f"{prompts.revise} {_REVISE_JSON}".strip()
         return dataclasses.replace(
             prompts, request=f"{prompts.request}\n\n{_REPLY_JSON}\n{schema}", revise=revise

@@ -5,17 +5,17 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime
 
-from self_refine.context import RefineContext, settings_of
+from self_refine.context import RefineContext, call_settings
 from self_refine.graphs.adapters import refine_node, reply_from_output
-from self_refine.graphs.self_refine import GRAPH_NAME, ModelLike, create_self_refine_graph
+from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph
 from self_refine.models.resolve import resolve_model
-from self_refine.nodes.plan import Role, role_model
+from self_refine.models.roles import ModelLike, RoleModel
+from self_refine.nodes.plan import Role, RoleModels
 from self_refine.nodes.runnable import Node
 from self_refine.state import RefineOutput
 
@@ -28,9 +28,9 @@ def _make_draft_reply(model: ModelLike, system_prompt: str) -> Node:
     """Build the node that drafts a reply to the conversation with the chat model."""
     models: dict[Role, ModelLike | None] = {"generator": model}
 
-    def prepare(state: Any, runtime: Runtime[Any]) -> tuple[BaseChatModel, list[BaseMessage]]:
-        settings = settings_of(runtime.context, RefineContext())
-        return role_model("generator", settings, models), [
+    def prepare(state: Any, runtime: Runtime[Any]) -> tuple[RoleModel, list[BaseMessage]]:
+        settings = call_settings(runtime.context, RefineContext())
+        return RoleModels(settings, models).get("generator"), [
             SystemMessage(system_prompt),
             *state["messages"],
         ]

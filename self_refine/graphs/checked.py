@@ -5,19 +5,18 @@ tasks, interrupts included) before any node or routing function runs, and it
 offers no hook before that write. So a check made inside the graph comes too
 late: a refused input would already have replaced the task of an unfinished run.
 `CheckedCompiledGraph` checks first, in `stream` and `astream`, which every
-`invoke`, `ainvoke`, `stream_events` and server run goes through:
+`invoke`, `ainvoke`, `stream_events` and server run goes through. Holding the
+thread's writer lock (`persistence/locks.py`), so that a second writer is refused
+before anything is read or written, it reads the thread once and:
 
-- the call's context: a dict's field names, and every value (a dict's fields
-  laid over the graph's settings, or over the run's when the call continues it,
-  before LangGraph would fill its gaps with the class's defaults);
-- new input: its shape (`validate_input`), the thread it lands on (an unfinished
-  run is continued with None, not replaced), and whether a run of these settings
-  can start on it (`Loop.check_start`: critics, models, a checkpointer for the
-  human critic).
-
-The same methods hold the thread's writer lock (`persistence/locks.py`) for the
-whole run, taken before the checks, so a second writer is refused before
-anything is read or written.
+- works the call's settings out, once (`Parts.settings_for`: the call's context over
+  the settings the run began with when it continues one, else over the graph's; a
+  nested run's, the parent's context), and streams the run with them as its context,
+  so every node reads them as `runtime.context`;
+- checks that they suit the graph (`RunPlan.check_settings`: the human critic), and
+  for new input its shape (`validate_input`), the thread it lands on (an unfinished
+  run is continued with None, not replaced) and whether a run can start on it
+  (`RunPlan.check_start`: critics for the reference, models, images).
 
 `CheckedStateGraph.compile` builds the subclass the way LangGraph's own
 `Pregel.copy` makes a copy: the compiled graph's attributes, given to the
@@ -35,14 +34,15 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import get_runtime
 from langgraph.types import Command, StateSnapshot
 
-from self_refine.context import RefineContext, settings_of
+from self_refine.content import images_held
+from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.input_checks import validate_input
-from self_refine.nodes.plan import Loop
+from self_refine.nodes.plan import Parts
 from self_refine.persistence.locks import atry_lock, try_lock
-from self_refine.state import RefineInput, RefineOutput, RefineState
+from self_refine.state import RUN_CONTEXT, RefineInput, RefineOutput, RefineState
 
-__all__ = ["CheckedCompiledGraph", "CheckedStateGraph", "check_new_input"]
+__all__ = ["CheckedCompiledGraph", "CheckedStateGraph"]
 
 UNFINISHED_MESSAGE = (
     "this thread has an unfinished refinement: continue it by invoking the graph "
@@ -50,19 +50,14 @@ UNFINISHED_MESSAGE = (
 )
 
 
-def check_new_input(payload: Any, thread: StateSnapshot | None) -> None:
-    """Raise ConfigError when `payload` may not start a run on `thread` (None: a new thread)."""
-    current: Mapping[str, Any] = thread.values if thread is not None else {}
-    merged = {**current, **payload} if isinstance(payload, Mapping) else payload
-    validate_input(merged)
-    if thread is not None and (
-        thread.next or (current.get("attempts") and not current.get("stop_reason"))
-    ):
-        raise ConfigError(UNFINISHED_MESSAGE)
-
-
 def _is_new_input(payload: Any) -> bool:
     return payload is not None and not isinstance(payload, Command)
+
+
+def _unfinished(thread: StateSnapshot) -> bool:
+    """Whether the thread holds a run that has not finished (paused, or stopped mid-way)."""
+    values = thread.values
+    return bool(thread.next or (values.get("attempts") and not values.get("stop_reason")))
 
 
 def _is_nested(config: RunnableConfig | None) -> bool:
@@ -94,56 +89,89 @@ class CheckedCompiledGraph(
             return None
         return str(thread_id)
 
-    def _context(self, given: Any, new: bool, config: RunnableConfig | None) -> Any:
-        """The call's context as its settings, before LangGraph would fill a dict's gaps.
+    def settings_for(
+        self, context: Any = None, config: RunnableConfig | None = None
+    ) -> RefineContext:
+        """The settings a continuation of the run on `config`'s thread runs with, given
+        the call's `context` (without a thread: a new run's, over the graph's settings)."""
+        thread_id = self._thread_id(config)
+        values = self.get_state(config or {}).values if thread_id is not None else {}
+        return self.builder.parts.settings_for(context, values.get(RUN_CONTEXT))
 
-        A dict or a parent's dataclass changes the fields it names: over the graph's
-        settings for new input, over the run's kept ones when the call continues it.
+    def _checked(
+        self, input: Any, given: Any, config: RunnableConfig | None, thread: StateSnapshot | None
+    ) -> RefineContext:
+        if not _is_nested(config):
+            saved = self.checkpointer is not None and self.checkpointer is not False
+            return self.builder.check_call(input, given, thread=thread, saved=saved)
+        # Inside a parent's run: the parent hands its context down, and calls this graph
+        # with the same input again when it resumes the run this graph left unfinished.
+        given = _parent_context() if given is None else given
+        if thread is not None and _unfinished(thread):
+            return self.builder.check_call(None, given, thread=thread, saved=True)
+        return self.builder.check_call(input, given, saved=True)
+
+    def _thread(self, config: RunnableConfig | None) -> StateSnapshot | None:
+        """The thread this call runs on: a saved one, or a parent's run's (if it saves)."""
+        if self._thread_id(config) is not None:
+            return self.get_state(config or {})
+        if _is_nested(config):
+            try:
+                return self.get_state(config or {})
+            except ValueError:  # the parent's run keeps no checkpoints
+                return None
+        return None
+
+    async def _athread(self, config: RunnableConfig | None) -> StateSnapshot | None:
+        """Async twin of _thread()."""
+        if self._thread_id(config) is not None:
+            return await self.aget_state(config or {})
+        if _is_nested(config):
+            try:
+                return await self.aget_state(config or {})
+            except ValueError:
+                return None
+        return None
+
+    def _task(self, input: Any, thread: StateSnapshot | None, config: RunnableConfig | None) -> Any:
+        """The task of the run this call starts or continues, whose inline images the run's
+        candidate branches are sent by reference (`content.by_reference`); the door holds
+        them while the run streams.
+
+        A server that keeps the threads itself (LangGraph's API server) hands its
+        checkpointer down in `config`: a continuation reads the task through it.
         """
-        if given is None or isinstance(given, RefineContext):
-            return given
-        loop = self.builder.loop
-        if new or self._thread_id(config) is None:
-            return settings_of(given, loop.settings)
-        return loop.continued_settings(given, self.get_state(config or {}).values)
+        if _is_new_input(input):
+            return input.get("task") if isinstance(input, Mapping) else None
+        if thread is not None:
+            return thread.values.get("task")
+        if config is None or not ((config.get("configurable") or {}).get("thread_id")):
+            return None
+        try:
+            return self.get_state(config).values.get("task")
+        except ValueError:  # no checkpointer at all: nothing was saved to continue
+            return None
 
-    async def _acontext(self, given: Any, new: bool, config: RunnableConfig | None) -> Any:
-        if given is None or isinstance(given, RefineContext) or new:
-            return self._context(given, new, config)
-        if self._thread_id(config) is None:
-            return settings_of(given, self.builder.loop.settings)
-        values = (await self.aget_state(config or {})).values
-        return self.builder.loop.continued_settings(given, values)
-
-    def _check_start(self, input: Any, context: Any, config: RunnableConfig | None) -> None:
-        """Raise ConfigError when new input may not start a run of these settings."""
-        validate_input(input)
-        nested = _is_nested(config)
-        if context is None and nested:
-            context = _parent_context()
-        settings = settings_of(context, self.builder.loop.settings)
-        saved = nested or (self.checkpointer is not None and self.checkpointer is not False)
-        self.builder.loop.check_start(input, settings, saved=saved)
+    async def _aserved_task(self, config: RunnableConfig | None) -> Any:
+        """Async twin of _task() for a continuation on a server's own checkpointer."""
+        if config is None or not ((config.get("configurable") or {}).get("thread_id")):
+            return None
+        try:
+            return (await self.aget_state(config)).values.get("task")
+        except ValueError:
+            return None
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
-        """Check the call, lock the thread, check new input against it, then stream the run."""
-        new = _is_new_input(input)
-        kwargs["context"] = self._context(kwargs.get("context"), new, config)
-        if new:
-            self._check_start(input, kwargs["context"], config)
-        return self._stream_locked(input, config, kwargs, new)
-
-    def _stream_locked(
-        self, input: Any, config: RunnableConfig | None, kwargs: dict[str, Any], new: bool
-    ) -> Iterator[Any]:
+        """Lock the thread, read it, check the call and work its settings out, then stream."""
         thread_id = self._thread_id(config)
         release = try_lock(self.checkpointer, thread_id) if thread_id is not None else None
         try:
-            if new and thread_id is not None:
-                check_new_input(input, self.get_state(config or {}))
-            yield from super().stream(input, config, **kwargs)
+            thread = self._thread(config)
+            kwargs["context"] = self._checked(input, kwargs.get("context"), config, thread)
+            with images_held(self._task(input, thread, config)):
+                yield from super().stream(input, config, **kwargs)
         finally:
             if release is not None:
                 release()
@@ -151,18 +179,18 @@ class CheckedCompiledGraph(
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        """Check the call, lock the thread, check new input against it, then stream the run."""
-        new = _is_new_input(input)
-        kwargs["context"] = await self._acontext(kwargs.get("context"), new, config)
-        if new:
-            self._check_start(input, kwargs["context"], config)
+        """Lock the thread, read it, check the call and work its settings out, then stream."""
         thread_id = self._thread_id(config)
         release = await atry_lock(self.checkpointer, thread_id) if thread_id is not None else None
         try:
-            if new and thread_id is not None:
-                check_new_input(input, await self.aget_state(config or {}))
-            async for chunk in super().astream(input, config, **kwargs):
-                yield chunk
+            thread = await self._athread(config)
+            kwargs["context"] = self._checked(input, kwargs.get("context"), config, thread)
+            task = self._task(input, thread, None)
+            if task is None and thread is None and not _is_new_input(input):
+                task = await self._aserved_task(config)
+            with images_held(task):
+                async for chunk in super().astream(input, config, **kwargs):
+                    yield chunk
         finally:
             if release is not None:
                 release()
@@ -189,11 +217,36 @@ class CheckedCompiledGraph(
 
 
 class CheckedStateGraph(StateGraph[RefineState, RefineContext, RefineInput, RefineOutput]):
-    """A StateGraph whose `compile()` returns a `CheckedCompiledGraph` checking with `loop`."""
+    """A StateGraph whose `compile()` returns a `CheckedCompiledGraph` checking with `parts`."""
 
-    def __init__(self, loop: Loop, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, parts: Parts, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.loop = loop
+        self.parts = parts
+
+    def check_call(
+        self, input: Any, context: Any = None, *, thread: StateSnapshot | None = None, saved: bool
+    ) -> RefineContext:
+        """The settings of a call (`input`: new input, or None / a Command to continue the
+        run on `thread`), once it is known to be one that may run; ConfigError otherwise.
+
+        The compiled graph's door calls this for every call, with the thread it read;
+        a caller that must refuse a run before it even opens its storage (the command
+        line) may call it first, for new input, with `saved` saying whether it will
+        save the run. See the module docstring for what is checked.
+        """
+        new = _is_new_input(input)
+        values: Mapping[str, Any] = thread.values if thread is not None else {}
+        settings = self.parts.settings_for(context, None if new else values.get(RUN_CONTEXT))
+        plan = self.parts.plan(settings)
+        if not new:
+            plan.check_settings(saved=saved)
+            return settings
+        merged = {**values, **input} if isinstance(input, Mapping) else input
+        validate_input(merged)
+        if thread is not None and _unfinished(thread):
+            raise ConfigError(UNFINISHED_MESSAGE)
+        plan.check_start(merged, saved=saved)
+        return settings
 
     def compile(self, *args: Any, **kwargs: Any) -> CheckedCompiledGraph:
         """Compile as StateGraph does, with the checks in front of every run."""

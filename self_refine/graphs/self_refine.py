@@ -9,19 +9,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import Runnable
 from langgraph.graph import END, START
 
 from self_refine.context import FIELD_NAMES, RefineContext
-from self_refine.critics import critic_names, resolve_critics
+from self_refine.critics import critic_names, resolve_critics, resolve_verifier
 from self_refine.critics.typed import ResponseFormat
 from self_refine.errors import ConfigError
 from self_refine.graphs.checked import CheckedStateGraph
 from self_refine.models.resolve import check_model
-from self_refine.models.roles import as_role
+from self_refine.models.roles import ModelLike, as_role
 from self_refine.nodes import (
-    Loop,
+    Parts,
     Role,
     make_begin,
     make_candidate,
@@ -40,9 +38,6 @@ from self_refine.state import RefineInput, RefineOutput, RefineState
 from self_refine.stopping import StopPolicy
 
 __all__ = ["GRAPH_NAME", "Roles", "create_self_refine_graph", "group_options", "recursion_limit"]
-
-ModelLike = BaseChatModel | Runnable[Any, Any] | str
-"""A chat model, a model string, or any runnable a role can be (see `models/roles.py`)."""
 
 GRAPH_NAME = "self_refine"
 """The name to compile the graph with: its trace in LangSmith carries this name."""
@@ -74,11 +69,11 @@ class Roles:
 
 _ROLE_KEYWORDS = {f"{role}_model": role for role in ("generator", "critic", "refiner")}
 _FACTORY_KEYWORDS = frozenset(
-    {"roles", "critics", "stop", "prompts", "settings", "response_format"}
+    {"roles", "critics", "judge", "stop", "prompts", "settings", "response_format"}
 )
-_SETTING_KEYWORDS = frozenset(FIELD_NAMES) - {"model", "critics", *_ROLE_KEYWORDS}
-"""The settings a flat keyword may give: every field of RefineContext but the models and
-critics (a factory argument, which may hold objects)."""
+_SETTING_KEYWORDS = frozenset(FIELD_NAMES) - {"model", "critics", "judge", *_ROLE_KEYWORDS}
+"""The settings a flat keyword may give: every field of RefineContext but the models,
+critics and judge (factory arguments, which may hold objects)."""
 
 
 def group_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -145,6 +140,7 @@ def create_self_refine_graph(
     *,
     roles: Roles | None = None,
     critics: str | Sequence[Any] = (),
+    judge: str | Sequence[Any] = (),
     stop: StopPolicy | Sequence[StopPolicy] | None = None,
     prompts: PromptSet | None = None,
     settings: RefineContext | None = None,
@@ -163,7 +159,10 @@ def create_self_refine_graph(
     "json_schema") or (task, draft, reference) callables, which run first, and
     one of "llm", "human" or a Critic object, which explains their findings
     when one fails ("human" works alone; a string is read as "name,name";
-    default: the profile's critics). `stop` replaces the profile's policies
+    default: the profile's critics). `judge` (verifier names or callables) stands in
+    front of them for the first draft: a first draft it passes is the answer as it is
+    (stop reason "verified"), never critiqued or refined (a run's `judge` setting
+    names others, or `[]` for none). `stop` replaces the profile's policies
     (critic done, draft unchanged, ...); `verified` is always checked first and
     the iteration cap always applies. `settings.base_url`, `api_key`,
     `max_retries`, `timeout` and `max_tokens` apply to models given as strings
@@ -216,30 +215,35 @@ def create_self_refine_graph(
         critics = critic_names(critics)
     if critics:
         resolve_critics(critics)  # unknown names, bad combinations fail here
+    if isinstance(judge, str):
+        judge = critic_names(judge)
+    for spec in judge:
+        resolve_verifier(spec)  # unknown names fail here
     if stop is not None and callable(stop):
         stop = [stop]
-    loop = Loop(
-        models=role_models,
+    parts = Parts(
+        roles=role_models,
         settings=settings,
         critics=tuple(critics),
+        judge=tuple(judge),
         stop=tuple(stop) if stop is not None else None,
         prompts=prompts,
         response_format=answer_format,
     )
     builder = CheckedStateGraph(
-        loop,
+        parts,
         RefineState,
         context_schema=RefineContext,
         input_schema=RefineInput,
         output_schema=RefineOutput,
     )
-    builder.add_node("begin", make_begin(loop))
-    builder.add_node("generate", make_generate(loop))
-    builder.add_node("critique", make_critique(loop))
-    builder.add_node("refine", make_refine(loop))
-    builder.add_node("candidate", make_candidate(loop))
-    builder.add_node("pick", make_pick(loop))
-    builder.add_node("finalize", make_finalize(loop))
+    builder.add_node("begin", make_begin(parts))
+    builder.add_node("generate", make_generate(parts))
+    builder.add_node("critique", make_critique(parts))
+    builder.add_node("refine", make_refine(parts))
+    builder.add_node("candidate", make_candidate(parts))
+    builder.add_node("pick", make_pick(parts))
+    builder.add_node("finalize", make_finalize(parts))
     builder.add_edge(START, "begin")
     builder.add_conditional_edges("begin", route_start, ["generate", "critique", "candidate"])
     builder.add_conditional_edges("generate", route_after_generate, ["generate", "critique"])

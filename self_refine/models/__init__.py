@@ -4,6 +4,3 @@
 - `offline.py`: the deterministic offline model (not a language model);
 - `calls.py`: model calls with empty-reply retries, refusals, error wrapping, trace tags.
 """
-
-DEFAULT_MAX_TOKENS = 1024
-"""Most tokens a reply may have when nothing says otherwise: every call is bounded."""

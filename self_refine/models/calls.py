@@ -23,11 +23,12 @@ from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from langchain_core.exceptions import ModelError
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphRecursionError
 
 from self_refine.errors import ModelCallError
+from self_refine.models.cancel import check_cancelled, note_reply
 from self_refine.models.hygiene import DraftGuard, clean_reply, rejected
 from self_refine.models.resolve import describe_model, message_text, message_usage
 from self_refine.prompts.render import ASK_AGAIN
@@ -40,6 +41,7 @@ __all__ = [
     "ainvoke_in_slot",
     "ask_draft",
     "asking_again",
+    "call_slot",
     "candidate_model",
     "is_transport_error",
     "model_call_limit",
@@ -77,7 +79,8 @@ def model_call_limit(slots: int) -> Iterator[None]:
 
 
 @asynccontextmanager
-async def _call_slot() -> AsyncIterator[None]:
+async def call_slot() -> AsyncIterator[None]:
+    """Hold one of the batch's model-call slots (at once when no batch limits them)."""
     slots = _CALL_SLOTS.get()
     if slots is None:
         yield
@@ -90,7 +93,7 @@ async def ainvoke_in_slot(
     runnable: Any, messages: list[BaseMessage], config: RunnableConfig | None = None
 ) -> Any:
     """Await the model call in one of the batch's call slots (at once when no batch limits them)."""
-    async with _call_slot():
+    async with call_slot():
         return await runnable.ainvoke(messages, config)
 
 
@@ -122,13 +125,30 @@ def _model_call_error(role: str, model: Any, error: BaseException) -> ModelCallE
 
 @contextmanager
 def model_errors(role: str, model: Any) -> Iterator[None]:
-    """Turn a transport failure inside the block into a one-line ModelCallError."""
+    """Turn a transport failure inside the block into a one-line ModelCallError.
+
+    So too a graph in the role (an agent) that ran out of its own steps. Raises
+    CallCancelled, before the call, when its calls were stopped (`models/cancel.py`).
+    """
+    check_cancelled()
     try:
         yield
+    except GraphRecursionError:
+        raise _steps_error(role, model) from None
     except Exception as error:
         if isinstance(error, ModelCallError) or not is_transport_error(error):
             raise
         raise _model_call_error(role, model, error) from None
+
+
+def _steps_error(role: str, model: Any) -> ModelCallError:
+    name, _ = describe_model(model)
+    limit = getattr(model, "recursion_limit", None)
+    within = f"within {limit} steps" if limit else "within its recursion limit"
+    return ModelCallError(
+        f"the {role} agent {name!r} did not finish {within} (GraphRecursionError): give "
+        "it more with agent.with_config(recursion_limit=N), or make sure it stops"
+    )
 
 
 def refusal_of(reply: Any) -> str | None:
@@ -204,7 +224,9 @@ def ask_draft(
 ) -> DraftReply:
     """Ask the model for a draft, once, and judge its reply."""
     with model_errors(role, model):
-        return _judge(role, model.invoke(messages, config), guard)
+        reply = _judge(role, model.invoke(messages, config), guard)
+    note_reply(reply.text or (reply.rejected["reply"] if reply.rejected else ""), reply.usage)
+    return reply
 
 
 async def aask_draft(
@@ -216,7 +238,9 @@ async def aask_draft(
 ) -> DraftReply:
     """Async twin of ask_draft(): the call waits for a slot when a batch limits them."""
     with model_errors(role, model):
-        return _judge(role, await ainvoke_in_slot(model, messages, config), guard)
+        reply = _judge(role, await ainvoke_in_slot(model, messages, config), guard)
+    note_reply(reply.text or (reply.rejected["reply"] if reply.rejected else ""), reply.usage)
+    return reply
 
 
 RESAMPLE_TEMPERATURE = 0.8
@@ -224,7 +248,7 @@ RESAMPLE_TEMPERATURE = 0.8
 
 
 def asking_again(
-    model: BaseChatModel,
+    model: Any,
     messages: list[BaseMessage],
     rejected: RejectedReply,
     config: RunnableConfig,
@@ -246,27 +270,32 @@ def asking_again(
     return model, [*messages, AIMessage(rejected["reply"]), HumanMessage(again)]
 
 
-def _resampling(model: BaseChatModel, config: RunnableConfig, draw: int = 1) -> Any:
-    """The model bound to sample anew: warmer if it samples cold, another seed if it has one.
+def _resampling(model: Any, config: RunnableConfig, draw: int = 1, *, warm: bool = True) -> Any:
+    """The model bound to sample anew: warmer if it samples cold (unless `warm` is False:
+    the run set the temperature), and a seed of its own if it takes one.
 
     `draw` tells the draws of one step apart (a resample is draw 1, candidate k draw k).
+    A model that takes a seed but has none (a server's `ChatOpenAI`) draws from seed 0,
+    so that each draw is a request of its own, which a server that samples the same
+    way every time (a fixed seed, or none) answers anew.
     """
     change: dict[str, Any] = {}
     temperature = getattr(model, "temperature", None)
-    if isinstance(temperature, int | float) and temperature < RESAMPLE_TEMPERATURE:
+    if warm and isinstance(temperature, int | float) and temperature < RESAMPLE_TEMPERATURE:
         change["temperature"] = RESAMPLE_TEMPERATURE
-    seed = getattr(model, "seed", None)
-    if isinstance(seed, int) and not isinstance(seed, bool):
+    if hasattr(model, "seed"):
+        seed = model.seed if isinstance(model.seed, int) and not isinstance(model.seed, bool) else 0
         iteration = (config.get("metadata") or {}).get("iteration", 0)
         change["seed"] = seed + 1000 * (draw - 1) + 1 + int(iteration or 0)
     return model.bind(**change) if change else model
 
 
-def candidate_model(model: BaseChatModel, index: int, config: RunnableConfig) -> Any:
+def candidate_model(model: Any, index: int, config: RunnableConfig, *, warm: bool = True) -> Any:
     """The model that samples candidate `index` of a draft step.
 
     Candidate 0 is the model as it is; each other one is a draw of its own: warmer
-    when the model samples cold (a cold model gives the same reply N times), with a
-    seed of its own when the model has a fixed seed.
+    when the model samples cold (a cold model gives the same reply N times) unless the
+    run set the temperature (`warm` False), with a seed of its own when the model takes
+    one (see `_resampling`).
     """
-    return model if index == 0 else _resampling(model, config, draw=index)
+    return model if index == 0 else _resampling(model, config, draw=index, warm=warm)

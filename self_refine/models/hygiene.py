@@ -1,7 +1,8 @@
 """What a model's reply must be before it becomes a draft.
 
 Small models wrap their answer in a preamble ("Here is the revised text:"), in the
-prompt's own fence tags, in quotes; those wrappers are removed (`clean_reply`).
+prompt's own fence tags, in quotes, and may end it in a loop of one phrase; those
+wrappers and the loop's copies are removed (`clean_reply`).
 A reply that still carries the prompt's scaffolding (fence tags, its instructions,
 the task text, earlier feedback), refuses, is empty, is longer than the length
 guard, or (in a refine step with feedback) is the previous draft unchanged, is not a
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from self_refine.models.repetition import cut_loop
 from self_refine.prompts.phrases import Phrases, instruction_phrases, repeated_phrase
 from self_refine.state import RejectedReply
 
@@ -49,7 +51,9 @@ def draft_limit(task: str, max_draft_chars: int | None) -> int:
 
 
 def clean_reply(text: str, *, keep_code_fences: bool = False) -> str:
-    """The reply without wrappers that are not part of the answer."""
+    """The reply without wrappers that are not part of the answer, and without the
+    copies of a loop it ended in (`models/repetition.py`: its first copy is kept)."""
+    text = cut_loop(text)
     previous = None
     while text != previous:
         previous = text

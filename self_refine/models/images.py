@@ -26,7 +26,7 @@ def refuse_images(role: str, model: Any) -> None:
         return
     name, where = describe_model(model)
     raise ConfigError(
-        f"the task has images, and the {role} model {name!r} ({where}) reads text only: "
-        "give that role a model that reads images (e.g. gpt-4o-mini, or a vision model "
-        "behind --base-url), or give the task as text"
+        f"the task has images, and the {role} model {name!r} (at {where}) reads text only: "
+        'give that role a model that reads images (e.g. model="gpt-4o-mini", or a vision '
+        "model behind base_url=...), or give the task as text"
     )

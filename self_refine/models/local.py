@@ -13,7 +13,14 @@ through tool calling, and builds one `Llama` per chat model. Here:
   its response metadata) beside the tokens sent (`usage_metadata`);
 - structured output through llama.cpp's JSON-schema grammar: the reply is always
   JSON of the asked shape, its lists at most a few items long;
-- `max_tokens` on every call; async calls run in a worker thread.
+- `max_tokens` on every call, and a reply that starts repeating itself ends there
+  (`models/repetition.py`: finish reason "repetition", the text cut after the loop's
+  first copy); a call ends within a token when the program stops (`models/cancel.py`);
+  async calls run in a worker thread;
+- a request is measured before the model reads it: one whose prompt leaves less than
+  `MIN_REPLY_TOKENS` (or `max_tokens`, if less) of the context for the reply is refused
+  with the numbers (ConfigError), instead of being read for minutes and answered with a
+  reply cut to a few words, or refused by llama.cpp once read.
 """
 
 from __future__ import annotations
@@ -40,8 +47,16 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field
 
 from self_refine.errors import ConfigError
+from self_refine.models.cancel import calls_cancelled, check_cancelled
+from self_refine.models.repetition import cut_loop, loop_start
 
-__all__ = ["LOCAL_EXTRA_HINT", "LocalChatModel", "bounded_lists", "shared_llama"]
+__all__ = [
+    "LOCAL_EXTRA_HINT",
+    "MIN_REPLY_TOKENS",
+    "LocalChatModel",
+    "bounded_lists",
+    "shared_llama",
+]
 
 LOCAL_EXTRA_HINT = (
     'the local model needs llama-cpp-python: pip install -e ".[local]" (it compiles '
@@ -52,6 +67,10 @@ _STATE_CACHE_BYTES = 2 << 30
 """Memory for saved states, counted whole (a state holds a batch of logits, about 150 MB
 for a 150k-token vocabulary, besides its KV cache): about a dozen states."""
 _N_BATCH = 256
+MIN_REPLY_TOKENS = 256
+"""Context left for the reply below which a request is refused (about 1,000 characters)."""
+_TEMPLATE_TOKENS = 8
+"""Tokens a chat template adds per message (role markers), counted on top of the texts'."""
 
 
 def _state_cache() -> Any:
@@ -73,6 +92,26 @@ def _state_cache() -> Any:
     return WholeStateCache(capacity_bytes=_STATE_CACHE_BYTES)
 
 
+def _stoppable_llama() -> Any:
+    """llama.cpp's `Llama`, whose completions also end when its `stops` say so.
+
+    Its chat completions take no stopping criteria of their own: the chat handler
+    calls `create_completion` with the chat format's only. The stops are set for
+    one call at a time, under the model's lock (`_Writing`).
+    """
+    from llama_cpp import Llama, StoppingCriteriaList
+
+    class StoppableLlama(Llama):
+        stops: tuple[Any, ...] = ()
+
+        def create_completion(self, *args: Any, **kwargs: Any) -> Any:
+            given = kwargs.pop("stopping_criteria", None) or ()
+            kwargs["stopping_criteria"] = StoppingCriteriaList([*given, *self.stops]) or None
+            return super().create_completion(*args, **kwargs)
+
+    return StoppableLlama
+
+
 _LLAMAS: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
 _LLAMAS_LOCK = threading.Lock()
 
@@ -84,10 +123,10 @@ def shared_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
         found = _LLAMAS.get(key)
         if found is None:
             try:
-                from llama_cpp import Llama
+                import llama_cpp  # noqa: F401 - the extra is installed
             except ImportError:
                 raise ConfigError(LOCAL_EXTRA_HINT) from None
-            llama = Llama(
+            llama = _stoppable_llama()(
                 model_path=key[0],
                 n_ctx=n_ctx,
                 n_batch=_N_BATCH,
@@ -126,6 +165,43 @@ def _role(message: BaseMessage) -> str:
     if isinstance(message, AIMessage):
         return "assistant"
     return "user"
+
+
+class _Writing:
+    """One reply being written: it ends early when it starts repeating itself, or when
+    the program stops its model calls (`models/cancel.py`).
+
+    As llama.cpp's stopping criterion it is called after each token with every token id
+    so far (the first call's ids are the prompt), and decodes only the new ones.
+    """
+
+    def __init__(self, llama: Any) -> None:
+        self.llama = llama
+        self.read: int | None = None
+        self.written = b""
+        self.looped = False
+
+    def __enter__(self) -> _Writing:
+        check_cancelled()  # it waited for the model's lock: the run may be stopping
+        self.llama.stops = (self,)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.llama.stops = ()
+        check_cancelled()  # a reply cut short is no reply
+
+    def __call__(self, ids: Any, _logits: Any) -> bool:
+        if calls_cancelled():
+            return True
+        if self.read is None:
+            self.read = len(ids)
+            return False
+        new = [int(token) for token in ids[self.read :]]
+        self.read = len(ids)
+        if new:
+            self.written += self.llama.detokenize(new)
+        self.looped = loop_start(self.written.decode("utf-8", errors="ignore")) is not None
+        return self.looped
 
 
 def _evaluated(llama: Any) -> int:
@@ -185,12 +261,18 @@ class LocalChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         llama, lock = shared_llama(self.model_path, self.n_ctx)
-        with lock, self._forgetting(llama):
+        request = self._request(messages, stop, **kwargs)
+        with lock, self._forgetting(llama), _Writing(llama) as loop:
+            self._check_room(llama, messages, request["max_tokens"])
             before = _evaluated(llama)
-            reply = llama.create_chat_completion(**self._request(messages, stop, **kwargs))
+            with self._context_errors(llama, messages, request["max_tokens"]):
+                reply = llama.create_chat_completion(**request)
             evaluated = _evaluated(llama) - before
         usage = reply.get("usage") or {}
         text = reply["choices"][0]["message"].get("content") or ""
+        finish = reply["choices"][0].get("finish_reason")
+        if loop.looped:
+            text, finish = cut_loop(text), "repetition"
         message = AIMessage(
             content=text,
             usage_metadata={
@@ -200,7 +282,7 @@ class LocalChatModel(BaseChatModel):
             },
             response_metadata={
                 "model_name": self.model_name,
-                "finish_reason": reply["choices"][0].get("finish_reason"),
+                "finish_reason": finish,
                 "prompt_tokens_evaluated": evaluated,
             },
         )
@@ -215,18 +297,22 @@ class LocalChatModel(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         llama, lock = shared_llama(self.model_path, self.n_ctx)
         request = self._request(messages, stop, **kwargs)
-        with lock, self._forgetting(llama):
+        with lock, self._forgetting(llama), _Writing(llama) as loop:
+            self._check_room(llama, messages, request["max_tokens"])
             before = _evaluated(llama)
             written = 0
-            for part in llama.create_chat_completion(**request, stream=True):
-                delta = part["choices"][0].get("delta", {}).get("content") or ""
-                if not delta:
-                    continue
-                written += 1
-                chunk = ChatGenerationChunk(message=AIMessageChunk(content=delta))
-                if run_manager is not None:
-                    run_manager.on_llm_new_token(delta, chunk=chunk)
-                yield chunk
+            finish = None
+            with self._context_errors(llama, messages, request["max_tokens"]):
+                for part in llama.create_chat_completion(**request, stream=True):
+                    finish = part["choices"][0].get("finish_reason") or finish
+                    delta = part["choices"][0].get("delta", {}).get("content") or ""
+                    if not delta:
+                        continue
+                    written += 1
+                    chunk = ChatGenerationChunk(message=AIMessageChunk(content=delta))
+                    if run_manager is not None:
+                        run_manager.on_llm_new_token(delta, chunk=chunk)
+                    yield chunk
             evaluated = _evaluated(llama) - before
             # The context now holds the prompt and the reply (its last token not yet read).
             sent = max(int(llama.n_tokens) - written + 1, 0)
@@ -240,10 +326,58 @@ class LocalChatModel(BaseChatModel):
                 },
                 response_metadata={
                     "model_name": self.model_name,
+                    "finish_reason": "repetition" if loop.looped else finish,
                     "prompt_tokens_evaluated": evaluated,
                 },
             )
         )
+
+    def _prompt_tokens(self, llama: Any, messages: list[BaseMessage]) -> int:
+        """About how many tokens the request's prompt is: its texts, and the template's share."""
+        texts = sum(
+            len(llama.tokenize(m.text.encode("utf-8"), add_bos=False, special=False))
+            for m in messages
+        )
+        return texts + _TEMPLATE_TOKENS * (len(messages) + 1)
+
+    def check_room(self, messages: list[BaseMessage]) -> None:
+        """Raise ConfigError when a request of these messages would leave too little room
+        in the context for a reply (before anything of a run is written: the door asks)."""
+        llama, _ = shared_llama(self.model_path, self.n_ctx)
+        self._check_room(llama, messages, self.max_tokens)
+
+    def _check_room(self, llama: Any, messages: list[BaseMessage], max_tokens: int) -> None:
+        """Refuse, before the model reads it, a request that leaves too little room to reply."""
+        prompt = self._prompt_tokens(llama, messages)
+        if prompt + min(max_tokens, MIN_REPLY_TOKENS) > self.n_ctx:
+            raise ConfigError(self._too_long(prompt, max_tokens))
+
+    def _too_long(self, prompt: int, max_tokens: int) -> str:
+        room = self.n_ctx - prompt
+        where = (
+            f"over its context of {self.n_ctx:,} tokens"
+            if room <= 0
+            else f"which leaves {room:,} of its context of {self.n_ctx:,} tokens for a reply "
+            f"of up to {max_tokens:,} (at least {min(max_tokens, MIN_REPLY_TOKENS)} needed)"
+        )
+        return (
+            f"the request to the local model {self.model_name!r} is about {prompt:,} tokens, "
+            f"{where}: shorten the task (or the draft and reference it carries), or use a "
+            "model with a longer context"
+        )
+
+    @contextmanager
+    def _context_errors(
+        self, llama: Any, messages: list[BaseMessage], max_tokens: int
+    ) -> Iterator[None]:
+        """llama.cpp's refusal of a prompt longer than the context, as the one-line ConfigError."""
+        try:
+            yield
+        except ValueError as error:
+            if "context window" not in str(error):
+                raise
+            prompt = max(self._prompt_tokens(llama, messages), self.n_ctx)
+            raise ConfigError(self._too_long(prompt, max_tokens)) from None
 
     @contextmanager
     def _forgetting(self, llama: Any) -> Iterator[None]:
@@ -279,9 +413,13 @@ class LocalChatModel(BaseChatModel):
         """Replies constrained by llama.cpp's JSON-schema grammar, parsed into `schema`.
 
         A pydantic class's lists are bounded to a few items (critiques); a JSON
-        schema (a dict, a typed answer's) is used as given and its JSON value returned.
+        schema (a dict, a typed answer's) is used as given and its JSON value returned,
+        save an empty `properties` at its root: JSON Schema reads it as no constraint,
+        llama.cpp's grammar as "no keys at all".
         """
         if isinstance(schema, dict):
+            if schema.get("properties") == {}:
+                schema = {key: value for key, value in schema.items() if key != "properties"}
             fmt = {"type": "json_object", "schema": schema}
         elif isinstance(schema, type) and issubclass(schema, BaseModel):
             fmt = {"type": "json_object", "schema": bounded_lists(schema.model_json_schema())}
@@ -297,7 +435,7 @@ class LocalChatModel(BaseChatModel):
                     parsed = json.loads(raw.text)
                 else:
                     parsed = schema.model_validate_json(raw.text)
-            except ValueError as error:
+            except (ValueError, RecursionError) as error:
                 if not include_raw:
                     raise
                 return {"raw": raw, "parsed": None, "parsing_error": error}

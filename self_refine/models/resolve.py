@@ -13,8 +13,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 
+from self_refine.context import DEFAULT_MAX_TOKENS
 from self_refine.errors import ConfigError
-from self_refine.models import DEFAULT_MAX_TOKENS
 from self_refine.models.roles import as_role, is_role_runnable
 from self_refine.state import Usage
 
@@ -46,6 +46,8 @@ class ModelSpec:
     max_retries: int | None = None
     api_key: str | None = field(default=None, repr=False)
     max_tokens: int | None = None
+    temperature: float | None = None
+    seed: int | None = None
 
 
 def resolve_model(
@@ -56,6 +58,8 @@ def resolve_model(
     max_retries: int | None = None,
     api_key: str | None = None,
     max_tokens: int | None = None,
+    temperature: float | None = None,
+    seed: int | None = None,
 ) -> BaseChatModel:
     """Return a chat model for an instance or a model string.
 
@@ -67,7 +71,8 @@ def resolve_model(
     own model id, passed as is (Ollama's `"llama3.1:8b"`); without one, other
     `"provider:model"` strings go through `langchain`'s `init_chat_model` when
     `langchain` is installed. `api_key` (else OPENAI_API_KEY) is kept as a
-    secret inside the model only. Any other LangChain `Runnable` (a messages-to-message
+    secret inside the model only. `temperature` and `seed`, when given, are the
+    model's (None: its own default). Any other LangChain `Runnable` (a messages-to-message
     chain, a compiled graph with `messages` such as an agent) comes back wrapped as a
     role (`models/roles.py`), which the nodes call as they call a chat model.
     """
@@ -85,6 +90,8 @@ def resolve_model(
             max_retries,
             api_key or os.environ.get("OPENAI_API_KEY") or None,
             max_tokens or DEFAULT_MAX_TOKENS,
+            temperature,
+            seed,
         )
     )
 
@@ -162,10 +169,16 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
 
         path = local_model_path(name)
         check_local_runtime(path)  # a crashing build or a file that cannot load, said here
+        sampling: dict[str, Any] = {}
+        if spec.temperature is not None:
+            sampling["temperature"] = spec.temperature
+        if spec.seed is not None:
+            sampling["seed"] = spec.seed
         return LocalChatModel(
             model_path=str(path),
             model_name=f"local:{path.name}",
             max_tokens=spec.max_tokens or DEFAULT_MAX_TOKENS,
+            **sampling,
         )
     if provider == "served":
         return _openai(model_name, spec)
@@ -177,7 +190,7 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
         raise ConfigError(
             f"model {name!r} needs the 'langchain' package (pip install langchain "
             f"langchain-{provider}); or serve it behind an OpenAI-compatible endpoint "
-            "and pass --base-url"
+            "and give base_url=..."
         ) from None
     options: dict[str, Any] = {}
     if spec.timeout is not None:
@@ -186,6 +199,8 @@ def _resolve(spec: ModelSpec) -> BaseChatModel:
         options["max_retries"] = spec.max_retries
     if spec.api_key:
         options["api_key"] = spec.api_key
+    if spec.temperature is not None:
+        options["temperature"] = spec.temperature
     options["max_tokens"] = spec.max_tokens
     return init_chat_model(name, **options)
 
@@ -196,8 +211,8 @@ def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
     base_url, api_key = spec.base_url, spec.api_key
     if api_key is None and base_url is None:
         raise ConfigError(
-            f"model {model_name!r} needs an API key: set OPENAI_API_KEY or pass --api-key, "
-            "or pass --base-url for an OpenAI-compatible server, or use --model offline"
+            f"model {model_name!r} needs an API key: set OPENAI_API_KEY or give api_key=..., "
+            'or base_url=... for an OpenAI-compatible server, or use model="offline"'
         )
     options: dict[str, Any] = {"model": model_name, "api_key": api_key or _NO_KEY_NEEDED}
     options["max_tokens"] = spec.max_tokens
@@ -210,6 +225,10 @@ def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
         options["timeout"] = spec.timeout
     if spec.max_retries is not None:
         options["max_retries"] = spec.max_retries
+    if spec.temperature is not None:
+        options["temperature"] = spec.temperature
+    if spec.seed is not None:
+        options["seed"] = spec.seed
     from self_refine.models.loop_client import LoopLocalAsyncClient
 
     # One model object serves every event loop of the process (it is cached above).
@@ -219,10 +238,13 @@ def _openai(model_name: str, spec: ModelSpec) -> BaseChatModel:
 
 def describe_model(model: Any) -> tuple[str, str]:
     """The model's name and the endpoint it calls, for error messages and traces."""
-    if getattr(model, "_llm_type", "") == "self-refine-offline":
-        return "offline", "this process (the offline model)"
-    if getattr(model, "_llm_type", "") == "self-refine-local":
-        return str(model.model_name), f"this process (llama.cpp, {model.model_path})"
+    from self_refine.models.local import LocalChatModel
+    from self_refine.models.offline import OfflineModel
+
+    if isinstance(model, OfflineModel):
+        return "offline", "this process"
+    if isinstance(model, LocalChatModel):
+        return str(model.model_name), f"this process, llama.cpp with {model.model_path}"
     name = getattr(model, "model_name", None) or getattr(model, "model", None)
     endpoint = getattr(model, "openai_api_base", None) or getattr(model, "base_url", None)
     if not endpoint and type(model).__name__ == "ChatOpenAI":

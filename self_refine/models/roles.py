@@ -14,22 +14,71 @@ A role is usually a chat model. It may also be:
 `as_role` wraps either in `RunnableRole`, which the nodes call as they call a chat
 model: `invoke(messages, config)` returns one `AIMessage` whose `usage_metadata` adds
 up every model call the runnable made for it (an agent's tool-calling turns too).
+
+A graph runs each request within a recursion limit of its own: the one it was given
+(`agent.with_config(recursion_limit=N)`), else `ROLE_RECURSION_LIMIT`. It does not
+share the refine run's limit (worked out for the refine loop's own steps, 15 for three
+iterations: an agent's seventh tool call would end the run), nor run without one (a
+graph invoked with no limit gets LangGraph's default of about 10,000 steps: an agent
+that never stops would call its model thousands of times). Running out of steps is a
+`GraphRecursionError`, which `models/calls.model_errors` turns into one line naming
+the role.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langgraph.pregel import Pregel
 
 from self_refine.errors import ConfigError
 from self_refine.state import add_usage
 
-__all__ = ["RunnableRole", "as_role", "is_role_runnable"]
+__all__ = [
+    "ROLE_RECURSION_LIMIT",
+    "ModelLike",
+    "RoleModel",
+    "RunnableRole",
+    "as_role",
+    "is_role_runnable",
+]
+
+ROLE_RECURSION_LIMIT = 25
+"""Steps a graph in a role may take per request unless it was given its own limit: LangChain's
+long-standing default, about a dozen tool calls for a ReAct agent."""
+
+ModelLike = BaseChatModel | Runnable[Any, Any] | str
+"""What may fill a role: a chat model, a model string, or any runnable `as_role` wraps."""
+
+
+class RoleModel(Protocol):
+    """What the nodes need of a role's model: a LangChain chat model has all of it, and so
+    does `RunnableRole` (an agent or a chain in a role).
+
+    `bind` makes a draw of its own (a candidate's temperature or seed). A model that
+    reads text only says so with a class attribute, `accepts_images = False`
+    (`models/images.py`); `model_name` names it in errors and traces.
+    """
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Answer the messages with one message."""
+        ...
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Async twin of invoke()."""
+        ...
+
+    def bind(self, **kwargs: Any) -> Any:
+        """The same model, asked with these call settings too."""
+        ...
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
+        """A runnable answering JSON of `schema` (NotImplementedError when it has none)."""
+        ...
 
 
 def is_role_runnable(value: Any) -> bool:
@@ -62,16 +111,15 @@ class RunnableRole(Runnable[Sequence[BaseMessage], AIMessage]):
 
     def __init__(self, runnable: Runnable[Any, Any]) -> None:
         self.runnable = runnable
-        self.is_graph = isinstance(runnable, Pregel)
-        if self.is_graph:
-            _check_graph(runnable)  # type: ignore[arg-type]
+        bound = runnable.bound if isinstance(runnable, RunnableBinding) else runnable
+        self.is_graph = isinstance(bound, Pregel)
+        if isinstance(bound, Pregel):
+            _check_graph(bound)
+        own = (getattr(runnable, "config", None) or {}).get("recursion_limit")  # with_config's
+        self.recursion_limit: int | None = (own or ROLE_RECURSION_LIMIT) if self.is_graph else None
+        """The steps a graph may take per request (None: not a graph)."""
         self.name = runnable.get_name()
         self.model_name = self.name
-
-    @property
-    def _llm_type(self) -> str:
-        """What kind of model this is, as LangChain chat models say it."""
-        return "self-refine-role"
 
     def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
         """Refused, as by chat models without structured output: critics ask in plain text."""
@@ -80,17 +128,24 @@ class RunnableRole(Runnable[Sequence[BaseMessage], AIMessage]):
     def _input(self, messages: Sequence[BaseMessage]) -> Any:
         return {"messages": list(messages)} if self.is_graph else list(messages)
 
+    def _config(self, config: RunnableConfig | None) -> RunnableConfig | None:
+        """The node's config, with a graph's own recursion limit in place of the run's."""
+        if self.recursion_limit is None:
+            return config
+        return {**(config or {}), "recursion_limit": self.recursion_limit}
+
     def invoke(
         self, input: Sequence[BaseMessage], config: RunnableConfig | None = None, **_: Any
     ) -> AIMessage:
         """Run the runnable on the request and return its reply."""
-        return self._reply(self.runnable.invoke(self._input(input), config), len(input))
+        output = self.runnable.invoke(self._input(input), self._config(config))
+        return self._reply(output, len(input))
 
     async def ainvoke(
         self, input: Sequence[BaseMessage], config: RunnableConfig | None = None, **_: Any
     ) -> AIMessage:
         """Async twin of invoke()."""
-        output = await self.runnable.ainvoke(self._input(input), config)
+        output = await self.runnable.ainvoke(self._input(input), self._config(config))
         return self._reply(output, len(input))
 
     def _reply(self, output: Any, sent: int) -> AIMessage:

@@ -2,12 +2,14 @@
 
 How a model is asked for JSON, best first: a JSON schema the server enforces
 (`json_schema`), a JSON object with the schema in the prompt (`json_object`), plain
-text read leniently (`plain`). A model (or its server) that refuses a way is stepped
-down once, and the step is remembered for the process (`ModelNote`): until a way has
-worked for a model, one call at a time tries it (`trying`, `atrying`), so a
-concurrent batch tries a refused way once. The LLM critic asks for critiques this
-way (`critics/llm.py`), and a graph with a `response_format` its drafts
-(`StructuredDrafts`).
+text read leniently (`plain`). `StructuredAsk` is the one caller that steps down: a
+model (or its server) that refuses a way is stepped down once, and the step is
+remembered by the `StructuredAsk` of that model, one per model of a run's plan
+(`nodes/plan.py`), shared by its critiques (`critics/llm.py`) and a typed answer's
+drafts (`StructuredDrafts`). Until a way has worked, one call at a time tries it (a
+lock, and an asyncio lock per event loop for async calls), so a concurrent batch
+tries a refused way once; the calls that waited while another settled the way go
+on together (the lock holds trials, not calls).
 """
 
 from __future__ import annotations
@@ -17,31 +19,24 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, nullcontext
+from typing import Any, NamedTuple
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableParallel, RunnableSequence
 
-from self_refine.models.calls import is_transport_error
+from self_refine.models.calls import call_slot, is_transport_error
 
 __all__ = [
     "MODES",
-    "NOTES_LOCK",
-    "ModelNote",
+    "Asked",
+    "StructuredAsk",
     "StructuredDrafts",
-    "atrying",
     "bare_request",
     "is_transport_only",
     "is_unsupported",
-    "model_note",
     "short_error",
-    "step_down",
-    "tried",
-    "trying",
 ]
 
 log = logging.getLogger(__name__)
@@ -50,77 +45,157 @@ MODES = ("json_schema", "json_object", "plain")
 """How structured output is asked for, best first: a JSON schema the server enforces, a
 JSON object (the schema is in the prompt), plain text read leniently."""
 
-
-@dataclass
-class ModelNote:
-    """What was learned about one model: the best way of asking that it takes, the
-    structured-output runnables built for it (critiques' by mode, drafts' by schema and
-    mode), and what failed on the way."""
-
-    model: BaseChatModel
-    structured: dict[str, Any] = field(default_factory=dict)
-    mode: str = MODES[0]
-    tried: list[str] = field(default_factory=list)
-    settled: bool = False
-    """True once a structured call went through in `mode`: from then on, no waiting."""
-    gate: threading.Lock = field(default_factory=threading.Lock)
-    agates: dict[int, asyncio.Lock] = field(default_factory=dict)
-    """Until the mode is settled, one call at a time tries it (per event loop for async
-    calls), so concurrent calls of a batch do not all try a way the server refuses."""
+_GATES_MAX = 32
 
 
-@contextmanager
-def trying(note: ModelNote) -> Iterator[None]:
-    """Hold the note's gate while its way of asking is not settled yet.
+class Asked(NamedTuple):
+    """A model's reply, and the way it was asked (one of MODES)."""
 
-    Calls that waited at the gate while another call settled the way go on
-    together: the gate serializes the trials, not the calls after them.
+    reply: Any
+    mode: str
+
+
+class StructuredAsk:
+    """One model asked for structured output the best way it takes, stepping down as it must.
+
+    `invoke(runnable_for, messages)` calls `runnable_for(mode)` in the best way not yet
+    refused: `runnable_for("plain")` is the plain-text request. A refusal
+    (`is_unsupported`) steps this model down for good; any other error is raised. The
+    runnables built for each way are kept here (`built`), since building one costs
+    about a millisecond (ChatOpenAI converts the schema).
     """
-    if note.settled:
-        yield
-        return
-    with note.gate:
-        if not note.settled:
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.mode = MODES[0]
+        self.tried: list[str] = []
+        self.settled = False
+        """True once a structured call went through in `mode`: from then on, no waiting."""
+        self._lock = threading.Lock()
+        self._gate = threading.Lock()
+        self._agates: dict[int, asyncio.Lock] = {}
+        self._built: dict[str, Any] = {}
+
+    def built(self, key: str, build: Callable[[], Any]) -> Any:
+        """The runnable kept under `key`, built the first time it is asked for."""
+        runnable = self._built.get(key)
+        if runnable is None:
+            runnable = self._built[key] = build()
+        return runnable
+
+    def invoke(
+        self,
+        runnable_for: Callable[[str], Any],
+        messages: list[BaseMessage],
+        config: RunnableConfig | None = None,
+    ) -> Asked:
+        """The reply, asked the best way this model takes, and that way."""
+        while (mode := self.mode) != "plain":
+            try:
+                with self._trying():
+                    if self.mode != mode:
+                        continue  # another call found this way refused while we waited
+                    reply = runnable_for(mode).invoke(messages, config)
+                    self.settled = True
+                return Asked(reply, mode)
+            except Exception as error:
+                self._step_down(mode, error)
+        return Asked(self.plain(runnable_for("plain"), messages, config), "plain")
+
+    async def ainvoke(
+        self,
+        runnable_for: Callable[[str], Any],
+        messages: list[BaseMessage],
+        config: RunnableConfig | None = None,
+        *,
+        in_slot: bool = False,
+    ) -> Asked:
+        """Async twin of invoke(); with `in_slot`, each call waits for one of a batch's call
+        slots (`models.calls.call_slot`), not the waits at the gate."""
+        while (mode := self.mode) != "plain":
+            try:
+                async with self._atrying():
+                    if self.mode != mode:
+                        continue
+                    runnable = runnable_for(mode)
+                    async with call_slot() if in_slot else nullcontext():
+                        reply = await runnable.ainvoke(messages, config)
+                    self.settled = True
+                return Asked(reply, mode)
+            except Exception as error:
+                self._step_down(mode, error)
+        reply = await self.aplain(runnable_for("plain"), messages, config, in_slot=in_slot)
+        return Asked(reply, "plain")
+
+    def plain(
+        self, runnable: Any, messages: list[BaseMessage], config: RunnableConfig | None = None
+    ) -> Any:
+        """A plain-text call; its failure says which ways of asking failed before it."""
+        with self._noting():
+            return runnable.invoke(messages, config)
+
+    async def aplain(
+        self,
+        runnable: Any,
+        messages: list[BaseMessage],
+        config: RunnableConfig | None = None,
+        *,
+        in_slot: bool = False,
+    ) -> Any:
+        """Async twin of plain()."""
+        with self._noting():
+            async with call_slot() if in_slot else nullcontext():
+                return await runnable.ainvoke(messages, config)
+
+    def _step_down(self, mode: str, error: Exception) -> None:
+        """Remember that the model refuses `mode` (from now on it is asked the next way);
+        raise any other error."""
+        if not is_unsupported(error):
+            raise error
+        following = MODES[MODES.index(mode) + 1]
+        with self._lock:
+            if self.mode == mode:
+                self.tried.append(f"{mode} ({short_error(error)})")
+                self.mode = following
+        log.info("%s unsupported (%s); using %s", mode, error, following)
+
+    @contextmanager
+    def _trying(self) -> Iterator[None]:
+        """Hold the gate while the way of asking is not settled yet."""
+        if self.settled:
             yield
             return
-    yield
-
-
-@asynccontextmanager
-async def atrying(note: ModelNote) -> AsyncIterator[None]:
-    """Async twin of trying(): an asyncio lock of the running loop."""
-    if note.settled:
+        with self._gate:
+            if not self.settled:
+                yield
+                return
         yield
-        return
-    loop = id(asyncio.get_running_loop())
-    with NOTES_LOCK:
-        if len(note.agates) > _NOTES_MAX:
-            note.agates.clear()
-        gate = note.agates.setdefault(loop, asyncio.Lock())
-    async with gate:
-        if not note.settled:
+
+    @asynccontextmanager
+    async def _atrying(self) -> AsyncIterator[None]:
+        """Async twin of _trying(): an asyncio lock of the running loop."""
+        if self.settled:
             yield
             return
-    yield
+        loop = id(asyncio.get_running_loop())
+        with self._lock:
+            if len(self._agates) > _GATES_MAX:
+                self._agates.clear()
+            gate = self._agates.setdefault(loop, asyncio.Lock())
+        async with gate:
+            if not self.settled:
+                yield
+                return
+        yield
 
-
-# By model id, with the model kept alive so its id stays its own; a few dozen at most.
-# Building a structured-output runnable costs about a millisecond (ChatOpenAI converts
-# the schema), so it is built once per model.
-_NOTES: dict[int, ModelNote] = {}
-_NOTES_MAX = 32
-NOTES_LOCK = threading.Lock()
-
-
-def model_note(model: BaseChatModel) -> ModelNote:
-    note = _NOTES.get(id(model))
-    if note is not None and note.model is model:
-        return note
-    with NOTES_LOCK:
-        if len(_NOTES) >= _NOTES_MAX:
-            _NOTES.pop(next(iter(_NOTES)))
-        note = _NOTES[id(model)] = ModelNote(model)
-    return note
+    @contextmanager
+    def _noting(self) -> Iterator[None]:
+        try:
+            yield
+        except Exception as error:
+            if self.tried:
+                error.add_note("stepped down after: " + "; ".join(self.tried))
+            raise
 
 
 def bare_request(chain: Any) -> Runnable[Any, Any] | None:
@@ -170,30 +245,9 @@ def short_error(error: Exception) -> str:
     return f"{kind}: {' '.join(str(error).split())[:120]}"
 
 
-@contextmanager
-def tried(note: ModelNote) -> Iterator[None]:
-    """Say, on a failure of the plain-text call, which ways of asking failed before it."""
-    try:
-        yield
-    except Exception as error:
-        if note.tried:
-            error.add_note("the critic had stepped down after: " + "; ".join(note.tried))
-        raise
-
-
 def is_transport_only(error: Exception) -> bool:
     """True for failures that a plain-text call would hit too (network, auth, rate limits)."""
     return is_transport_error(error) and not is_unsupported(error)
-
-
-def step_down(note: ModelNote, mode: str, error: Exception) -> None:
-    """Remember that the model refuses `mode`: from now on it is asked the next way."""
-    following = MODES[MODES.index(mode) + 1]
-    with NOTES_LOCK:
-        if note.mode == mode:
-            note.tried.append(f"{mode} ({short_error(error)})")
-            note.mode = following
-    log.info("%s unsupported (%s); using %s", mode, error, following)
 
 
 def _json_text(reply: Any) -> AIMessage:
@@ -207,26 +261,27 @@ def _json_text(reply: Any) -> AIMessage:
         text = json.dumps(raw.tool_calls[0]["args"])
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what the parser takes
         return raw.model_copy(update={"content": text}) if text != raw.content else raw
     canonical = json.dumps(value, ensure_ascii=False, indent=2)
     return raw.model_copy(update={"content": canonical, "tool_calls": []})
 
 
 class StructuredDrafts(Runnable[list[BaseMessage], AIMessage]):
-    """A model asked for drafts that are JSON of `schema`, stepping down as it needs.
+    """A model asked for drafts that are JSON of `schema`, through its `StructuredAsk`.
 
     It is called as the model is (`invoke(messages, config)`) and answers one
     message whose text is the JSON: indented canonically when it parses, as the
     model wrote it when it does not (then the draft's check says what is wrong).
     `bind(temperature=..., seed=...)` makes a new draw of it (a resample, a
-    candidate): the requests carry those settings, the model's note stays shared.
+    candidate): the requests carry those settings, the model's way of asking stays shared.
     """
 
     def __init__(
-        self, model: Any, schema: dict[str, Any], settings: dict[str, Any] | None = None
+        self, ask: StructuredAsk, schema: dict[str, Any], settings: dict[str, Any] | None = None
     ) -> None:
-        self.model = model
+        model = ask.model
+        self.ask = ask
         self.schema = schema
         self.settings = settings or {}
         self.temperature = getattr(model, "temperature", None)
@@ -239,61 +294,31 @@ class StructuredDrafts(Runnable[list[BaseMessage], AIMessage]):
 
     def bind(self, **settings: Any) -> StructuredDrafts:
         """The same drafts asked with these request settings (temperature, seed) too."""
-        return StructuredDrafts(self.model, self.schema, {**self.settings, **settings})
+        return StructuredDrafts(self.ask, self.schema, {**self.settings, **settings})
 
     def _runnable(self, mode: str) -> Any:
-        note = model_note(self.model)
-        runnable = note.structured.get(f"{self.key}:{mode}")
-        if runnable is None:
-            method = "json_schema" if mode == "json_schema" else "json_mode"
-            chain = self.model.with_structured_output(self.schema, method=method, include_raw=True)
-            runnable = note.structured[f"{self.key}:{mode}"] = bare_request(chain) or chain
-        return self._drawn(runnable)
-
-    def _drawn(self, runnable: Any) -> Any:
-        """The runnable with this draw's settings as call keywords: a bare request or the
-        model takes them, as does a chain whose first step is the bound model (a sequence
-        passes its keywords to its first step)."""
+        """The request of one way of asking, with this draw's settings as call keywords (a
+        bare request or the model takes them, as does a chain whose first step is the bound
+        model: a sequence passes its keywords to its first step)."""
+        if mode == "plain":
+            runnable = self.ask.model
+        else:
+            runnable = self.ask.built(f"{self.key}:{mode}", lambda: self._build(mode))
         return runnable.bind(**self.settings) if self.settings else runnable
+
+    def _build(self, mode: str) -> Any:
+        method = "json_schema" if mode == "json_schema" else "json_mode"
+        chain = self.ask.model.with_structured_output(self.schema, method=method, include_raw=True)
+        return bare_request(chain) or chain
 
     def invoke(
         self, input: list[BaseMessage], config: RunnableConfig | None = None, **_: Any
     ) -> AIMessage:
         """Ask for a JSON draft the best way the model takes."""
-        note = model_note(self.model)
-        while (mode := note.mode) != "plain":
-            try:
-                with trying(note):
-                    if note.mode != mode:
-                        continue  # another call found this way refused while we waited
-                    reply = self._runnable(mode).invoke(input, config)
-                    note.settled = True
-            except Exception as error:
-                if not is_unsupported(error):
-                    raise
-                step_down(note, mode, error)
-                continue
-            return _json_text(reply)
-        with tried(note):
-            return _json_text(self._drawn(self.model).invoke(input, config))
+        return _json_text(self.ask.invoke(self._runnable, input, config).reply)
 
     async def ainvoke(
         self, input: list[BaseMessage], config: RunnableConfig | None = None, **_: Any
     ) -> AIMessage:
         """Async twin of invoke() (the node's call already holds a batch's call slot)."""
-        note = model_note(self.model)
-        while (mode := note.mode) != "plain":
-            try:
-                async with atrying(note):
-                    if note.mode != mode:
-                        continue
-                    reply = await self._runnable(mode).ainvoke(input, config)
-                    note.settled = True
-            except Exception as error:
-                if not is_unsupported(error):
-                    raise
-                step_down(note, mode, error)
-                continue
-            return _json_text(reply)
-        with tried(note):
-            return _json_text(await self._drawn(self.model).ainvoke(input, config))
+        return _json_text((await self.ask.ainvoke(self._runnable, input, config)).reply)

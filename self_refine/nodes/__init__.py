@@ -1,7 +1,8 @@
 """The graph's nodes and routing functions, and what they share.
 
-- `plan.py`: `Loop` (what the factory was given) and `RunPlan` (what a run's
+- `plan.py`: `Parts` (what the factory was given) and `RunPlan` (what a run's
   settings come to: prompts, stop policies, critic, models), kept per settings;
+- `ranking.py`: which draft is kept (a run's answer, a step's candidate);
 - `runnable.py`: `Node`, a node's sync and async `(state, runtime)` bodies;
 - `begin.py`, `generate.py`, `critique.py`, `refine.py`, `finalize.py`: the nodes;
   `draft.py`: what a draft step writes, and asking again after a rejected reply;
@@ -11,11 +12,12 @@
 """
 
 from self_refine.nodes.begin import make_begin
-from self_refine.nodes.candidates import best_candidate, make_candidate, make_pick
+from self_refine.nodes.candidates import make_candidate, make_pick
 from self_refine.nodes.critique import make_critique
-from self_refine.nodes.finalize import make_finalize, pick_best
+from self_refine.nodes.finalize import make_finalize
 from self_refine.nodes.generate import make_generate
-from self_refine.nodes.plan import Loop, Role, RunPlan
+from self_refine.nodes.plan import Parts, Role, RunPlan
+from self_refine.nodes.ranking import best_attempt, best_candidate, chosen_attempt
 from self_refine.nodes.refine import make_refine
 from self_refine.nodes.routing import (
     candidate_sends,
@@ -26,11 +28,13 @@ from self_refine.nodes.routing import (
 )
 
 __all__ = [
-    "Loop",
+    "Parts",
     "Role",
     "RunPlan",
+    "best_attempt",
     "best_candidate",
     "candidate_sends",
+    "chosen_attempt",
     "make_begin",
     "make_candidate",
     "make_critique",
@@ -38,7 +42,6 @@ __all__ = [
     "make_generate",
     "make_pick",
     "make_refine",
-    "pick_best",
     "route_after_critique",
     "route_after_generate",
     "route_after_refine",

@@ -1,10 +1,11 @@
 """The begin node: a run starts here.
 
 It keeps the settings the run began with in the thread (for its resumes and
-continuations, which may bring no context), and on a thread whose last run
+continuations, which may bring no context) and the JSON schema of a typed answer,
+and on a thread whose last run
 finished it clears that run's attempts and outputs. Everything a run's start
 can be refused for was checked before LangGraph wrote the input
-(`graphs/checked.py`, `Loop.check_start`).
+(`graphs/checked.py`, `RunPlan.check_start`).
 """
 
 from __future__ import annotations
@@ -13,26 +14,40 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from self_refine.context import RefineContext, settings_of
-from self_refine.nodes.plan import Loop
+from self_refine.context import RefineContext
+from self_refine.nodes.plan import Parts
 from self_refine.nodes.runnable import Node
-from self_refine.state import RUN_CONTEXT, RefineState, start_over, starts_over
+from self_refine.nodes.search import initial_search, plan_step, step_width
+from self_refine.state import ANSWER_SCHEMA, RUN_CONTEXT, RefineState, start_over, starts_over
 
 __all__ = ["make_begin"]
 
 
-def make_begin(loop: Loop) -> Node:
+def make_begin(parts: Parts) -> Node:
     """Build the node that starts a run."""
 
     def begin(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Keep the run's settings; clear an earlier run's results from the thread.
 
-        `fan_out` tells the routing how many replies the first draft step samples.
+        `fan_out` tells the routing how many replies the first draft step samples; a
+        run that samples or searches also plans that step (`plan`, `search`).
         """
-        given = runtime.context
-        settings = settings_of(given, loop.settings)
-        kept = settings.kept() if given is not None else {}
+        plan = parts.plan(runtime.context)
+        settings = plan.settings
+        schema = plan.answer_format.schema if plan.answer_format is not None else None
         cleared = start_over() if starts_over(state) else {}
-        return {**cleared, RUN_CONTEXT: kept, "fan_out": settings.candidates}
+        width = step_width(settings.candidates, settings.max_tokens_total, 0, 0)
+        writes = {**cleared, RUN_CONTEXT: settings.kept(), ANSWER_SCHEMA: schema, "fan_out": width}
+        if settings.strategy == "refine":
+            return writes
+        # A run that samples or searches starts with fresh drafts (none when the input
+        # brings the first draft, which the critique then judges as the first node).
+        search = initial_search()
+        first = (
+            []
+            if (state.get("draft") or "").strip()
+            else plan_step(search, width, strategy=settings.strategy, task=state["task"], step=0)
+        )
+        return {**writes, "search": search, "plan": first}
 
     return Node(begin, name="begin")

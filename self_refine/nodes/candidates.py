@@ -14,12 +14,13 @@ beside it, and names the stop reason, as the critique node does for a single rep
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from self_refine.content import resolved
 from self_refine.context import RefineContext
 from self_refine.critics import CritiqueResult
 from self_refine.models.calls import (
@@ -31,8 +32,10 @@ from self_refine.models.calls import (
 )
 from self_refine.nodes.critique import critique_request, step_writes
 from self_refine.nodes.draft import DraftRequest
+from self_refine.nodes.first_verified import first_verified, first_verified_async
 from self_refine.nodes.generate import generate_request
-from self_refine.nodes.plan import Loop, RunPlan
+from self_refine.nodes.plan import Parts, RunPlan
+from self_refine.nodes.ranking import best_candidate, why_kept
 from self_refine.nodes.refine import refine_request
 from self_refine.nodes.runnable import Node
 from self_refine.state import (
@@ -44,7 +47,7 @@ from self_refine.state import (
     add_usage,
 )
 
-__all__ = ["NO_USABLE_REPLY", "best_candidate", "make_candidate", "make_pick"]
+__all__ = ["NO_USABLE_REPLY", "make_candidate", "make_pick"]
 
 NO_USABLE_REPLY = "Every reply was rejected, so there is no draft yet: write the response."
 """The feedback on an empty first draft when every candidate reply was rejected."""
@@ -57,11 +60,27 @@ def _request(plan: RunPlan, state: Mapping[str, Any]) -> DraftRequest:
     (the task and the feedback, no draft), which a small model cannot answer by copying
     the draft: sampled again, an edit request mostly brings the same copy back.
     """
+    warm = plan.settings.temperature is None  # a temperature the run set holds for all
+    if plan.settings.strategy != "refine":
+        # A planned reply: a fresh draft, or the refinement of the chain it was sent,
+        # each a draw of its own (node 0, the run's first draft, as the model samples).
+        ask = (
+            refine_request(plan, state) if state.get("attempts") else generate_request(plan, state)
+        )
+        draw = state.get("node", state["candidate"])
+        model = candidate_model(ask.model, draw, ask.config, warm=warm)
+        return ask._replace(model=model, config=_labelled(ask.config, state["candidate"]))
     if state.get("attempts"):
         ask = refine_request(plan, state, "fresh" if state["candidate"] else None)
     else:
         ask = generate_request(plan, state)
-    return ask._replace(model=candidate_model(ask.model, state["candidate"], ask.config))
+    model = candidate_model(ask.model, state["candidate"], ask.config, warm=warm)
+    return ask._replace(model=model, config=_labelled(ask.config, state["candidate"]))
+
+
+def _labelled(config: Any, index: int) -> Any:
+    """A call's config with the candidate's index in its metadata (traces, the live line)."""
+    return {**config, "metadata": {**(config.get("metadata") or {}), "candidate": index}}
 
 
 def _candidate(
@@ -81,61 +100,46 @@ def _candidate(
         record["problems"] = problems
     if reply.rejected is not None:
         record["rejected"] = reply.rejected
-    return {"candidates": [record]}
+    if "node" in state:
+        record["node"], record["parent"] = state["node"], state.get("parent")
+    return {"branches": [record]}
 
 
-def make_candidate(loop: Loop) -> Node:
+def make_candidate(parts: Parts) -> Node:
     """Build the branch node: one sampled reply of a draft step, critiqued."""
 
     def candidate(state: CandidateInput, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Sample one reply for the draft step and critique it."""
-        plan = loop.plan(state, runtime)
+        state = {**state, "task": resolved(state["task"])}
+        plan = parts.plan(runtime.context)
         ask = _request(plan, state)
         reply = ask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
         judged = None
         if reply.text:
             request = critique_request(state, reply.text, ask.iteration)
             with model_errors("critic", plan.critic.model):
-                judged = plan.critic.invoke(request, _trace(plan, ask.iteration))
+                judged = plan.critic.invoke(request, _trace(plan, ask.iteration, state))
         return _candidate(state, reply, judged)
 
     async def acandidate(state: CandidateInput, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Sample one reply for the draft step and critique it."""
-        plan = loop.plan(state, runtime)
+        state = {**state, "task": resolved(state["task"])}
+        plan = parts.plan(runtime.context)
         ask = _request(plan, state)
         reply = await aask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
         judged = None
         if reply.text:
             request = critique_request(state, reply.text, ask.iteration)
             with model_errors("critic", plan.critic.model):
-                judged = await plan.critic.ainvoke(request, _trace(plan, ask.iteration))
+                judged = await plan.critic.ainvoke(request, _trace(plan, ask.iteration, state))
         return _candidate(state, reply, judged)
 
-    return Node(candidate, acandidate, name="candidate")
+    return Node(first_verified(candidate), first_verified_async(acandidate), name="candidate")
 
 
-def _trace(plan: RunPlan, iteration: int) -> Any:
-    return plan.trace("candidate", "critic", plan.critic.model, iteration)
-
-
-def _rank(candidate: Candidate) -> tuple[bool, bool, float, float, int]:
-    score = candidate["critique"].get("score")
-    checked = candidate.get("checked")
-    return (
-        bool(candidate["draft"].strip()),
-        candidate.get("verified") is True,
-        -1.0 if checked is None else float(checked),
-        -1.0 if score is None else float(score),
-        -candidate["index"],
-    )
-
-
-def best_candidate(candidates: Sequence[Candidate]) -> Candidate | None:
-    """The candidate to keep: a usable reply the verifiers passed, else the one they scored
-    highest, then the critic's score; ties go to the lower index (candidate 0 is the
-    model's own sample). None when every reply was rejected."""
-    usable = [c for c in candidates if c["draft"].strip()]
-    return max(usable, key=_rank) if usable else None
+def _trace(plan: RunPlan, iteration: int, state: Mapping[str, Any]) -> Any:
+    config = plan.trace("candidate", "critic", plan.critic.model, iteration)
+    return _labelled(config, state["candidate"])
 
 
 def _attempt(state: RefineState, candidates: list[Candidate]) -> Attempt:
@@ -162,24 +166,29 @@ def _attempt(state: RefineState, candidates: list[Candidate]) -> Attempt:
     }
     if chosen is not None:
         attempt["candidate"] = chosen["index"]
+        attempt["kept_because"] = why_kept(chosen, candidates)
         if chosen.get("problems"):
             attempt["problems"] = list(chosen["problems"])
+        if "node" in chosen:
+            attempt["node"], attempt["parent"] = chosen["node"], chosen.get("parent")
+            attempt["checked"] = chosen.get("checked")
     return attempt
 
 
-def make_pick(loop: Loop) -> Node:
+def make_pick(parts: Parts) -> Node:
     """Build the node that takes the best candidate and records the step."""
 
     def pick(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Keep the best of the step's candidates as its draft, and decide whether to stop."""
-        candidates = sorted(state.get("candidates") or [], key=lambda c: c["index"])
+        candidates = sorted(state.get("branches") or [], key=lambda c: c["index"])
         attempt = _attempt(state, candidates)
-        writes = step_writes(loop.plan(state, runtime), state, attempt, attempt["usage"])
+        plan = parts.plan(runtime.context)
+        writes = step_writes(plan, state, attempt, attempt["usage"], candidates)
         return {
             **writes,
             "draft": attempt["draft"],
             "iteration": attempt["iteration"],
-            "candidates": Overwrite([]),
+            "branches": Overwrite([]),
         }
 
     return Node(pick, name="pick")

@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 
-from self_refine.critics import CombinedCritic, CritiqueRequest, CritiqueResult
+from self_refine.critics.base import CritiqueRequest, CritiqueResult, RunCritic
 
 __all__ = ["CriticRun"]
 
@@ -24,7 +24,7 @@ class CriticRun(Runnable[CritiqueRequest, CritiqueResult]):
     every call as `_call_with_config` would.
     """
 
-    def __init__(self, critic: CombinedCritic) -> None:
+    def __init__(self, critic: RunCritic) -> None:
         self.critic = critic
         self.name = f"{critic.name} critic"
         self.model = getattr(critic.explainer, "model", None)

@@ -9,25 +9,13 @@ from langgraph.runtime import Runtime
 
 from self_refine.context import RefineContext
 from self_refine.critics.typed import ResponseFormat
-from self_refine.nodes.plan import Loop
+from self_refine.nodes.plan import Parts
+from self_refine.nodes.ranking import best_attempt, best_candidate
 from self_refine.nodes.runnable import Node
+from self_refine.nodes.search import drafts_of
 from self_refine.state import ANSWER_NAME, Attempt, RefineState
 
-__all__ = ["make_finalize", "pick_best"]
-
-
-def pick_best(attempts: list[Attempt]) -> Attempt | None:
-    """The highest-scoring attempt; the last when none has a score.
-
-    Ties go to the earlier, and among those the shorter, draft: a later draft
-    must score higher to be preferred, so growth never wins a tie. Empty drafts
-    (no usable reply) are candidates only when nothing else is.
-    """
-    usable = [a for a in attempts if a["draft"].strip()] or attempts
-    scored = [a for a in usable if a["critique"].get("score") is not None]
-    if not scored:
-        return usable[-1] if usable else None
-    return max(scored, key=lambda a: (a["critique"]["score"], -a["iteration"], -len(a["draft"])))
+__all__ = ["make_finalize"]
 
 
 def _typed(form: ResponseFormat, chosen: Attempt | None, any_valid: bool) -> dict[str, Any]:
@@ -42,7 +30,34 @@ def _typed(form: ResponseFormat, chosen: Attempt | None, any_valid: bool) -> dic
     return {"structured_response": None, "structured_error": error}
 
 
-def make_finalize(loop: Loop) -> Node:
+def _best_draft(attempts: list[Attempt], answer_format: ResponseFormat | None) -> Attempt | None:
+    """The best of every draft of a run that samples or searches, as an attempt.
+
+    Not only each step's pick: a step's other replies are drafts of the tree too.
+    """
+    drafts = drafts_of(attempts)
+    if answer_format is not None:
+        drafts = [d for d in drafts if answer_format.check(d["draft"]) is None] or drafts
+    chosen = best_candidate(drafts)
+    if chosen is None:
+        return None
+    for attempt in attempts:
+        if attempt.get("node") == chosen.get("node"):
+            return attempt
+        if chosen in attempt.get("candidates", []):
+            return {
+                "iteration": attempt["iteration"],
+                "draft": chosen["draft"],
+                "critique": chosen["critique"],
+                "usage": chosen["usage"],
+                "node": chosen.get("node", 0),
+                "parent": chosen.get("parent"),
+                "checked": chosen.get("checked"),
+            }
+    return None
+
+
+def make_finalize(parts: Parts) -> Node:
     """Build the node that chooses the answer ("best" or "last") and sends it as a message.
 
     The message (an `AIMessage` named "answer", in the node's output) is what
@@ -51,17 +66,21 @@ def make_finalize(loop: Loop) -> Node:
     """
 
     def finalize(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
-        """Choose the answer among the attempts."""
+        """Choose the answer among the attempts (in a run that samples or searches, among
+        all its drafts)."""
         attempts = state.get("attempts") or []
         last = attempts[-1] if attempts else None
-        answer_format = loop.response_format
+        plan = parts.plan(runtime.context)
+        answer_format = plan.answer_format
         valid = (
             [a for a in attempts if answer_format.check(a["draft"]) is None]
             if answer_format
             else []
         )
-        best = pick_best(valid or attempts)
-        chosen = last if loop.settings_for(state, runtime).select == "last" else best
+        best = best_attempt(valid or attempts)
+        if plan.settings.strategy != "refine":
+            best = _best_draft(attempts, answer_format) or best
+        chosen = last if plan.settings.select == "last" else best
         answer = chosen["draft"] if chosen else state.get("draft", "")
         score = chosen["critique"].get("score") if chosen else None
         outcome = {"stop_reason": state.get("stop_reason"), "iterations": state.get("iteration", 0)}

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from self_refine.context import RefineContext
 from self_refine.models.calls import aask_draft, ask_draft, asking_again
 from self_refine.nodes.draft import DraftRequest, draft_update, rejected_reply
-from self_refine.nodes.plan import Loop, RunPlan
+from self_refine.nodes.plan import Parts, RunPlan
 from self_refine.nodes.runnable import Node
 from self_refine.prompts import generate_messages
 from self_refine.state import RefineState
@@ -29,18 +29,18 @@ def generate_request(plan: RunPlan, state: Mapping[str, Any]) -> DraftRequest:
     return DraftRequest(model, messages, config, plan.guard(state["task"]), "generator", 0)
 
 
-def make_generate(loop: Loop) -> Node:
+def make_generate(parts: Parts) -> Node:
     """Build the node that asks the generator for a first draft."""
 
     def generate(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Write the first draft of the task."""
-        ask = generate_request(loop.plan(state, runtime), state)
+        ask = generate_request(parts.plan(runtime.context), state)
         reply = ask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
         return {**draft_update(state, reply, role=ask.role, kept=""), "iteration": 0}
 
     async def agenerate(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Write the first draft of the task."""
-        ask = generate_request(loop.plan(state, runtime), state)
+        ask = generate_request(parts.plan(runtime.context), state)
         reply = await aask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
         return {**draft_update(state, reply, role=ask.role, kept=""), "iteration": 0}
 

@@ -1,9 +1,11 @@
-"""What the factory was given (`Loop`), and what one run's settings come to (`RunPlan`).
+"""What the factory was given (`Parts`), and what one run's settings come to (`RunPlan`).
 
-Every node of a run needs the same prompts, stop policies, critic and models. A
-`RunPlan` holds them, worked out once per distinct settings (and model-related
-environment) and kept: a plan is a read-only value, shared by every thread and
-run with those settings, never tied to one.
+The door (`graphs/checked.py`) works a call's settings out once (`Parts.settings_for`)
+and streams the run with them, so every node reads them as `runtime.context`. The
+nodes of a run need the same prompts, stop policies, critic and models: `Parts.plan`
+gives the `RunPlan` of a run's settings, made once per distinct settings (and model
+environment) and kept, a read-only value shared by every thread and run with those
+settings, never tied to one.
 """
 
 from __future__ import annotations
@@ -14,43 +16,72 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import Runnable, RunnableConfig
-from langgraph.runtime import Runtime
+from langchain_core.runnables import RunnableConfig
 
 from self_refine.content import TaskContent, has_images, task_text
-from self_refine.context import RefineContext, context_changes, settings_of
-from self_refine.critics import (
-    CombinedCritic,
-    Critic,
-    HumanCritic,
-    LLMCritic,
-    resolve_critics,
-)
+from self_refine.context import RefineContext, call_settings, context_changes
+from self_refine.critics import CombinedCritic, Critic, HumanCritic, LLMCritic, resolve_critics
+from self_refine.critics.base import RunCritic
+from self_refine.critics.judge import FirstDraftJudge
 from self_refine.critics.typed import ResponseFormat, TypedAnswerCritic
 from self_refine.errors import ConfigError
 from self_refine.models.calls import trace_config
 from self_refine.models.hygiene import DraftGuard, draft_limit
 from self_refine.models.images import refuse_images
 from self_refine.models.resolve import resolve_model
-from self_refine.models.structured import StructuredDrafts
+from self_refine.models.roles import ModelLike, RoleModel
+from self_refine.models.structured import StructuredAsk, StructuredDrafts
 from self_refine.nodes.critic_run import CriticRun
-from self_refine.prompts import PromptSet, get_profile
+from self_refine.prompts import PromptSet, generate_messages, get_profile
 from self_refine.prompts.phrases import instruction_phrases
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm
-from self_refine.state import RUN_CONTEXT
-from self_refine.stopping import StopPolicy, policies_for
+from self_refine.stopping import StopPolicy, Unchanged, policies_for
 
-__all__ = ["Loop", "Role", "RunPlan", "critic_specs", "role_model"]
+__all__ = ["Parts", "Role", "RoleModels", "RunPlan", "critic_specs", "reply_cap"]
 
 Role = Literal["generator", "critic", "refiner"]
-
-ModelLike = BaseChatModel | Runnable[Any, Any] | str
 
 _ENVIRONMENT = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
 """What a model given as a string reads when the settings do not say: part of a plan's key."""
 
 _PLANS_KEPT = 32
+
+
+class RoleModels:
+    """A run's model for each role, resolved once, and how each model is asked for JSON."""
+
+    def __init__(
+        self,
+        settings: RefineContext,
+        roles: Mapping[Role, ModelLike | None],
+        prompts: PromptSet | None = None,
+    ) -> None:
+        self.settings = settings
+        self.roles = roles
+        self.prompts = prompts or get_profile(settings.profile)
+        self._resolved: dict[Role, RoleModel] = {}
+        self._asks: list[StructuredAsk] = []
+
+    def get(self, role: Role) -> RoleModel:
+        """The role's model: the settings' model for it, their `model`, else the graph's.
+
+        ConfigError when it cannot be had (no model, a model string missing its key).
+        """
+        model = self._resolved.get(role)
+        if model is None:
+            cap = reply_cap(role, self.settings, self.prompts)
+            model = self._resolved[role] = _resolve(role, self.settings, self.roles, cap)
+        return model
+
+    def ask(self, model: Any) -> StructuredAsk:
+        """How `model` is asked for structured output: one per model of the run, shared by
+        its critiques and its typed drafts, so that a way it refuses is tried once."""
+        for ask in self._asks:
+            if ask.model is model:
+                return ask
+        ask = StructuredAsk(model)
+        self._asks.append(ask)
+        return ask
 
 
 @dataclass(frozen=True)
@@ -63,7 +94,7 @@ class RunPlan:
     policies: tuple[StopPolicy, ...]
     critic: CriticRun
     writes_code: bool
-    models: Mapping[Role, ModelLike | None] = field(repr=False)
+    models: RoleModels = field(repr=False)
     answer_format: ResponseFormat | None = None
     """The graph's response format: drafts are asked for as JSON of its schema."""
 
@@ -72,31 +103,73 @@ class RunPlan:
         """The name of the prompt set in use, for traces."""
         return self.prompts.name
 
-    def model(self, role: Role) -> BaseChatModel:
-        """The model for a role: the settings' model for it, their `model`, else the graph's.
+    def reply_cap(self, role: Role) -> int:
+        """Most tokens one reply of `role` may have in this run (see `reply_cap`)."""
+        return reply_cap(role, self.settings, self.prompts)
 
-        With a response format, the generator and the refiner are asked for JSON of
-        its schema (`StructuredDrafts`).
-        """
-        model = role_model(role, self.settings, self.models)
+    def model(self, role: Role) -> RoleModel:
+        """The model a role is asked through: with a response format, drafts as JSON of it."""
+        model = self.models.get(role)
         if self.answer_format is None or role == "critic":
             return model
-        return cast(BaseChatModel, StructuredDrafts(model, self.answer_format.schema))
+        drafts = StructuredDrafts(self.models.ask(model), self.answer_format.schema)
+        return cast(RoleModel, drafts)
 
-    def check_models(self, *, generates: bool = True) -> None:
-        """Raise ConfigError now if a model the run calls cannot be had (a missing key, say)."""
+    def check_start(self, payload: Mapping[str, Any], *, saved: bool) -> None:
+        """Raise ConfigError, before anything is written or asked, when this run cannot start.
+
+        The settings must suit the run (`check_settings`), its critics must be able to
+        judge drafts for the input's reference, and every model it will call must be
+        had (a model string of no known form, a missing key) and, for a task with
+        images, read them.
+        """
+        self.check_settings(saved=saved)
+        self.critic.critic.check(payload.get("reference"))
+        generates = not (payload.get("draft") or "").strip()  # else the input brings it
+        self.check_models(generates=generates, images=has_images(payload.get("task")))
         if generates:
-            self.model("generator")
-        self.model("refiner")
+            self._check_room(payload["task"])
 
-    def check_images(self, *, generates: bool = True) -> None:
-        """Raise ConfigError now if a model the run calls cannot read a task's images."""
+    def _check_room(self, task: TaskContent) -> None:
+        """Refuse now a task whose first request would not fit the local model's context."""
+        from self_refine.models.local import LocalChatModel
+
+        generator = self.models.get("generator")
+        if isinstance(generator, LocalChatModel):
+            generator.check_room(generate_messages(self.prompts, task))
+
+    def check_models(self, *, generates: bool = True, images: bool = False) -> None:
+        """Raise ConfigError when a model the run calls cannot be had (a model string of no
+        known form, a missing key) or, for a task with `images`, cannot read them."""
         roles: list[Role] = ["generator", "refiner"] if generates else ["refiner"]
-        for role in roles:
-            refuse_images(role, self.model(role))
+        models = {role: self.model(role) for role in roles}
         explainer = self.critic.critic.explainer
         if isinstance(explainer, LLMCritic):
-            refuse_images("critic", explainer.model)
+            models["critic"] = explainer.model
+        if images:
+            for role, model in models.items():
+                refuse_images(role, model)
+
+    def check_settings(self, *, saved: bool) -> None:
+        """Raise ConfigError when these settings cannot run in this graph, new run or not.
+
+        A human critic answers one draft at a time and needs the run saved (`saved`)
+        to be resumed with the answer.
+        """
+        if not isinstance(self.critic.critic.explainer, HumanCritic):
+            return
+        if self.settings.candidates > 1:
+            raise ConfigError(
+                "the human critic answers one draft at a time; "
+                f"candidates={self.settings.candidates} would ask about every candidate at "
+                "once: use candidates=1 with it"
+            )
+        if not saved:
+            raise ConfigError(
+                "the human critic needs a checkpointer to resume the run with the answer: "
+                "compile the graph with one (e.g. checkpointer=InMemorySaver()) or serve it "
+                "with `self-refine studio`"
+            )
 
     def guard(
         self, task: TaskContent, feedback: Sequence[str] = (), previous: str | None = None
@@ -118,16 +191,17 @@ class RunPlan:
 
 
 @dataclass(frozen=True)
-class Loop:
-    """What the factory was given: role models, critics, stop policies, prompts, settings.
+class Parts:
+    """What the factory was given: role models, critics, judge, stop policies, prompts,
+    response format, and the graph's settings (those of a run whose call brings no context).
 
-    `settings` are the graph's: those of a run whose call brings no context.
-    The nodes close over one `Loop` and ask it for their run's plan.
+    The nodes close over one `Parts` and ask it for their run's plan.
     """
 
-    models: Mapping[Role, ModelLike | None]
+    roles: Mapping[Role, ModelLike | None]
     settings: RefineContext
     critics: tuple[Any, ...] = ()
+    judge: tuple[Any, ...] = ()
     stop: tuple[StopPolicy, ...] | None = None
     prompts: PromptSet | None = None
     response_format: ResponseFormat | None = None
@@ -136,65 +210,29 @@ class Loop:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_plans", functools.lru_cache(_PLANS_KEPT)(self._plan))
 
-    def settings_for(self, state: Mapping[str, Any], runtime: Runtime[Any]) -> RefineContext:
-        """The settings of this call of a run under way (see `self_refine.context`)."""
-        return self.continued_settings(runtime.context, state)
-
-    def continued_settings(self, context: Any, values: Mapping[str, Any]) -> RefineContext:
-        """A call's settings when it continues the run whose thread holds `values`.
-
-        A `RefineContext` is the call's settings; otherwise the run's kept settings
-        (else the graph's), with the fields a dict or a parent's dataclass changes.
-        """
-        if isinstance(context, RefineContext):
-            return context
-        kept = values.get(RUN_CONTEXT)
+    def settings_for(self, given: Any, kept: Mapping[str, Any] | None = None) -> RefineContext:
+        """A call's settings: `given` (the call's context) over the settings the run began
+        with (`kept`, what its thread keeps), else over the graph's (see `self_refine.context`)."""
+        if isinstance(given, RefineContext):
+            return given
         if not kept:
-            return settings_of(context, self.settings)
-        return _from_kept(_frozen({**kept, **context_changes(context)}))
-
-    def plan(self, state: Mapping[str, Any], runtime: Runtime[Any]) -> RunPlan:
-        """The plan of this call's settings (kept: made once per settings)."""
-        return self.plan_for(self.settings_for(state, runtime))
-
-    def plan_for(self, settings: RefineContext) -> RunPlan:
-        """The plan of these settings, with the environment models read as it is now."""
-        environment = tuple(os.environ.get(name) for name in _ENVIRONMENT)
-        plan: RunPlan = self._plans(settings, environment)
-        return plan
+            return call_settings(given, self.settings)
+        return RefineContext.from_kept({**kept, **context_changes(given)})
 
     def critic_specs(self, settings: RefineContext) -> list[Any]:
         """The critics of a run of these settings (see `critic_specs`)."""
         return critic_specs(settings, self.critics, self.prompts)
 
-    def check_start(
-        self, payload: Mapping[str, Any], settings: RefineContext, *, saved: bool
-    ) -> None:
-        """Raise ConfigError, before anything is written or asked, when this run cannot start.
-
-        Its critics must be able to judge drafts for the input's reference, every
-        model it will call must be had (a model string of no known form, a missing
-        key), and a human critic needs the run to be saved (`saved`) to resume it and
-        a single reply per step to answer.
-        """
-        plan = self.plan_for(settings)
-        plan.critic.critic.check(payload.get("reference"))
-        generates = not (payload.get("draft") or "").strip()
-        plan.check_models(generates=generates)
-        if has_images(payload.get("task")):
-            plan.check_images(generates=generates)
-        human = isinstance(plan.critic.critic.explainer, HumanCritic)
-        if human and settings.candidates > 1:
+    def plan(self, settings: RefineContext) -> RunPlan:
+        """The plan of a run's settings, with the environment models read as it is now."""
+        if not isinstance(settings, RefineContext):
             raise ConfigError(
-                f"the human critic answers one draft at a time; candidates={settings.candidates} "
-                "would ask about every candidate at once: use candidates=1 with it"
+                "the run has no settings: run the graph through its compiled form "
+                f"(create_self_refine_graph(...).compile()), got context {settings!r}"
             )
-        if not saved and human:
-            raise ConfigError(
-                "the human critic needs a checkpointer to resume the run with the answer: "
-                "compile the graph with one (e.g. checkpointer=InMemorySaver()) or serve it "
-                "with `self-refine studio`"
-            )
+        environment = tuple(os.environ.get(name) for name in _ENVIRONMENT)
+        plan: RunPlan = self._plans(settings, environment)
+        return plan
 
     def _plan(self, settings: RefineContext, _environment: tuple[str | None, ...]) -> RunPlan:
         prompts = self.prompts or get_profile(settings.profile)
@@ -202,13 +240,23 @@ class Loop:
         answer_format = self.response_format
         if answer_format is not None:
             prompts = answer_format.prompts(prompts)
+        models = RoleModels(settings, self.roles, prompts)
         explainer: Critic | None = None
         if critics.explainer == "human":
             explainer = HumanCritic()
         elif critics.explainer == "llm":
-            explainer = LLMCritic(role_model("critic", settings, self.models), prompts)
+            model = models.get("critic")
+            explainer = LLMCritic(model, prompts, models.ask(model))
         elif not isinstance(critics.explainer, str):
             explainer = critics.explainer  # a Critic object, or None
+        critic: RunCritic = (
+            TypedAnswerCritic(critics.verifiers, explainer, answer_format)
+            if answer_format is not None
+            else CombinedCritic(critics.verifiers, explainer)
+        )
+        judge = self.judge if settings.judge is None else settings.judge
+        if judge:
+            critic = FirstDraftJudge(judge, critic)
         return RunPlan(
             settings=settings,
             prompts=prompts,
@@ -216,22 +264,26 @@ class Loop:
             policies=tuple(
                 policies_for(
                     self.stop,
-                    prompts.stop,
+                    _defaults(prompts.stop, settings),
                     max_iterations=settings.max_iterations,
                     score_threshold=settings.score_threshold,
                     patience=settings.patience,
                     max_tokens_total=settings.max_tokens_total,
                 )
             ),
-            critic=CriticRun(
-                TypedAnswerCritic(critics.verifiers, explainer, answer_format)
-                if answer_format is not None
-                else CombinedCritic(critics.verifiers, explainer)
-            ),
+            critic=CriticRun(critic),
             writes_code=prompts.name.startswith("code") or "python_tests" in prompts.critics,
-            models=self.models,
+            models=models,
             answer_format=answer_format,
         )
+
+
+def _defaults(policies: Sequence[StopPolicy], settings: RefineContext) -> list[StopPolicy]:
+    """The profile's stop policies for these settings: a run that samples or searches is
+    not over when a step's best draft is the one before (another branch may be better)."""
+    if settings.strategy == "refine":
+        return list(policies)
+    return [policy for policy in policies if not isinstance(policy, Unchanged)]
 
 
 def critic_specs(
@@ -245,35 +297,32 @@ def critic_specs(
     return list((prompts or get_profile(settings.profile)).critics)
 
 
-def role_model(
-    role: Role, settings: RefineContext, models: Mapping[Role, ModelLike | None]
-) -> BaseChatModel:
+def reply_cap(role: Role, settings: RefineContext, prompts: PromptSet) -> int:
+    """Most tokens a reply of `role` may have: the settings' `max_tokens`, else the profile's
+    cap for the role (its critiques, or its drafts)."""
+    if settings.max_tokens is not None:
+        return settings.max_tokens
+    return prompts.critique_tokens if role == "critic" else prompts.draft_tokens
+
+
+def _resolve(
+    role: Role, settings: RefineContext, roles: Mapping[Role, ModelLike | None], cap: int
+) -> RoleModel:
     """A role's model: the settings' model for the role, their `model`, else the graph's."""
-    chosen = getattr(settings, f"{role}_model") or settings.model or models.get(role)
+    chosen = getattr(settings, f"{role}_model") or settings.model or roles.get(role)
     if chosen is None:
         raise ConfigError(
             f"no model for the {role}: pass model= to create_self_refine_graph "
             "or set 'model' in the run's context"
         )
-    return resolve_model(
+    model = resolve_model(
         chosen,
         base_url=settings.base_url,
         timeout=settings.timeout,
         max_retries=settings.max_retries,
         api_key=settings.api_key,
-        max_tokens=settings.max_tokens,
+        max_tokens=cap,
+        temperature=settings.temperature,
+        seed=settings.seed,
     )
-
-
-def _frozen(value: Any) -> Any:
-    """A kept context as a hashable value (its lists as tuples)."""
-    if isinstance(value, list | tuple):
-        return tuple(_frozen(item) for item in value)
-    if isinstance(value, Mapping):
-        return tuple((key, _frozen(item)) for key, item in value.items())
-    return value
-
-
-@functools.lru_cache(maxsize=_PLANS_KEPT)
-def _from_kept(kept: tuple[tuple[str, Any], ...]) -> RefineContext:
-    return RefineContext.from_kept(dict(kept))
+    return cast(RoleModel, model)

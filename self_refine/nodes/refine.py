@@ -11,7 +11,7 @@ from self_refine.context import RefineContext
 from self_refine.models.calls import aask_draft, ask_draft, asking_again
 from self_refine.models.hygiene import DraftGuard, feedback_of
 from self_refine.nodes.draft import DraftRequest, draft_update, rejected_reply
-from self_refine.nodes.plan import Loop, RunPlan
+from self_refine.nodes.plan import Parts, RunPlan
 from self_refine.nodes.runnable import Node
 from self_refine.prompts import refine_messages
 from self_refine.prompts.render import RefineForm
@@ -50,18 +50,18 @@ def refine_request(
     return DraftRequest(model, messages, config, guard, "refiner", iteration)
 
 
-def make_refine(loop: Loop) -> Node:
+def make_refine(parts: Parts) -> Node:
     """Build the node that asks the refiner for a better draft."""
 
     def refine(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Rewrite the latest draft so it addresses the feedback."""
-        ask = refine_request(loop.plan(state, runtime), state)
+        ask = refine_request(parts.plan(runtime.context), state)
         reply = ask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
         return {**_update(state, reply, ask.guard), "iteration": ask.iteration}
 
     async def arefine(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Rewrite the latest draft so it addresses the feedback."""
-        ask = refine_request(loop.plan(state, runtime), state)
+        ask = refine_request(parts.plan(runtime.context), state)
         reply = await aask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
         return {**_update(state, reply, ask.guard), "iteration": ask.iteration}
 

@@ -42,6 +42,13 @@ def _charts(summary: dict[str, Any]) -> list[Any]:
     return charts
 
 
+def _candidates_per_step(record: dict[str, Any]) -> int:
+    """The most candidates a step of the item's run sampled (1: one reply per step)."""
+    return max(
+        (len(a.get("candidates") or []) + 1 for a in record.get("attempts") or []), default=1
+    )
+
+
 def batch_view(records: Sequence[dict[str, Any]], *, title: str) -> dict[str, Any]:
     """The whole batch page's data; the numbers are `batch.metrics.summarize`'s."""
     summary = summarize(records)
@@ -54,6 +61,7 @@ def batch_view(records: Sequence[dict[str, Any]], *, title: str) -> dict[str, An
             "iterations": int(record.get("iterations") or 0),
             "score": record.get("score"),
             "tokens": int((record.get("usage") or {}).get("total_tokens", 0)),
+            "candidates": _candidates_per_step(record),
             "thread": thread_view(record, title=str(record.get("id"))),
         }
         for record in rows

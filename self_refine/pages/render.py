@@ -8,9 +8,17 @@ from typing import Any
 
 from self_refine.errors import ConfigError
 
-__all__ = ["render_page", "write_batch_page", "write_thread_page"]
+__all__ = ["is_page", "render_page", "write_batch_page", "write_thread_page"]
 
 _TEMPLATES = Path(__file__).with_name("templates")
+_GENERATOR = b'<meta name="generator" content="langgraph-self-refine">'
+"""The line of every page's head (templates/base.html.j2) that says this program wrote it."""
+
+
+def is_page(path: Path) -> bool:
+    """Whether the file at `path` is a page this program wrote (so it may be written again)."""
+    with path.open("rb") as handle:
+        return _GENERATOR in handle.read(4096)
 
 
 def _pretty(value: Any) -> str:

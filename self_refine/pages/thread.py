@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -11,7 +12,14 @@ from self_refine.content import describe_task, image_source
 from self_refine.pages.charts import line_chart
 from self_refine.pages.diff import compare_drafts
 
-__all__ = ["PERSON_OR_MODEL", "attempt_views", "step_times", "task_images", "thread_view"]
+__all__ = [
+    "PERSON_OR_MODEL",
+    "attempt_views",
+    "candidate_views",
+    "step_times",
+    "task_images",
+    "thread_view",
+]
 
 PERSON_OR_MODEL = ("llm", "human")
 """Sources whose items cannot be checked against the next draft."""
@@ -115,9 +123,53 @@ def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "rejected": _rejected(attempt.get("rejected")),
                 "tokens": int((attempt.get("usage") or {}).get("total_tokens", 0)),
                 "correct": attempt.get("correct"),
+                **candidate_views(attempt),
             }
         )
     return views
+
+
+def candidate_views(attempt: dict[str, Any]) -> dict[str, Any]:
+    """A step's candidates as the page shows them, the kept one first, and why it was kept.
+
+    Empty (`candidates` None) for an attempt that was one reply.
+    """
+    others = sorted(attempt.get("candidates") or [], key=lambda c: c["index"])
+    if not others:
+        return {"candidates": None, "kept": None, "kept_because": None}
+    views = []
+    if "candidate" in attempt:
+        kept = {
+            "index": attempt["candidate"],
+            "draft": attempt["draft"],
+            "critique": attempt.get("critique") or {},
+            "usage": attempt.get("usage") or {},
+        }
+        views.append(_candidate_view(kept, kept=True))
+    views += [_candidate_view(c, kept=False) for c in others]
+    return {
+        "candidates": views,
+        "kept": attempt.get("candidate"),
+        "kept_because": attempt.get("kept_because"),
+    }
+
+
+def _candidate_view(candidate: dict[str, Any], *, kept: bool) -> dict[str, Any]:
+    critique = candidate.get("critique") or {}
+    rejected = candidate.get("rejected")
+    return {
+        "index": candidate["index"],
+        "kept": kept,
+        "draft": candidate.get("draft") or "",
+        "score": critique.get("score"),
+        "verified": critique.get("verified"),
+        "source": critique.get("source") or "",
+        "feedback": [{"source": s, "text": t} for s, t in _items(critique)],
+        "problems": [str(p) for p in candidate.get("problems") or []],
+        "rejected": _rejected(rejected)[0] if rejected else None,
+        # a kept candidate's tokens are the step's, counted on the attempt
+        "tokens": None if kept else int((candidate.get("usage") or {}).get("total_tokens", 0)),
+    }
 
 
 def task_images(task: Any) -> list[str]:
@@ -143,8 +195,14 @@ def step_times(history: Sequence[Any]) -> list[dict[str, Any]]:
         seconds = (
             datetime.fromisoformat(after.created_at) - datetime.fromisoformat(before.created_at)
         ).total_seconds()
-        steps.append({"node": ",".join(before.next), "seconds": round(seconds, 3)})
+        steps.append({"node": _nodes(before.next), "seconds": round(seconds, 3)})
     return steps
+
+
+def _nodes(names: Sequence[str]) -> str:
+    """The nodes of a step: "candidate x4" for a step of four candidates."""
+    counted = Counter(names)
+    return ", ".join(name if n == 1 else f"{name} x{n}" for name, n in counted.items())
 
 
 def thread_view(

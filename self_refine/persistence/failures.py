@@ -15,6 +15,7 @@ __all__ = [
     "damaged_message",
     "failure_message",
     "is_damaged",
+    "is_locked",
     "not_writable",
     "not_writable_message",
     "sqlite_code",
@@ -73,13 +74,21 @@ def damaged_message(db: str, error: BaseException) -> str:
     )
 
 
-_SQLITE_PERM, _SQLITE_READONLY, _SQLITE_CORRUPT, SQLITE_CANTOPEN, _SQLITE_NOTADB = 3, 8, 11, 14, 26
+_SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
+_SQLITE_CORRUPT, SQLITE_CANTOPEN, _SQLITE_NOTADB = 11, 14, 26
 
 
 def sqlite_code(error: BaseException) -> int | None:
     """SQLite's primary result code of an error (the extended code's low byte), if it has one."""
     code = getattr(error, "sqlite_errorcode", None)
     return code & 0xFF if isinstance(code, int) else None
+
+
+def is_locked(error: BaseException) -> bool:
+    """Whether an error is SQLite giving up on another connection's lock ("database is locked")."""
+    if sqlite_code(error) is not None:
+        return sqlite_code(error) in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    return isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
 
 
 def is_damaged(error: BaseException) -> bool:
@@ -100,6 +109,12 @@ def storage_failure(error: BaseException) -> str | None:
     reason = " ".join(str(error).split()) or type(error).__name__
     if isinstance(error, sqlite3.OperationalError) and ("full" in reason or "I/O" in reason):
         return f"the checkpoint database failed ({reason})"
+    if is_locked(error):
+        return (
+            f"the checkpoint database stayed locked by another connection ({reason}): let the "
+            "program that holds its write lock finish (another self-refine command, or one in "
+            "a transaction, such as the sqlite3 shell)"
+        )
     if is_damaged(error):
         return f"the checkpoint database is damaged ({reason})"
     if getattr(error, "sqlstate", None) == _DISK_FULL_SQLSTATE:

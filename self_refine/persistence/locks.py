@@ -36,6 +36,7 @@ from typing import Any
 from self_refine.errors import ThreadBusyError
 from self_refine.persistence.lock_files import Release, flock_acquire, lock_folder
 from self_refine.persistence.postgres import PostgresLocks, postgres_locks
+from self_refine.persistence.waits import ThreadWait
 
 __all__ = ["athread_lock", "lock_folder", "thread_lock", "try_lock", "atry_lock"]
 
@@ -222,17 +223,20 @@ async def athread_lock(
     """Async twin of thread_lock; with `wait`, wait while another writer holds the thread.
 
     Waiting polls, a little longer each time (up to 2 s): a lock held by another
-    process cannot be waited on otherwise across every kind of checkpointer.
+    process cannot be waited on otherwise across every kind of checkpointer. A wait
+    that lasts is said, naming the holder (`persistence/waits.py`).
     """
     kind = await _akind(checkpointer)
     delay = 0.05
+    waiting = ThreadWait(thread_id)
     while True:
         try:
             release = _acquire(kind, thread_id)
             break
-        except ThreadBusyError:
+        except ThreadBusyError as busy:
             if not wait:
                 raise
+            waiting.still(busy.holder)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
     with _holding(kind, thread_id, release):

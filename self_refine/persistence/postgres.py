@@ -7,7 +7,6 @@ checkpointer's tables are created on first use.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import socket
 import threading
@@ -21,7 +20,6 @@ from self_refine.redact import redact_url
 __all__ = [
     "INSTALL_HINT",
     "PostgresLocks",
-    "PostgresSettings",
     "async_postgres_checkpointer",
     "is_postgres_url",
     "postgres_checkpointer",
@@ -30,10 +28,6 @@ __all__ = [
 
 INSTALL_HINT = install_hint("postgres")
 _SCHEMES = ("postgresql://", "postgres://")
-_SETTINGS_TABLE = (
-    "CREATE TABLE IF NOT EXISTS self_refine_threads "
-    "(thread_id TEXT PRIMARY KEY, settings TEXT NOT NULL)"
-)
 _SETUP_LOCK = 0x5E1F_0001  # advisory lock id: concurrent first uses create tables once
 
 
@@ -75,13 +69,6 @@ def _connect(db: str) -> Any:
         )
     except psycopg.Error as error:
         raise _cannot_open(db, error) from None
-
-
-def _once(conn: Any, statement: str) -> None:
-    """Run a CREATE ... IF NOT EXISTS under an advisory lock, safe against concurrent runs."""
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_LOCK,))
-        conn.execute(statement)
 
 
 @contextmanager
@@ -140,32 +127,6 @@ async def async_postgres_checkpointer(db: str, *, pool_size: int = 8) -> AsyncIt
         yield AsyncPostgresSaver(pool)
     finally:
         await pool.close()
-
-
-class PostgresSettings:
-    """The thread-settings table, in the same PostgreSQL database as the checkpoints."""
-
-    def __init__(self, db: str) -> None:
-        self.db = db
-        with _connect(db) as conn:
-            _once(conn, _SETTINGS_TABLE)
-
-    def save(self, thread_id: str, settings: dict[str, Any]) -> None:
-        """Record a thread's settings (overwriting what was there)."""
-        with _connect(self.db) as conn:
-            conn.execute(
-                "INSERT INTO self_refine_threads VALUES (%s, %s) "
-                "ON CONFLICT (thread_id) DO UPDATE SET settings = EXCLUDED.settings",
-                (thread_id, json.dumps(settings, sort_keys=True)),
-            )
-
-    def load(self, thread_id: str) -> dict[str, Any] | None:
-        """A thread's settings, or None for a thread this database does not know."""
-        with _connect(self.db) as conn:
-            row = conn.execute(
-                "SELECT settings FROM self_refine_threads WHERE thread_id = %s", (thread_id,)
-            ).fetchone()
-        return json.loads(row["settings"]) if row else None
 
 
 # One writer per thread (see `persistence/locks.py`): session-level advisory locks, held on

@@ -1,16 +1,13 @@
-"""Where the command line keeps its checkpoints, and the settings each thread ran with.
+"""Where the command line keeps its checkpoints: which checkpointer, sync or async.
 
-What a storage error means is in `persistence/failures.py`.
-
-The settings (model strings, limits, profile; never API keys) are kept beside
-the checkpoints so that `self-refine resume` continues a thread exactly as it
-was started. `db` is an SQLite file path, or a `postgresql://` URL (see
-`self_refine.persistence.postgres`).
+What a storage error means is in `persistence/failures.py`. `db` is an SQLite
+file path, or a `postgresql://` URL (see `self_refine.persistence.postgres`). The
+settings a thread ran with are in the thread itself (its `run_context`), so that
+`self-refine resume` continues it exactly as it was started.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
@@ -30,15 +27,14 @@ from self_refine.persistence.failures import (
     sqlite_code,
 )
 from self_refine.persistence.postgres import (
-    PostgresSettings,
     async_postgres_checkpointer,
     is_postgres_url,
     postgres_checkpointer,
 )
+from self_refine.persistence.waits import WatchedConnection, waiting_for_database
 
 __all__ = [
     "DEFAULT_DB",
-    "ThreadSettings",
     "check_database",
     "read_only_connection",
     "open_async_checkpointer",
@@ -49,7 +45,8 @@ __all__ = [
 DEFAULT_DB = ".self-refine/checkpoints.sqlite"
 
 # How long a connection waits for another process's write (several commands may
-# share one database: two batches, a batch and `show`) before it says "locked".
+# share one database: two batches, a batch and `show`) before it says "locked"; a wait
+# is said while it lasts (`persistence/waits.py`).
 BUSY_SECONDS = 60.0
 
 
@@ -87,7 +84,7 @@ def sqlite_path(db: str, *, read_only: bool = False) -> Path:
         raise ConfigError(not_writable_message(str(path), why))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, timeout=BUSY_SECONDS)
+        conn = sqlite3.connect(path, timeout=BUSY_SECONDS, factory=WatchedConnection)
         try:
             conn.execute("PRAGMA user_version")
         finally:
@@ -150,19 +147,22 @@ def _writable_connection(path: Path) -> sqlite3.Connection:
     (the switch needs the file to itself): that switch is retried until
     `BUSY_SECONDS`, as every later write waits for another process's.
     """
-    conn = sqlite3.connect(path, timeout=BUSY_SECONDS, check_same_thread=False)
+    conn = sqlite3.connect(
+        path, timeout=BUSY_SECONDS, check_same_thread=False, factory=WatchedConnection
+    )
     try:
         deadline = time.monotonic() + BUSY_SECONDS
         pause = 0.01
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                break
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error) or time.monotonic() > deadline:
-                    raise
-                time.sleep(pause)
-                pause = min(pause * 2, 0.5)
+        with waiting_for_database(str(path), BUSY_SECONDS, known=True):
+            while True:
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    break
+                except sqlite3.OperationalError as error:
+                    if "locked" not in str(error) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.5)
         conn.execute("PRAGMA synchronous=NORMAL")
     except BaseException:
         conn.close()
@@ -253,48 +253,3 @@ async def open_async_checkpointer(
         if threaded is not None:
             threaded.close()
         conn.close()
-
-
-class ThreadSettings:
-    """The settings each command-line thread was started with, in the same database."""
-
-    def __init__(self, db: str) -> None:
-        if is_postgres_url(db):
-            with _named_flag():
-                self._table: PostgresSettings | _SqliteSettings = PostgresSettings(db)
-        else:
-            self._table = _SqliteSettings(db)
-
-    def save(self, thread_id: str, settings: dict[str, Any]) -> None:
-        """Record a thread's settings (overwriting what was there)."""
-        self._table.save(thread_id, settings)
-
-    def load(self, thread_id: str) -> dict[str, Any] | None:
-        """A thread's settings, or None for a thread this database does not know."""
-        return self._table.load(thread_id)
-
-
-class _SqliteSettings:
-    """The thread-settings table in an SQLite file."""
-
-    def __init__(self, db: str) -> None:
-        self.path = sqlite_path(db)
-        with sqlite3.connect(self.path, timeout=BUSY_SECONDS) as conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS self_refine_threads "
-                "(thread_id TEXT PRIMARY KEY, settings TEXT NOT NULL)"
-            )
-
-    def save(self, thread_id: str, settings: dict[str, Any]) -> None:
-        with sqlite3.connect(self.path, timeout=BUSY_SECONDS) as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO self_refine_threads VALUES (?, ?)",
-                (thread_id, json.dumps(settings, sort_keys=True)),
-            )
-
-    def load(self, thread_id: str) -> dict[str, Any] | None:
-        with sqlite3.connect(self.path, timeout=BUSY_SECONDS) as conn:
-            row = conn.execute(
-                "SELECT settings FROM self_refine_threads WHERE thread_id = ?", (thread_id,)
-            ).fetchone()
-        return json.loads(row[0]) if row else None

@@ -49,6 +49,12 @@ class PromptSet:
     refine_form: Literal["conversation", "single", "fresh"] | None = None
     """How the refine request is laid out when the run's settings do not say (None: the
     library's default, see `self_refine.prompts.render`)."""
+    draft_tokens: int = 1024
+    """Most tokens a draft reply (the generator's, the refiner's) may have when the run's
+    `max_tokens` does not say: room for the longest answer the task calls for."""
+    critique_tokens: int = 512
+    """Most tokens a critique reply may have when the run's `max_tokens` does not say:
+    the JSON of a few feedback items, a score and done."""
 
 
 _CODE_BLOCK = "Reply with the complete code in one ```python block."
@@ -93,6 +99,8 @@ DIALOGUE = PromptSet(
         "chat. Reply with the new message only."
     ),
     stop=(ScoreThreshold(0.9), CriticDone(), Unchanged()),
+    draft_tokens=384,
+    critique_tokens=512,
 )
 
 CODE_OPTIMIZATION = PromptSet(
@@ -158,6 +166,8 @@ MATH = PromptSet(
     '<answer>."',
     revise="Solve the task again step by step, redoing every step the feedback points to, "
     'then end with one line "The answer is <answer>."',
+    draft_tokens=768,
+    critique_tokens=512,
 )
 
 SENTIMENT_REVERSAL = PromptSet(
@@ -181,6 +191,8 @@ SENTIMENT_REVERSAL = PromptSet(
         "the review only."
     ),
     stop=(ScoreThreshold(0.9), CriticDone(), Unchanged()),
+    draft_tokens=512,
+    critique_tokens=384,
 )
 
 ACRONYM = PromptSet(
@@ -203,6 +215,8 @@ ACRONYM = PromptSet(
         "Reply with the acronym and the words it stands for."
     ),
     stop=(CriticDone(), Unchanged(), NoImprovement(2)),
+    draft_tokens=128,
+    critique_tokens=384,
 )
 
 CONSTRAINED_GENERATION = PromptSet(
@@ -231,6 +245,8 @@ CONSTRAINED_GENERATION = PromptSet(
         "sentences only."
     ),
     critics=("concepts", "llm"),
+    draft_tokens=160,
+    critique_tokens=384,
 )
 
 PYTHON_FUNCTION = PromptSet(
@@ -252,6 +268,8 @@ PYTHON_FUNCTION = PromptSet(
         "defines the corrected function, and nothing else."
     ),
     critics=("python_tests", "llm"),
+    draft_tokens=768,
+    critique_tokens=512,
 )
 
 PROFILES: dict[str, PromptSet] = {

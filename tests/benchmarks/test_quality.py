@@ -132,7 +132,7 @@ def test_the_committed_sets_match_the_generator() -> None:
 def test_the_runner_writes_its_tables_with_the_offline_model(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.quality.run", "--model", "offline", "--n", "2"]
-        + ["--k", "1", "--sets", "constrained,arithmetic", "--out", str(tmp_path)],
+        + ["--k", "1", "--sets", "constrained,arithmetic", "--out", str(tmp_path), "--latest"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -200,6 +200,9 @@ def _args(**given: Any) -> argparse.Namespace:
         "candidates": 2,
         "best_of": None,
         "best_of_given": False,
+        "name": None,
+        "overwrite": False,
+        "latest": False,
     }
     return argparse.Namespace(**{**values, **given})
 
@@ -354,3 +357,18 @@ def test_the_gamed_answers_share_counts_an_answer_of_two_forms_once() -> None:
     figures = condition_figures(records, 0, seconds=1.0, calls=4)
     assert figures["gamed_share"] == 0.5
     assert figures["gamed_final_answers"]["too many sentences"] == 0.25
+
+
+async def test_the_runner_refuses_to_write_over_results_unless_asked(tmp_path: Path) -> None:
+    model = FakeChatModel(script={"*": ["The train left the river."]})
+    args = _args(out=tmp_path, name="mine", conditions=["first"], n=1)
+    await run(args, chat_model=model)
+    page = (tmp_path / "mine.md").read_text()
+    asked = len(model.requests)
+    with pytest.raises(SystemExit, match="--overwrite"):
+        await run(args, chat_model=model)
+    assert len(model.requests) == asked and (tmp_path / "mine.md").read_text() == page
+    assert not (tmp_path / "quality-latest.md").exists()
+    args.overwrite = True
+    await run(args, chat_model=model)
+    assert len(model.requests) > asked

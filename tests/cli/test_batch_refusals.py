@@ -67,7 +67,7 @@ def test_batch_refuses_the_human_critic_before_any_work(
     Path("in.jsonl").write_text(DATASET)
     argv = ["batch", "in.jsonl", "-o", "res.jsonl", "--critics", "human", "--model", "offline"]
     assert main([*argv, "--db", "c.sqlite"]) == 2
-    assert "--critics human" in capsys.readouterr().err
+    assert "human critic asks a person about every draft" in capsys.readouterr().err
     assert not Path("res.jsonl").exists() and not Path("c.sqlite").exists()
 
 

@@ -37,6 +37,14 @@ def test_run_with_candidates_prints_each_candidate_and_keeps_the_others(
     code, shown, _ = _cli(capsys, "show", "c", "--json")
     attempts = json.loads(shown)["attempts"]
     assert [len(a["candidates"]) for a in attempts] == [2, 2]
+    code, table, _ = _cli(capsys, "show", "c")
+    assert re.findall(r"kept candidate (\d) of 3: ", table) == [
+        str(a["candidate"]) for a in attempts
+    ]
+    for attempt in attempts:
+        for other in attempt["candidates"]:
+            assert f"candidate {other['index']}  " in table
+            assert other["draft"].split()[0] in table
 
 
 @pytest.mark.usefixtures("workdir")

@@ -12,12 +12,10 @@ from typing import Any
 import pytest
 
 from self_refine.cli.main import main
-from self_refine.context import FIELD_NAMES
 from self_refine.persistence.storage import DEFAULT_DB as DB
-from self_refine.persistence.storage import ThreadSettings
 from self_refine.prompts.render import FEEDBACK_TURN
 from tests.cli.conftest import Calls
-from tests.conftest import run_cli
+from tests.conftest import kept_settings, run_cli
 from tests.openai_server import OpenAIServer
 
 TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
@@ -227,20 +225,18 @@ def test_thread_id_reuse_is_refused(capsys: pytest.CaptureFixture[str], calls: C
     assert "self-refine resume same" in err and "another --thread-id" in err
     assert calls.roles == []
     assert shown(capsys, "same")["task"] == TASK
-    assert (ThreadSettings(DB).load("same") or {})["max_iterations"] == 3
+    assert (kept_settings(DB, "same") or {})["max_iterations"] == 3
 
 
 @pytest.mark.usefixtures("workdir")
-def test_a_new_thread_replaces_settings_left_without_checkpoints(
+def test_an_interrupted_run_resumes_with_the_settings_it_began_with(
     capsys: pytest.CaptureFixture[str], calls: Calls
 ) -> None:
-    # A settings row with no checkpoints behind it: a run that never started.
-    stale: dict[str, object] = {key: None for key in FIELD_NAMES if key != "api_key"}
-    stale.update(model="offline", max_iterations=1, select="best", profile="general")
-    ThreadSettings(DB).save("t", stale)
+    code, _, err = cli(capsys, "run", TASK, "--thread-id", "first", "--max-iterations", "1")
+    assert code == 0, err
     code, _, err = cli(capsys, "resume", "t")
     assert code == 2 and "no thread 't'" in err
-    assert calls.roles == []
+    assert calls.roles.count("generator") == 1
 
     calls.fail["refiner"] = KeyboardInterrupt()
     code, _, _ = cli(capsys, "run", TASK, "--thread-id", "t", "--max-iterations", "3")
@@ -262,7 +258,7 @@ def test_base_url_from_the_environment_is_kept_for_resume(
         capsys, "run", TASK, "--model", "test-model", "--max-retries", "0", "--thread-id", "e"
     )
     assert code == 1, err
-    assert (ThreadSettings(DB).load("e") or {})["base_url"] == server.base_url
+    assert (kept_settings(DB, "e") or {})["base_url"] == server.base_url
 
     monkeypatch.delenv("OPENAI_BASE_URL")  # another shell: resume uses the thread's server
     code, out, err = cli(capsys, "resume", "e")
@@ -283,7 +279,7 @@ def test_unreachable_base_url_from_the_environment_exits_1_before_any_call(
     assert code == 1
     assert f"cannot reach {url}" in err and "fix OPENAI_BASE_URL" in err
     assert out == ""
-    assert ThreadSettings(DB).load("u") is None
+    assert not Path(DB).exists()
     # The offline model never calls the server, so it does not need to reach it.
     code, out, err = cli(capsys, "run", TASK, "--max-iterations", "1")
     assert code == 0, err

@@ -93,3 +93,16 @@ def test_its_handler_starts_the_reading_line_when_a_model_call_begins() -> None:
     config = {"callbacks": [meter.handler()], "metadata": {"langgraph_node": "refine"}}
     model.invoke([HumanMessage("hi")], config)
     assert "  [refine] reading the prompt: 0 s" in out.getvalue()
+
+
+def test_a_candidates_call_is_named_by_its_index_and_role_and_a_whole_message_is_no_token() -> None:
+    from langchain_core.messages import AIMessage, AIMessageChunk
+
+    out, clock = io.StringIO(), Clock()
+    meter = TokenMeter(out, clock=clock, tick_seconds=None)
+    writing = {"langgraph_node": "candidate", "candidate": 2, "role": "critic"}
+    meter.streamed(AIMessageChunk(content="The"), writing)
+    assert shown(out) == "  [candidate 2, critic] writing: 1 tokens, 0.0 tokens/s"
+    meter.clear()
+    meter.streamed(AIMessage(content="The answer.", name="answer"), {"langgraph_node": "finalize"})
+    assert "finalize" not in out.getvalue(), "the answer a node hands on is not counted"

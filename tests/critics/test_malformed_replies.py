@@ -14,6 +14,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import GRAPH_NAME, RefineContext, create_self_refine_graph
+from self_refine.critics.parse import NOTHING_COMPLETE
 from tests.openai_server import REFUSAL, OpenAIServer
 from tests.scripted_responder import ScriptedResponder
 
@@ -181,7 +182,7 @@ def test_an_unreadable_structured_critique_is_asked_again_in_plain_text(
     assert result["stop_reason"] == "critic_done"
 
 
-def test_broken_json_in_a_plain_critique_is_kept_as_feedback(
+def test_a_plain_critique_cut_off_before_its_first_item_keeps_none(
     plain_server: OpenAIServer, responder: ScriptedResponder
 ) -> None:
     responder.queues["critic"].append('{"feedback": ["unterminated')
@@ -189,8 +190,8 @@ def test_broken_json_in_a_plain_critique_is_kept_as_feedback(
     result = _refine(plain_server)
 
     first = result["attempts"][0]
-    assert first["critique"]["feedback"] == ['{"feedback": ["unterminated']
-    assert first["problems"] == ["the critique was not JSON; read it as plain text"]
+    assert first["critique"]["feedback"] == []
+    assert first["problems"] == [NOTHING_COMPLETE]
     assert [a["iteration"] for a in result["attempts"]] == [0, 1]
 
 

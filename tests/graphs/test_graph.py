@@ -307,8 +307,8 @@ def test_model_strings_in_the_factory_s_settings_still_work_and_warn() -> None:
     settings = RefineContext(model="offline", critic_model="offline", max_iterations=1)
     with pytest.warns(DeprecationWarning, match="roles=Roles"):
         builder = create_self_refine_graph(None, settings=settings)
-    assert builder.loop.models["critic"] == "offline"
-    assert builder.loop.settings.model is None and builder.loop.settings.max_iterations == 1
+    assert builder.parts.roles["critic"] == "offline"
+    assert builder.parts.settings.model is None and builder.parts.settings.max_iterations == 1
     result = builder.compile().invoke({"task": "Write one sentence about a dog."})
     assert result["iterations"] == 1
 

@@ -212,3 +212,52 @@ def test_a_server_that_fails_json_schema_with_http_500_steps_down_once(
     assert kinds[probes:] == ["json_object"] * (len(kinds) - probes), "the step is remembered"
     assert len(kinds) - probes >= 2
     assert result["stop_reason"] == "critic_done"
+
+
+def test_each_role_asks_with_its_profile_reply_cap_unless_max_tokens_says(
+    server: OpenAIServer,
+) -> None:
+    concepts = {"concepts": ["dog", "frisbee", "park", "catch"]}
+    refine(
+        TASK,
+        model="test-model",
+        base_url=server.base_url,
+        profile="constrained_generation",
+        reference=concepts,
+        max_iterations=1,
+    )
+    caps = {r.role: r.body["max_tokens"] for r in server.chat_requests()}
+    assert caps == {"generator": 160, "critic": 384, "refiner": 160}
+    server.requests.clear()
+    refine(TASK, model="test-model", base_url=server.base_url, max_tokens=99, max_iterations=1)
+    assert {r.body["max_tokens"] for r in server.chat_requests()} == {99}
+
+
+def _draw(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+    """A server that samples the same way every time: its reply is a function of the request."""
+    if "Role: critic" in str(messages[0].get("content")):
+        return json.dumps({"feedback": ["Name the park."], "score": 0.5, "done": False})
+    return f"A dog runs in the park (seed {request.get('seed')}, t {request.get('temperature')})."
+
+
+def test_candidates_to_a_server_are_requests_of_their_own(workdir: Path) -> None:
+    with OpenAIServer(responder=_draw) as server:
+        base = ("--model", "test-model", "--base-url", server.base_url, "--max-iterations", "0")
+        done = run_cli("run", TASK, *base, "--candidates", "4", "--json", cwd=workdir)
+        assert done.returncode == 0, done.stderr
+        bodies = [r.body for r in server.chat_requests("generator")]
+        assert len({json.dumps(b, sort_keys=True) for b in bodies}) == 4
+        assert len({b.get("seed") for b in bodies}) == 4
+        (attempt,) = json.loads(done.stdout)["attempts"]
+        drafts = {attempt["draft"], *(c["draft"] for c in attempt["candidates"])}
+        assert len(drafts) == 4, "four different requests, four different drafts"
+
+        server.requests.clear()
+        done = run_cli(
+            "run", TASK, *base, "--candidates", "3", "--temperature", "0.7", "--seed", "5",
+            cwd=workdir,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        bodies = [r.body for r in server.chat_requests("generator")]
+        assert [b["temperature"] for b in bodies] == [0.7] * 3
+        assert sorted(b["seed"] for b in bodies)[0] == 5 and len({b["seed"] for b in bodies}) == 3

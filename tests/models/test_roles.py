@@ -210,3 +210,60 @@ def test_langchains_create_agent_is_a_role() -> None:
         refiner_model=agent,
     )
     assert result["answer"] == "The answer is 42."
+
+
+def _counter(calls: int) -> Any:
+    """A scripted agent turn: multiply(2, k) for k = 1..calls, one tool call per turn, then 42."""
+
+    def reply(messages: list[BaseMessage]) -> AIMessage | str:
+        done = sum(isinstance(m, ToolMessage) for m in messages)
+        if done < calls:
+            args = {"a": 2, "b": done + 1}
+            return AIMessage("", tool_calls=[{"name": "multiply", "args": args, "id": f"c{done}"}])
+        return "The answer is 42."
+
+    return reply
+
+
+def test_an_agent_in_a_role_has_steps_of_its_own_beyond_the_refine_runs() -> None:
+    # Nine tool calls take 19 agent steps: more than the refine run's own limit
+    # (15 for max_iterations=3), within the agent's.
+    agent = create_react_agent(FakeChatModel(script={"*": [_counter(9)]}), [multiply])
+    result = refine(
+        TASK, model="offline", roles=Roles(generator=agent), critics=["answer"], reference=REFERENCE
+    )
+    assert result["answer"] == "The answer is 42." and result["stop_reason"] == "verified"
+
+
+def test_an_agent_that_never_stops_fails_naming_its_role_within_its_own_limit() -> None:
+    model = FakeChatModel(script={"*": [_counter(10_000)]})
+    agent = create_react_agent(model, [multiply], name="looper")
+    graph = create_self_refine_graph(
+        "offline", roles=Roles(generator=agent), critics=["answer"]
+    ).compile()
+    with pytest.raises(ModelCallError) as raised:
+        graph.invoke({"task": TASK, "reference": REFERENCE})  # as the guide calls it
+    said = str(raised.value)
+    assert "the generator agent 'looper' did not finish within 25 steps" in said
+    assert "with_config(recursion_limit=" in said
+    assert len(model.requests) <= 13, "25 steps: about a dozen model calls, not thousands"
+
+
+def test_an_agent_given_a_limit_of_its_own_keeps_it() -> None:
+    model = FakeChatModel(script={"*": [_counter(10_000)]})
+    agent = create_react_agent(model, [multiply], name="looper").with_config(recursion_limit=7)
+    graph = create_self_refine_graph(
+        "offline", roles=Roles(generator=agent), critics=["answer"]
+    ).compile()
+    with pytest.raises(ModelCallError, match="'looper' did not finish within 7 steps"):
+        graph.invoke({"task": TASK, "reference": REFERENCE})
+    assert len(model.requests) == 4
+    roomy = create_react_agent(FakeChatModel(script={"*": [_counter(20)]}), [multiply])
+    result = refine(
+        TASK,
+        model="offline",
+        roles=Roles(generator=roomy.with_config(recursion_limit=60)),
+        critics=["answer"],
+        reference=REFERENCE,
+    )
+    assert result["stop_reason"] == "verified"

@@ -7,9 +7,13 @@ such a step.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import os
+import sqlite3
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
 from self_refine import (
@@ -54,7 +59,7 @@ def test_the_candidates_are_parallel_tasks_of_one_step_each_one_checkpointed() -
     writes = [
         (task, value)
         for task, channel, value in saved.pending_writes or []
-        if channel == "candidates"
+        if channel == "branches"
     ]
     assert sorted(task for task, _ in writes) == sorted(t.id for t in fan_out.tasks)
     assert sorted(value[0]["index"] for _, value in writes) == [0, 1, 2]
@@ -207,3 +212,51 @@ def test_an_agent_in_a_role_runs_as_each_candidates_subgraph() -> None:
     assert len(namespaces) == 2 and all(ns[0].startswith("candidate:") for ns in namespaces)
     assert len(agent_model.requests) == 2
     assert graph.get_state(thread()).values["answer"] == RIGHT
+
+
+def _image_copies(db: Path, image: str) -> int:
+    """How many times the image's base64 is stored in the database."""
+    marker = image[:64].encode()
+    with sqlite3.connect(db) as connection:
+        blobs = [*connection.execute("SELECT checkpoint FROM checkpoints")]
+        blobs += [*connection.execute("SELECT value FROM writes")]
+    return sum(bytes(blob).count(marker) for (blob,) in blobs if blob)
+
+
+def _image_run(db: Path, candidates: int, image: str) -> None:
+    task = image_task({"type": "image", "base64": image, "mime_type": "image/png"})
+    model = FakeChatModel(
+        script={"generator": ["A dot."], "critic": [critique(["Say it."], score=0.5)],
+                "refiner": ["A red dot."]}
+    )  # fmt: skip
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        settings = RefineContext(candidates=candidates, max_iterations=2, first_verified=False)
+        graph = create_self_refine_graph(model, settings=settings).compile(checkpointer=saver)
+        graph.invoke({"task": task}, thread(), durability="sync")
+
+
+def test_an_inline_image_is_stored_once_per_thread_however_many_candidates(tmp_path: Path) -> None:
+    image = base64.b64encode(os.urandom(30_000)).decode()
+    _image_run(tmp_path / "one.db", 1, image)
+    _image_run(tmp_path / "four.db", 4, image)
+    assert _image_copies(tmp_path / "four.db", image) == _image_copies(tmp_path / "one.db", image)
+
+
+def test_a_paused_step_of_candidates_resumes_with_the_task_s_images(tmp_path: Path) -> None:
+    model = FakeChatModel(
+        script={"generator": ["A dot."], "critic": [critique(["Say it."], score=0.5)]}
+    )
+    db = str(tmp_path / "t.db")
+    settings = RefineContext(candidates=3, max_iterations=0)
+    builder = create_self_refine_graph(model, settings=settings)
+    with SqliteSaver.from_conn_string(db) as saver:
+        paused = builder.compile(checkpointer=saver, interrupt_before=["candidate"])
+        paused.invoke({"task": image_task()}, thread())
+        assert paused.get_state(thread()).next == ("candidate", "candidate", "candidate")
+    assert model.requests_for("generator") == []
+    with SqliteSaver.from_conn_string(db) as saver:  # as a new process would, with nothing held
+        result = builder.compile(checkpointer=saver).invoke(None, thread())
+    assert result["stop_reason"] is not None
+    for sent in model.requests_for("generator"):
+        blocks = [b for m in sent.messages if isinstance(m.content, list) for b in m.content]
+        assert [b["type"] for b in blocks if b.get("type") == "image"] == ["image"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -11,11 +13,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from self_refine import (
     ConfigError,
     RefineContext,
+    arefine,
     refine,
 )
 from self_refine.models.calls import candidate_model
 from self_refine.models.local import LocalChatModel
 from self_refine.nodes import best_candidate
+from self_refine.nodes.ranking import why_kept
 from self_refine.prompts.render import FRESH_INTRO
 from tests.fakes import FakeChatModel, critique
 from tests.nodes.candidate_runs import REFERENCE, RIGHT, TASK, concepts_graph, refined, thread
@@ -23,7 +27,7 @@ from tests.nodes.candidate_runs import REFERENCE, RIGHT, TASK, concepts_graph, r
 
 def test_a_refine_step_sends_one_branch_per_candidate_and_keeps_the_one_verified() -> None:
     model = FakeChatModel(script={"refiner": ["A dog in the park.", RIGHT, "A dog and a frisbee."]})
-    graph = concepts_graph(model, candidates=3, max_iterations=2)
+    graph = concepts_graph(model, candidates=3, max_iterations=2, first_verified=False)
     steps = [
         next(iter(update))
         for update in graph.stream(
@@ -217,3 +221,96 @@ def test_the_human_critic_is_refused_with_several_candidates_before_any_call() -
 def test_candidates_must_be_a_whole_number_in_range(value: Any) -> None:
     with pytest.raises(ConfigError, match="candidates must be"):
         RefineContext(candidates=value)
+
+
+def _right_first_then_slow(messages: list[BaseMessage]) -> str:
+    """The first request is answered at once and right; the others a moment later, wrong."""
+    with _CALLS_LOCK:
+        _CALLS.append(1)
+        first = len(_CALLS) == 1
+    if first:
+        return RIGHT
+    time.sleep(0.5)
+    return "A dog in the park."
+
+
+_CALLS: list[int] = []
+_CALLS_LOCK = threading.Lock()
+
+
+@pytest.mark.parametrize("first_verified", [True, False])
+def test_a_step_ends_at_its_first_verified_candidate_unless_asked_to_wait(
+    first_verified: bool,
+) -> None:
+    _CALLS.clear()
+    model = FakeChatModel(script={"generator": [_right_first_then_slow], "critic": ["unused"]})
+    result = refine(
+        TASK,
+        model=model,
+        reference=REFERENCE,
+        critics=["concepts", "llm"],
+        candidates=3,
+        max_iterations=0,
+        first_verified=first_verified,
+    )
+    assert result["answer"] == RIGHT and result["stop_reason"] == "verified"
+    others = result["attempts"][0]["candidates"]
+    if first_verified:
+        assert [c["rejected"]["reason"] for c in others] == ["stopped", "stopped"]
+        assert model.requests_for("critic") == [], "no critique for a stopped candidate"
+        # A draft that had come in is kept with what it cost; one never asked cost nothing.
+        kept = {(c["rejected"]["reply"], c["usage"]["output_tokens"]) for c in others}
+        assert kept <= {("A dog in the park.", model.output_tokens), ("", 0)}
+        asked = len(model.requests_for("generator"))
+        assert result["attempts"][0]["usage"]["output_tokens"] == asked * model.output_tokens
+    else:
+        assert all("rejected" not in c and c["verified"] is False for c in others)
+        assert len(model.requests_for("critic")) == 2
+
+
+async def test_an_async_step_ends_at_its_first_verified_candidate_too() -> None:
+    _CALLS.clear()
+    model = FakeChatModel(script={"generator": [_right_first_then_slow], "critic": ["unused"]})
+    result = await arefine(
+        TASK,
+        model=model,
+        reference=REFERENCE,
+        critics=["concepts", "llm"],
+        candidates=3,
+        max_iterations=0,
+    )
+    assert result["answer"] == RIGHT
+    others = result["attempts"][0]["candidates"]
+    assert [c["rejected"]["reason"] for c in others] == ["stopped", "stopped"]
+    assert model.requests_for("critic") == []
+
+
+def _judged(index: int, *, verified: bool = False, checked: float = 0.5, score: float = 0.5) -> Any:
+    critique = {"feedback": [], "score": score, "verified": verified}
+    return {"index": index, "draft": f"draft {index}", "critique": critique, "usage": {},
+            "verified": verified, "checked": checked}  # fmt: skip
+
+
+def _stopped(index: int) -> Any:
+    rejected = {"reason": "stopped", "reply": "", "detail": ""}
+    return {"index": index, "draft": "", "critique": {}, "usage": {}, "verified": None,
+            "checked": None, "rejected": rejected}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("candidates", "why"),
+    [
+        ([_judged(0), _judged(1, verified=True, checked=1.0), _stopped(2)],
+         "the verifiers passed it first; 1 other was stopped"),
+        ([_judged(0), _judged(1, verified=True, checked=1.0)],
+         "the verifiers passed it, and no other"),
+        ([_judged(0, checked=0.5), _judged(1, checked=0.75)],
+         "the verifiers scored it highest (0.75)"),
+        ([_judged(0, score=0.2), _judged(1, score=0.9)], "the critic scored it highest (0.90)"),
+        ([_judged(0), _judged(1)], "it ties with candidate 1; ties go to the lower index"),
+        ([_judged(0), _stopped(1)], "the only usable reply (the others were rejected)"),
+    ],
+)  # fmt: skip
+def test_a_step_says_which_rule_kept_its_candidate(candidates: list[Any], why: str) -> None:
+    kept = best_candidate(candidates)
+    assert kept is not None and why_kept(kept, candidates) == why

@@ -170,3 +170,29 @@ def test_a_megabyte_draft_is_compared_whole_and_gives_both_drafts_back(edit: str
         assert compared.coarse is None and ("ins", "NEW ") in compared.segments
     else:
         assert compared.coarse is not None
+
+
+CANDIDATES = FIXTURES / "candidates.jsonl"  # hand-made: steps of candidates, kept and why
+
+
+def test_every_candidate_of_a_step_is_shown_the_kept_one_first_with_why() -> None:
+    first, second = load_records([CANDIDATES])
+    (step,) = thread_view(first, title="c1")["attempts"]
+    assert [c["index"] for c in step["candidates"]] == [2, 0, 1, 3]
+    assert [c["kept"] for c in step["candidates"]] == [True, False, False, False]
+    assert step["kept_because"] == "the verifiers passed it first; 2 others were stopped"
+    kept, judged, stopped, _ = step["candidates"]
+    assert kept["verified"] is True and kept["draft"] == first["answer"]
+    assert judged["score"] == 0.75 and judged["draft"] == "Train the pencil on the river."
+    assert [i["source"] for i in judged["feedback"]] == ["concepts", "llm"]
+    assert stopped["rejected"]["reason"] == "stopped"
+    (step,) = thread_view(second, title="c2")["attempts"]
+    assert step["candidates"][2]["rejected"]["reason"] == "echo"
+
+
+def test_one_reply_steps_have_no_candidates_to_show(records: list[dict]) -> None:
+    page = thread_view(records[0], title="t")
+    assert all(a["candidates"] is None for a in page["attempts"])
+    assert {i["candidates"] for i in batch_view(records, title="t")["items"]} == {1}
+    items = batch_view(load_records([CANDIDATES]), title="t")["items"]
+    assert [i["candidates"] for i in items] == [4, 3]

@@ -17,7 +17,7 @@ from self_refine.cli.main import main
 from self_refine.errors import ConfigError
 from self_refine.models.offline import OfflineModel
 from self_refine.persistence.postgres import postgres_checkpointer
-from self_refine.persistence.storage import ThreadSettings
+from tests.conftest import kept_settings
 from tests.fakes import role_of
 from tests.openai_server import OpenAIServer
 
@@ -48,10 +48,10 @@ def test_a_run_on_postgres_creates_the_tables_and_can_be_shown(
     assert main(["show", "pg", "--json", "--db", postgres_url]) == 0
     shown = json.loads(capsys.readouterr().out)
 
-    assert {"checkpoints", "checkpoint_writes", "self_refine_threads"} <= _tables(postgres_url)
+    assert {"checkpoints", "checkpoint_writes"} <= _tables(postgres_url)
     assert result["stop_reason"] == "critic_done"
     assert shown["attempts"] == result["attempts"]
-    stored = ThreadSettings(postgres_url).load("pg") or {}
+    stored = kept_settings(postgres_url, "pg") or {}
     assert stored["model"] == "offline" and stored["max_iterations"] == 3
     assert "api_key" not in stored
 
@@ -73,17 +73,6 @@ def test_a_failed_run_on_postgres_resumes_with_its_settings(
     assert result["stop_reason"] == "critic_done"
     assert len(server.chat_requests("generator")) == 1
     assert [a["iteration"] for a in result["attempts"]] == list(range(len(result["attempts"])))
-
-
-def test_thread_settings_round_trip_and_stay_separate(postgres_url: str) -> None:
-    settings = ThreadSettings(postgres_url)
-    settings.save("a", {"model": "offline", "max_iterations": 2})
-    settings.save("b", {"model": "offline", "max_iterations": 5})
-    settings.save("a", {"model": "offline", "max_iterations": 3})
-
-    assert settings.load("a") == {"model": "offline", "max_iterations": 3}
-    assert settings.load("b") == {"model": "offline", "max_iterations": 5}
-    assert settings.load("c") is None
 
 
 def test_an_unreachable_server_is_a_clear_error_without_the_password(

@@ -1,0 +1,143 @@
+"""What a run would have answered had it stopped at a token budget: the anytime reading.
+
+One run per item and strategy at the largest budget; the answer at a smaller budget b
+is read from its attempts. The run's replies are taken in order, each with its tokens
+(prompt and reply, its critique's included): a step of one reply is one unit; a step of
+candidates is one unit per candidate, in the order of their index (the attempt's
+`usage` is the whole step's, each candidate in `candidates` has its own, and the picked
+one's is the rest). The reading stops at the first unit that would take the total past
+b. The answer is the library's own choice (`best_attempt`) among the steps read whole;
+a step read in part counts as the candidates read, the library's pick among them
+(`best_candidate`): the pick of all of them when it is among those read, as the rank
+is one order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from self_refine.nodes.ranking import best_attempt, best_candidate
+
+__all__ = ["Reading", "answer_at", "tokens_of"]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The answer at a budget (None: nothing was read whole), and the tokens read."""
+
+    answer: dict[str, Any] | None
+    tokens: int
+    attempts: int
+
+
+def tokens_of(usage: dict[str, Any] | None) -> int:
+    """Prompt and reply tokens of a usage record."""
+    usage = usage or {}
+    total = usage.get("total_tokens")
+    if total:
+        return int(total)
+    return int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+
+
+def _units(attempt: dict[str, Any]) -> list[tuple[int, dict[str, Any] | None]]:
+    """The step's replies in order with their tokens: (tokens, candidate), None for the pick."""
+    if "candidates" not in attempt:
+        return [(tokens_of(attempt.get("usage")), None)]
+    others = list(attempt["candidates"])
+    rest = tokens_of(attempt.get("usage")) - sum(tokens_of(c.get("usage")) for c in others)
+    units: list[tuple[int, int, dict[str, Any] | None]] = [
+        (int(c["index"]), tokens_of(c.get("usage")), c) for c in others
+    ]
+    if "candidate" in attempt:
+        units.append((int(attempt["candidate"]), max(rest, 0), None))
+    return [(tokens, candidate) for _, tokens, candidate in sorted(units, key=lambda u: u[0])]
+
+
+def _part(attempt: dict[str, Any], read: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The attempt a step of candidates read in part would have recorded (None: no reply)."""
+    if None in read:  # the step's pick was read: it is the pick of any part holding it
+        return attempt
+    chosen = best_candidate([c for c in read if c is not None])  # type: ignore[misc]
+    if chosen is None:
+        return None
+    return {
+        "iteration": attempt["iteration"],
+        "draft": chosen["draft"],
+        "critique": chosen["critique"],
+        "usage": chosen["usage"],
+        "candidate": chosen["index"],
+    }
+
+
+def answer_at(attempts: Sequence[dict[str, Any]], budget: int) -> Reading:
+    """The answer the run would have given had it stopped at `budget` tokens."""
+    whole: list[dict[str, Any]] = []
+    spent = 0
+    for attempt in attempts:
+        read: list[dict[str, Any] | None] = []
+        for tokens, candidate in _units(attempt):
+            if spent + tokens > budget:
+                break
+            spent += tokens
+            read.append(candidate)
+        else:
+            whole.append(attempt)
+            continue
+        part = _part(attempt, read) if read else None
+        if part is not None:
+            whole.append(part)
+        if any("node" in a for a in attempts):
+            return Reading(_best_of_tree(attempts, read_nodes(attempts, budget)), spent, len(whole))
+        break
+    if any("node" in a for a in attempts):
+        return Reading(_best_of_tree(attempts, None), spent, len(whole))
+    return Reading(best_attempt(whole), spent, len(whole))  # type: ignore[arg-type]
+
+
+def read_nodes(attempts: Sequence[dict[str, Any]], budget: int) -> set[int]:
+    """The nodes of a run that samples or searches read within `budget` tokens."""
+    read: set[int] = set()
+    spent = 0
+    for attempt in attempts:
+        for tokens, candidate in _units(attempt):
+            if spent + tokens > budget:
+                return read
+            spent += tokens
+            node = (candidate or attempt).get("node")
+            if node is not None:
+                read.add(int(node))
+    return read
+
+
+def _best_of_tree(
+    attempts: Sequence[dict[str, Any]], nodes: set[int] | None
+) -> dict[str, Any] | None:
+    """A run that samples or searches answers with the best of all its drafts (the library's
+    `best_candidate` over every node, as its finalize does), here those read (`nodes`)."""
+    drafts = []
+    for attempt in attempts:
+        picked = {
+            "index": attempt.get("candidate", 0),
+            "node": attempt.get("node"),
+            "draft": attempt["draft"],
+            "critique": attempt["critique"],
+            "usage": attempt["usage"],
+            "verified": attempt["critique"].get("verified"),
+            "checked": attempt.get("checked"),
+            "iteration": attempt["iteration"],
+        }
+        others = [{**c, "iteration": attempt["iteration"]} for c in attempt.get("candidates", [])]
+        drafts += [d for d in (picked, *others) if d.get("node") is not None]
+    if nodes is not None:
+        drafts = [d for d in drafts if d["node"] in nodes]
+    chosen = best_candidate(drafts)  # type: ignore[arg-type]
+    if chosen is None:
+        return None
+    return {
+        "iteration": chosen["iteration"],
+        "draft": chosen["draft"],
+        "critique": chosen["critique"],
+        "usage": chosen["usage"],
+    }

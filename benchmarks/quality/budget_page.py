@@ -1,0 +1,205 @@
+"""The budget benchmark's files: the page (a table per set: accuracy by budget and
+strategy, each against sampling, and its costs), the plot of accuracy against budget,
+the JSON document and every record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from benchmarks.quality.outputs import PLOT_MISSING, warn_no_plot
+
+__all__ = ["markdown", "plot", "write_files"]
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.0f}%"
+
+
+def _share(interval: dict[str, float]) -> str:
+    return f"{_pct(interval['value'])} [{100 * interval['low']:.0f}-{100 * interval['high']:.0f}]"
+
+
+def _points(interval: dict[str, float]) -> str:
+    def signed(value: float) -> str:
+        return f"{100 * value:+.0f}"
+
+    text = f"{signed(interval['value'])} [{signed(interval['low'])}, {signed(interval['high'])}]"
+    return f"**{text}**" if interval["low"] > 0 or interval["high"] < 0 else text
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _head(document: dict[str, Any]) -> list[str]:
+    model, cache = document["model"], document.get("cache") or {}
+    lines = [
+        f"# How to spend a token budget: {model.get('name')} ({document['date']})",
+        "",
+        f"- command: `{document['command']}`"
+        + (f" at commit {document['commit']}" if document.get("commit") else ""),
+        f"- model: `{model.get('model')}`"
+        + (f", file `{model['file']}`, sha256 `{model['sha256']}`" if model.get("file") else ""),
+        f"- machine: {document['machine']['cores']} cores, Python {document['machine']['python']}",
+        "- budgets: " + ", ".join(f"{m}x" for m in document["budgets"]) + " the tokens (prompt "
+        "and reply) of each item's own first draft, the greedy generate step every strategy "
+        "shares; one run per item and strategy at the largest budget, the answer at a smaller "
+        "one read from it: the library's pick among the steps (and candidates) finished within it "
+        "(for sample and search, the best of every draft read)",
+        (
+            f"- at most {document['max_tokens']} tokens per reply; "
+            if document["max_tokens"]
+            else "- replies capped per role by each set's profile (drafts, critiques), as the "
+            "library caps a model it resolves from a string; "
+        )
+        + f"refine+candidates and search sample {document['candidates']} replies per step",
+        "- judged by each set's exact checker; an echo of the prompt, feedback wording taken "
+        "over, or a gamed form the checker fails counts wrong",
+        "- accuracy intervals: Wilson 95%; differences against sample: paired bootstrap over "
+        f"items, {document['resamples']:,} resamples, seed {document['seed']} (points; **bold** "
+        "when the interval excludes 0)",
+    ]
+    if cache:
+        lines.append(
+            f"- reply cache: {cache.get('hits', 0):,} hits, {cache.get('misses', 0):,} misses"
+            if cache.get("enabled")
+            else f"- reply cache: off ({cache.get('note', 'not asked for')})"
+        )
+    for strategy, why in (document.get("skipped") or {}).items():
+        lines.append(f"- **{strategy} not run**: {why}")
+    if document.get("unfinished"):
+        lines.append(f"- **partial**: not yet run: {', '.join(document['unfinished'])}")
+    if document.get("plot_missing"):
+        lines.append(f"- **no plot**: {document['plot_missing']}")
+    return [*lines, ""]
+
+
+def _set_tables(name: str, result: dict[str, Any], multiples: list[int]) -> list[str]:
+    first, runs = result["first"], result["strategies"]
+    strategies = list(runs)
+    lines = [
+        f"## {name} ({first['items']} items)",
+        "",
+        f"First draft alone: {_share(first['accuracy'])}, "
+        f"{_num(first['tokens_per_item'])} tokens per item (the 1x budget).",
+        "",
+        "| budget | " + " | ".join(strategies) + " |",
+        "|---|" + "---|" * len(strategies),
+    ]
+    for index, multiple in enumerate(multiples):
+        cells = [_share(runs[s]["budgets"][index]["accuracy"]) for s in strategies]
+        lines.append(f"| {multiple}x | " + " | ".join(cells) + " |")
+    against = result.get("differences") or {}
+    if against:
+        lines += [
+            "",
+            "Accuracy minus sample's, in points:",
+            "",
+            "| budget | " + " | ".join(against) + " |",
+            "|---|" + "---|" * len(against),
+        ]
+        for index, multiple in enumerate(multiples):
+            cells = [_points(against[s][index]) for s in against]
+            lines.append(f"| {multiple}x | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "| strategy | tokens/item read at "
+        f"{multiples[-1]}x | tokens/item run | s/item | refine replies unchanged | "
+        "right->wrong (vs first draft) | lost between budgets | gamed at "
+        f"{multiples[-1]}x | no answer yet at "
+        + "/".join(f"{m}x" for m in multiples)
+        + " | stop reasons | errors |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for strategy, f in runs.items():
+        last = f["budgets"][-1]
+        unchanged = f.get("unchanged_share_of_refine_replies")
+        replies = f"{_pct(unchanged)} of {f['refine_replies']}" if unchanged is not None else "-"
+        stops = ", ".join(f"{k} {v}" for k, v in sorted(f["stop_reasons"].items()))
+        cells = [
+            strategy,
+            _num(last["tokens_per_item"]),
+            _num(f["run_tokens_per_item"]),
+            _num(f["seconds_per_item"], 1),
+            replies,
+            str(last["right_to_wrong"]),
+            str(f["lost_between_budgets"]),
+            _pct(last["gamed_share"]),
+            "/".join(str(b.get("no_answer", 0)) for b in f["budgets"]),
+            stops,
+            str(f["errors"]),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def markdown(document: dict[str, Any], plot_name: str | None = None) -> str:
+    """The run as a Markdown page."""
+    lines = _head(document)
+    for name, result in document["results"].items():
+        lines += _set_tables(name, result, list(document["budgets"]))
+    if plot_name:
+        lines += [f"![accuracy against token budget]({plot_name})", ""]
+    return "\n".join(lines)
+
+
+def plot(document: dict[str, Any], path: Path) -> bool:
+    """Accuracy against budget, a panel per set; False when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    sets = list(document["results"])
+    figure, axes = plt.subplots(1, max(len(sets), 1), figsize=(4.4 * max(len(sets), 1), 3.8))
+    axes = list(axes) if len(sets) > 1 else [axes]
+    multiples = list(document["budgets"])
+    for axis, name in zip(axes, sets, strict=False):
+        result = document["results"][name]
+        for shift, (strategy, f) in enumerate(result["strategies"].items()):
+            xs = [m * (1 + 0.03 * (shift - 1.5)) for m in multiples]  # apart, to read the bars
+            values = [100 * b["accuracy"]["value"] for b in f["budgets"]]
+            below = [
+                v - 100 * b["accuracy"]["low"] for v, b in zip(values, f["budgets"], strict=True)
+            ]
+            above = [
+                100 * b["accuracy"]["high"] - v for v, b in zip(values, f["budgets"], strict=True)
+            ]
+            axis.errorbar(xs, values, yerr=[below, above], marker="o", capsize=3, label=strategy)
+        first = 100 * result["first"]["accuracy"]["value"]
+        axis.axhline(first, color="grey", linestyle=":", label="first draft")
+        axis.set_xscale("log", base=2)
+        axis.set_xticks(multiples, [f"{m}x" for m in multiples])
+        axis.set_title(f"{name} ({result['first']['items']} items)")
+        axis.set_xlabel("token budget (x the item's first draft)")
+        axis.set_ylabel("accuracy (%)")
+        axis.set_ylim(-2, 102)
+    axes[0].legend(fontsize=8)
+    figure.suptitle(str(document["model"].get("name")), fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return True
+
+
+def write_files(
+    paths: dict[str, Path],
+    document: dict[str, Any],
+    records: list[dict[str, Any]],
+    *,
+    final: bool = False,
+) -> None:
+    """Write every file of the run (the last time, saying loudly if the plot is missing)."""
+    paths["json"].parent.mkdir(parents=True, exist_ok=True)
+    drew = plot(document, paths["png"])
+    if not drew:
+        document = {**document, "plot_missing": PLOT_MISSING}
+        if final:
+            warn_no_plot()
+    paths["json"].write_text(json.dumps(document, indent=1))
+    paths["md"].write_text(markdown(document, paths["png"].name if drew else None))
+    paths["records"].write_text("".join(json.dumps(r) + "\n" for r in records))

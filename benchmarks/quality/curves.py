@@ -1,0 +1,126 @@
+"""The budget benchmark's figures, from its item records (pure: tested alone).
+
+An item record of a strategy (`spend.py` writes them) holds `budgets`: one reading per
+budget (`multiple` of the item's first draft, `tokens` read, `correct`, `forms`,
+`echo`), and the run's `run_tokens`, `seconds`, `stop_reason`, `attempts` and `error`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchmarks.quality.figures import draft_replies, rejected_replies
+from benchmarks.quality.intervals import PairedBootstrap, wilson
+
+__all__ = ["BASELINE", "differences", "first_figures", "strategy_figures"]
+
+BASELINE = "sample"
+"""The strategy every other is compared with: best-of-N fresh drafts."""
+
+
+def _right(record: dict[str, Any], index: int) -> bool:
+    return bool(record["budgets"][index]["correct"])
+
+
+def _asked(records: Sequence[dict[str, Any]]) -> dict[str, float] | None:
+    """Per item, what the model was asked on cache misses (None: no cache counted it)."""
+    asked = [r["asked"] for r in records if r.get("asked")]
+    if not asked:
+        return None
+    return {key: sum(float(a[key]) for a in asked) / len(asked) for key in asked[0]}
+
+
+def first_figures(firsts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The shared first draft: accuracy with its interval, and its tokens per item."""
+    n = len(firsts)
+    right = sum(bool(f.get("correct_first")) for f in firsts)
+    tokens = sum(int(f.get("first_tokens", 0)) for f in firsts)
+    return {
+        "items": n,
+        "accuracy": wilson(right, n).as_dict(),
+        "tokens_per_item": tokens / n if n else 0.0,
+        "asked_per_item": _asked(firsts),
+    }
+
+
+def _unchanged(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """How many of the replies of refine steps (iteration 1 on) were the draft unchanged."""
+    written = [
+        a for r in records for a in r.get("attempts") or [] if int(a.get("iteration", 0)) >= 1
+    ]
+    replies = sum(draft_replies(a) for a in written)
+    unchanged = sum(r["reason"] == "unchanged" for a in written for r in rejected_replies(a))
+    return {
+        "refine_replies": replies,
+        "unchanged_share_of_refine_replies": unchanged / replies if replies else None,
+    }
+
+
+def strategy_figures(
+    records: Sequence[dict[str, Any]], first_right: Sequence[bool], multiples: Sequence[int]
+) -> dict[str, Any]:
+    """Accuracy per budget with its interval, moves against the first draft, costs, hygiene.
+
+    `first_right[i]` says whether item i's shared first draft was right. `right_to_wrong`
+    at a budget counts items whose first draft was right and whose answer there is
+    wrong; `lost_between_budgets` items right at one budget and wrong at a larger one.
+    """
+    n = len(records)
+    per_budget = []
+    for index, multiple in enumerate(multiples):
+        right = [_right(r, index) for r in records]
+        readings = [r["budgets"][index] for r in records]
+        per_budget.append(
+            {
+                "multiple": multiple,
+                "accuracy": wilson(sum(right), n).as_dict(),
+                "right": sum(right),
+                "tokens_per_item": sum(int(x["tokens"]) for x in readings) / n if n else 0.0,
+                "wrong_to_right": sum(r and not f for r, f in zip(right, first_right, strict=True)),
+                "right_to_wrong": sum(f and not r for r, f in zip(right, first_right, strict=True)),
+                "gamed_share": sum(bool(x.get("forms")) for x in readings) / n if n else 0.0,
+                "echo_share": sum(bool(x.get("echo")) for x in readings) / n if n else 0.0,
+                "no_answer": sum(x.get("answer") is None for x in readings),
+            }
+        )
+    pairs = [(i, j) for i in range(len(multiples)) for j in range(i + 1, len(multiples))]
+    lost = sum(any(_right(r, i) and not _right(r, j) for i, j in pairs) for r in records)
+    return {
+        "items": n,
+        "budgets": per_budget,
+        "lost_between_budgets": lost,
+        "run_tokens_per_item": sum(int(r.get("run_tokens", 0)) for r in records) / n if n else 0.0,
+        "seconds_per_item": sum(float(r.get("seconds", 0.0)) for r in records) / n if n else 0.0,
+        "asked_per_item": _asked(records),
+        **_unchanged(records),
+        "stop_reasons": dict(Counter(str(r.get("stop_reason")) for r in records)),
+        "errors": sum(bool(r.get("error")) for r in records),
+    }
+
+
+def differences(
+    runs: Mapping[str, Sequence[dict[str, Any]]],
+    multiples: Sequence[int],
+    bootstrap: PairedBootstrap,
+) -> dict[str, list[dict[str, Any]]]:
+    """Every strategy's accuracy minus `BASELINE`'s, per budget, paired over the items."""
+    base = runs.get(BASELINE)
+    if base is None:
+        return {}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for strategy, records in runs.items():
+        if strategy == BASELINE:
+            continue
+        found[strategy] = [
+            {
+                "multiple": multiple,
+                **bootstrap.difference(
+                    [float(_right(r, index)) for r in records],
+                    [float(_right(r, index)) for r in base],
+                ).as_dict(),
+            }
+            for index, multiple in enumerate(multiples)
+        ]
+    return found

@@ -1,0 +1,73 @@
+"""95% intervals: of one accuracy (Wilson), of a difference over the same items (bootstrap)."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["Interval", "PairedBootstrap", "wilson"]
+
+_Z = 1.959963984540054
+"""The standard normal's 97.5% quantile: two-sided 95%."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate and its 95% interval."""
+
+    value: float
+    low: float
+    high: float
+
+    def excludes_zero(self) -> bool:
+        """True when the whole interval lies on one side of 0."""
+        return self.low > 0 or self.high < 0
+
+    def as_dict(self) -> dict[str, float]:
+        """The interval as JSON writes it."""
+        return {"value": self.value, "low": self.low, "high": self.high}
+
+
+def wilson(right: int, n: int) -> Interval:
+    """The share right of n with its Wilson score interval (sound at 0% and 100% too)."""
+    if n <= 0:
+        return Interval(0.0, 0.0, 1.0)
+    share = right / n
+    denominator = 1 + _Z**2 / n
+    centre = (share + _Z**2 / (2 * n)) / denominator
+    spread = _Z * math.sqrt(share * (1 - share) / n + _Z**2 / (4 * n * n)) / denominator
+    low = 0.0 if right == 0 else max(0.0, centre - spread)
+    high = 1.0 if right == n else min(1.0, centre + spread)
+    return Interval(share, low, high)
+
+
+class PairedBootstrap:
+    """Differences of two strategies over the same items, resampled together.
+
+    The items are drawn with replacement `resamples` times from a seeded generator;
+    every comparison of a set uses the same draws, so its intervals are paired over
+    items and the same seed gives the same intervals.
+    """
+
+    def __init__(self, items: int, *, resamples: int = 10_000, seed: int = 2026) -> None:
+        rng = random.Random(seed)
+        self.items = items
+        self.resamples = resamples
+        self._draws = [[rng.randrange(items) for _ in range(items)] for _ in range(resamples)]
+
+    def difference(self, a: Sequence[float], b: Sequence[float]) -> Interval:
+        """Mean of a - b over the items, with its 95% percentile interval."""
+        if len(a) != self.items or len(b) != self.items:
+            raise ValueError(f"both need {self.items} items, got {len(a)} and {len(b)}")
+        if not self.items:
+            return Interval(0.0, 0.0, 0.0)
+        gaps = [float(x) - float(y) for x, y in zip(a, b, strict=True)]
+        means = sorted(sum(gaps[i] for i in draw) / self.items for draw in self._draws)
+        last = len(means) - 1
+        return Interval(
+            sum(gaps) / self.items,
+            means[round(0.025 * last)],
+            means[round(0.975 * last)],
+        )

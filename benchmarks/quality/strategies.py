@@ -1,0 +1,98 @@
+"""How each strategy of the budget benchmark is asked of the library: the one mapping.
+
+A strategy is a `RefineContext` (the library's settings, given to `arefine_batch`) with
+the run's token budget as `max_tokens_total`:
+
+- sample: fresh first drafts, no refinement, the set's verifier picking one;
+- refine: one reply per step, the verifier's findings explained by the model's critic;
+- refine+candidates: as refine, `candidates` replies per step (the first draft's too);
+- search: the library's search over the tree of attempts, on the verifier's findings
+  alone (no explaining critic: its tokens would come out of the budget).
+
+Where `RefineContext` has a `strategy` setting, each strategy is that setting (the
+library's sample spends the budget by itself). Where it has none, sample is one step of
+`candidates` fresh drafts (`max_iterations=0`), as many as fill the budget at the size of
+the item's first draft and a quarter more (sampled drafts may be shorter than the greedy
+one), at most the library's limit; and search cannot be asked for: `settings_for` says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+__all__ = [
+    "STRATEGIES",
+    "Unavailable",
+    "has_strategy_setting",
+    "settings_for",
+]
+
+STRATEGIES = ("sample", "refine", "refine+candidates", "search")
+"""Every strategy the benchmark compares, in the order its tables show them."""
+
+_SAMPLE_MARGIN = 1.25
+"""Fresh drafts asked beyond the budget's count at the first draft's size (interim sample)."""
+
+
+class Unavailable(Exception):
+    """This library cannot run the strategy (the message says why)."""
+
+
+def has_strategy_setting() -> bool:
+    """True when the library's settings choose a strategy (`RefineContext.strategy`)."""
+    from self_refine.context import RefineContext
+
+    return "strategy" in {f.name for f in dataclasses.fields(RefineContext)}
+
+
+def settings_for(
+    strategy: str,
+    *,
+    verifier: str,
+    profile: str,
+    budget: int,
+    first_tokens: int,
+    candidates: int,
+) -> dict[str, Any]:
+    """The `RefineContext` fields that run `strategy` on one item within `budget` tokens.
+
+    `first_tokens` is what the item's first draft cost (prompt and reply); `candidates`
+    the replies per step of refine+candidates (and of search). Raises `Unavailable` for
+    a strategy this library cannot run.
+    """
+    from self_refine.context import CANDIDATES_LIMIT, MAX_ITERATIONS_LIMIT
+
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+    # The budget, not the step count, ends a run: as many steps as the library allows.
+    common: dict[str, Any] = {
+        "profile": profile,
+        "max_tokens_total": budget,
+        "max_iterations": MAX_ITERATIONS_LIMIT,
+    }
+    refining = {**common, "critics": (verifier, "llm")}
+    if has_strategy_setting():
+        if strategy == "sample":
+            return {**common, "strategy": "sample", "critics": (verifier,)}
+        if strategy == "refine":
+            return {**refining, "strategy": "refine"}
+        if strategy == "refine+candidates":
+            return {**refining, "strategy": "refine", "candidates": candidates}
+        # The search runs on the verifier's exact findings alone: an explaining critic's
+        # tokens come out of the budget its replies spend.
+        search = {**refining, "critics": (verifier,)}
+        return {**search, "strategy": "search", "candidates": candidates}
+    if strategy == "search":
+        raise Unavailable(
+            "search is skipped: this library's RefineContext has no `strategy` setting "
+            "(the search strategy has not landed on this branch)"
+        )
+    if strategy == "sample":
+        drafts = math.ceil(_SAMPLE_MARGIN * budget / max(first_tokens, 1))
+        drafts = max(2, min(CANDIDATES_LIMIT, drafts))
+        return {**common, "critics": (verifier,), "candidates": drafts, "max_iterations": 0}
+    if strategy == "refine":
+        return refining
+    return {**refining, "candidates": candidates}

@@ -1,0 +1,100 @@
+"""Ctrl-C and SIGTERM during a run: its model calls stopped, the program out within seconds.
+
+While a run streams (`stoppable`), SIGINT and SIGTERM stop every model call of the
+process (`models/cancel.py`: no call starts, the local model stops writing within a
+token) and raise `Interrupted` in the main thread, so the run unwinds and saves what
+its finished steps and branches wrote. A call to a server that is still waiting for
+its reply cannot be cut short from here; if unwinding takes longer than `GRACE_SECONDS`,
+the program says how to continue and exits at once (the database keeps every committed
+write; a thread's lock goes with the process).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["GRACE_SECONDS", "Interrupted", "stoppable"]
+
+GRACE_SECONDS = 2.0
+"""How long a stopped run may take to unwind before the program exits without waiting."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal (SIGINT: Ctrl-C, or SIGTERM)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number, as a shell reports a process a signal ended."""
+        return 128 + self.signum
+
+
+class _Stop:
+    """What the signal handler does, once: cancel the calls, arm the deadline, raise."""
+
+    def __init__(self, note: str) -> None:
+        self.note = note
+        self.said = threading.Lock()
+        self.deadline: threading.Timer | None = None
+
+    def say(self, signum: int) -> None:
+        """Print how to continue, once, whoever gets here first."""
+        if self.said.acquire(blocking=False):
+            name = "interrupted" if signum == signal.SIGINT else f"stopped ({_name(signum)})"
+            print(f"\nself-refine: {name}; {self.note}", file=sys.stderr, flush=True)
+
+    def handle(self, signum: int, frame: Any) -> None:
+        from self_refine.models.cancel import cancel_calls
+
+        cancel_calls()
+        if self.deadline is None:
+            self.deadline = threading.Timer(GRACE_SECONDS, self._exit_now, (signum,))
+            self.deadline.daemon = True
+            self.deadline.start()
+        raise Interrupted(signum)
+
+    def _exit_now(self, signum: int) -> None:
+        self.say(signum)
+        os._exit(128 + signum)
+
+
+def _name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+@contextmanager
+def stoppable(note: str) -> Iterator[_Stop]:
+    """Handle SIGINT and SIGTERM for the block as the module says; `note` says how to go on.
+
+    The block catches `Interrupted`, calls `say(signum)` and returns its exit code.
+    """
+    from self_refine.models.cancel import cancel_calls
+
+    stop = _Stop(note)
+    cancel_calls(False)
+    previous: dict[int, Any] = {}
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, stop.handle)
+    except ValueError:  # not the main thread: signals stay as they were
+        pass
+    try:
+        yield stop
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if stop.deadline is not None:  # the run has unwound in time
+            stop.deadline.cancel()
+        cancel_calls(False)

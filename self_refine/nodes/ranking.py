@@ -1,0 +1,86 @@
+"""Which draft is kept: the ranking rules of the loop, each written once.
+
+- `best_attempt`: a run's answer among its attempts (`select="best"`), and the answer a
+  run would have given after k refine steps (a batch's per-step curve): the highest
+  score, ties to the earlier, then the shorter draft;
+- `best_candidate`: the reply a step of candidates keeps, and the answer of a run that
+  samples or searches among all its drafts: a usable reply the verifiers passed, else
+  the one they scored highest, then the critic's score, ties to the earlier (the lower
+  index in a step; the earlier node in a run); `why_kept` says which of these rules decided.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from self_refine.state import STOPPED, Attempt, Candidate
+
+__all__ = ["best_attempt", "best_candidate", "chosen_attempt", "why_kept"]
+
+
+def best_attempt(attempts: Sequence[Attempt]) -> Attempt | None:
+    """The highest-scoring attempt; the last when none has a score.
+
+    Ties go to the earlier, and among those the shorter, draft: a later draft
+    must score higher to be preferred, so growth never wins a tie. Empty drafts
+    (no usable reply) are candidates only when nothing else is.
+    """
+    usable = [a for a in attempts if a["draft"].strip()] or list(attempts)
+    scored = [a for a in usable if a["critique"].get("score") is not None]
+    if not scored:
+        return usable[-1] if usable else None
+    return max(scored, key=lambda a: (a["critique"]["score"], -a["iteration"], -len(a["draft"])))
+
+
+def chosen_attempt(attempts: Sequence[Attempt], select: str) -> Attempt | None:
+    """The attempt a run answers with: the last for `select="last"`, else the best."""
+    if select == "last":
+        return attempts[-1] if attempts else None
+    return best_attempt(attempts)
+
+
+def _candidate_rank(candidate: Candidate) -> tuple[bool, bool, float, float, int]:
+    score = candidate["critique"].get("score")
+    checked = candidate.get("checked")
+    return (
+        bool(candidate["draft"].strip()),
+        candidate.get("verified") is True,
+        -1.0 if checked is None else float(checked),
+        -1.0 if score is None else float(score),
+        -candidate.get("node", candidate["index"]),
+    )
+
+
+def best_candidate(candidates: Sequence[Candidate]) -> Candidate | None:
+    """The candidate to keep: a usable reply the verifiers passed, else the one they scored
+    highest, then the critic's score; ties go to the lower index (candidate 0 is the
+    model's own sample). None when every reply was rejected."""
+    usable = [c for c in candidates if c["draft"].strip()]
+    return max(usable, key=_candidate_rank) if usable else None
+
+
+def why_kept(chosen: Candidate, candidates: Sequence[Candidate]) -> str:
+    """Why `best_candidate` kept `chosen` among a step's `candidates`, in a few words."""
+    others = [c for c in candidates if c is not chosen]
+    stopped = sum(1 for c in others if "rejected" in c and c["rejected"]["reason"] == STOPPED)
+    usable = [c for c in others if c["draft"].strip()]
+    if chosen.get("verified") is True and stopped:
+        return (
+            f"the verifiers passed it first; {_count(stopped, 'other was', 'others were')} stopped"
+        )
+    if not usable:
+        return "the only usable reply" + (" (the others were rejected)" if others else "")
+    rival = max(usable, key=_candidate_rank)
+    mine, theirs = _candidate_rank(chosen), _candidate_rank(rival)
+    checked, score = chosen.get("checked"), chosen["critique"].get("score")
+    if mine[1] != theirs[1]:
+        return "the verifiers passed it, and no other"
+    if mine[2] != theirs[2] and checked is not None:
+        return f"the verifiers scored it highest ({float(checked):.2f})"
+    if mine[3] != theirs[3] and score is not None:
+        return f"the critic scored it highest ({float(score):.2f})"
+    return f"it ties with candidate {rival['index']}; ties go to the lower index"
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"

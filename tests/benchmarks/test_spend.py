@@ -1,0 +1,310 @@
+"""The budget benchmark: answers read at each budget, intervals, the reply cache, its files."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.quality import strategies
+from benchmarks.quality.anytime import answer_at
+from benchmarks.quality.intervals import PairedBootstrap, wilson
+from benchmarks.quality.same_requests import scripted_reply
+from benchmarks.quality.spend import arguments, run
+from self_refine.context import MAX_ITERATIONS_LIMIT
+from tests.fakes import FakeChatModel, critique
+
+
+def _usage(tokens: int) -> dict[str, int]:
+    return {"input_tokens": tokens - 10, "output_tokens": 10, "total_tokens": tokens}
+
+
+def _attempt(iteration: int, draft: str, score: float, tokens: int, **extra: Any) -> dict[str, Any]:
+    critique = {"feedback": [], "score": score, "verified": score == 1.0}
+    return {
+        "iteration": iteration,
+        "draft": draft,
+        "critique": critique,
+        "usage": _usage(tokens),
+        **extra,
+    }
+
+
+def _candidate(index: int, draft: str, score: float, tokens: int) -> dict[str, Any]:
+    return {
+        "index": index,
+        "draft": draft,
+        "critique": {"feedback": [], "score": score},
+        "usage": _usage(tokens),
+        "verified": score == 1.0,
+        "checked": score,
+    }
+
+
+def test_the_answer_at_each_budget_is_the_best_of_the_steps_finished_within_it() -> None:
+    attempts = [
+        _attempt(0, "first, wrong", 0.25, 100),
+        _attempt(1, "second, right", 1.0, 150),
+        _attempt(2, "third, a worse score", 0.5, 200),
+    ]
+    drafts = {budget: answer_at(attempts, budget) for budget in (99, 100, 249, 250, 450, 10_000)}
+    assert drafts[99].answer is None and drafts[99].tokens == 0  # not even the first draft
+    assert drafts[100].answer["draft"] == "first, wrong"  # type: ignore[index]
+    assert drafts[249].answer["draft"] == "first, wrong"  # type: ignore[index]
+    assert drafts[250].answer["draft"] == "second, right"  # type: ignore[index]
+    assert drafts[450].answer["draft"] == "second, right"  # a later, lower score never wins
+    assert drafts[450].tokens == 450 and drafts[10_000].attempts == 3
+
+
+def test_a_step_of_candidates_is_read_one_candidate_at_a_time_in_index_order() -> None:
+    # The step's usage is the whole step's: 3 candidates of 100, 120 and 80 tokens.
+    step = _attempt(
+        0,
+        "candidate 2, right",
+        1.0,
+        300,
+        candidate=2,
+        candidates=[
+            _candidate(0, "candidate 0, wrong", 0.2, 100),
+            _candidate(1, "candidate 1, closer", 0.6, 120),
+        ],
+    )
+    later = _attempt(1, "refined, wrong", 0.4, 500)
+    read = {budget: answer_at([step, later], budget) for budget in (99, 100, 219, 220, 300, 800)}
+    assert read[99].answer is None
+    assert read[100].answer["draft"] == "candidate 0, wrong"  # type: ignore[index]
+    assert read[219].answer["draft"] == "candidate 0, wrong"  # type: ignore[index]
+    assert read[220].answer["draft"] == "candidate 1, closer"  # the pick among those read
+    assert read[300].answer["draft"] == "candidate 2, right"  # type: ignore[index]
+    assert read[800].answer["draft"] == "candidate 2, right"  # type: ignore[index]
+    assert [read[b].tokens for b in (100, 220, 300, 800)] == [100, 220, 300, 800]
+
+
+def test_a_searching_run_answers_with_the_best_of_every_draft_read() -> None:
+    # A step's pick is its best, but a later step's other reply can beat every pick.
+    first = {**_attempt(0, "root, half", 0.5, 100), "node": 0, "parent": None, "checked": 0.5}
+    second = _attempt(
+        1,
+        "refined, still half",
+        0.5,
+        300,
+        candidate=0,
+        candidates=[{**_candidate(1, "fresh, right", 1.0, 150), "node": 2, "parent": None}],
+    )
+    second.update(node=1, parent=0, checked=0.5)
+    read = {b: answer_at([first, second], b).answer for b in (100, 250, 400)}
+    assert read[100]["draft"] == "root, half"  # type: ignore[index]
+    assert read[250]["draft"] == "root, half"  # the refined draft ties: the earlier node
+    assert read[400]["draft"] == "fresh, right"  # type: ignore[index]
+
+
+def test_a_step_whose_replies_were_all_rejected_adds_no_answer() -> None:
+    rejected = {"index": 0, "draft": "", "critique": {}, "usage": _usage(50), "verified": None}
+    attempts = [
+        _attempt(0, "first", 0.3, 100),
+        _attempt(1, "first", 0.3, 50, candidates=[rejected]),  # the previous draft stayed
+    ]
+    assert answer_at(attempts, 150).answer["draft"] == "first"  # type: ignore[index]
+    assert answer_at(attempts, 150).answer["iteration"] == 0  # type: ignore[index]
+
+
+def test_identical_strategies_differ_by_an_interval_around_zero() -> None:
+    bootstrap = PairedBootstrap(30, resamples=2_000, seed=1)
+    same = [float(i % 3 == 0) for i in range(30)]
+    assert bootstrap.difference(same, same).as_dict() == {"value": 0.0, "low": 0.0, "high": 0.0}
+    # Equally good, right on different items: the difference could go either way.
+    a = [float(i < 10) for i in range(30)]
+    b = [float(10 <= i < 20) for i in range(30)]
+    gap = bootstrap.difference(a, b)
+    assert gap.value == 0.0 and gap.low < 0 < gap.high and not gap.excludes_zero()
+
+
+def test_a_sure_difference_excludes_zero_and_the_seed_repeats_it() -> None:
+    better = [1.0] * 20 + [0.0] * 10
+    worse = [0.0] * 20 + [0.0] * 10
+    gap = PairedBootstrap(30, resamples=2_000, seed=1).difference(better, worse)
+    assert gap.value == pytest.approx(2 / 3) and gap.low > 0.4 and gap.excludes_zero()
+    again = PairedBootstrap(30, resamples=2_000, seed=1).difference(better, worse)
+    assert again == gap
+
+
+def test_accuracy_intervals_stay_inside_0_and_100_percent() -> None:
+    none, all_ = wilson(0, 10), wilson(10, 10)
+    assert none.low == 0.0 and 0.2 < none.high < 0.35
+    assert all_.high == 1.0 and 0.65 < all_.low < 0.8
+
+
+def test_sample_fills_the_budget_with_fresh_drafts_until_the_strategy_setting_exists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(strategies, "has_strategy_setting", lambda: False)
+    ask = {"verifier": "concepts", "profile": "constrained_generation", "candidates": 3}
+    sample = strategies.settings_for("sample", budget=800, first_tokens=100, **ask)
+    assert sample["max_iterations"] == 0 and sample["critics"] == ("concepts",)
+    assert sample["candidates"] == 10  # 8 drafts' worth, and a quarter more
+    big = strategies.settings_for("sample", budget=8_000, first_tokens=100, **ask)
+    assert big["candidates"] == 16  # the library's limit
+    refine = strategies.settings_for("refine+candidates", budget=800, first_tokens=100, **ask)
+    assert refine["candidates"] == 3 and refine["max_tokens_total"] == 800
+    assert refine["max_iterations"] == MAX_ITERATIONS_LIMIT  # the budget ends the run
+    with pytest.raises(strategies.Unavailable, match="strategy"):
+        strategies.settings_for("search", budget=800, first_tokens=100, **ask)
+    monkeypatch.setattr(strategies, "has_strategy_setting", lambda: True)
+    assert (
+        strategies.settings_for("search", budget=800, first_tokens=100, **ask)["strategy"]
+        == "search"
+    )
+    assert (
+        strategies.settings_for("sample", budget=800, first_tokens=100, **ask)["strategy"]
+        == "sample"
+    )
+
+
+class _ScriptedLlama:
+    """Stands in for llama.cpp: a reply that is a function of the request, calls counted."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
+        return list(range(len(text) // 4 + 1))
+
+    def create_chat_completion(self, **request: Any) -> dict[str, Any]:
+        self.calls += 1
+        text = scripted_reply(request)
+        sent, written = len(json.dumps(request["messages"])) // 4, len(text) // 4 + 1
+        usage = {
+            "prompt_tokens": sent,
+            "completion_tokens": written,
+            "total_tokens": sent + written,
+        }
+        return {
+            "choices": [{"message": {"content": text}, "finish_reason": "stop"}],
+            "usage": usage,
+        }
+
+
+@pytest.fixture
+def llama(monkeypatch: pytest.MonkeyPatch) -> _ScriptedLlama:
+    from self_refine.models import local
+
+    scripted = _ScriptedLlama()
+    lock = threading.Lock()
+    monkeypatch.setattr(local, "shared_llama", lambda path, n_ctx: (scripted, lock))
+    monkeypatch.setattr(local, "_evaluated", lambda llama: 0)
+    return scripted
+
+
+def _local_model() -> Any:
+    from self_refine.models.local import LocalChatModel
+
+    return LocalChatModel(
+        model_path="/nonexistent/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        model_name="local:qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        max_tokens=64,
+    )
+
+
+def _without_timing(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records without their seconds and what the model was asked (cache misses)."""
+    return [{k: v for k, v in r.items() if k not in ("seconds", "asked")} for r in records]
+
+
+async def test_a_second_run_asks_the_model_nothing_and_gives_the_same_records(
+    tmp_path: Path, llama: _ScriptedLlama
+) -> None:
+    given = ["--n", "2", "--sets", "constrained", "--resamples", "200"]
+    given += ["--strategies", "sample,refine,refine+candidates", "--cache", str(tmp_path / "cache")]
+    first, records, _ = await run(arguments([*given, "--out", str(tmp_path / "a")]), _local_model())
+    asked = llama.calls
+    assert asked > 0 and first["cache"]["misses"] == asked
+    assert first["cache"]["hits"] > 0  # the first drafts every strategy starts from
+    second, again, _ = await run(arguments([*given, "--out", str(tmp_path / "b")]), _local_model())
+    assert llama.calls == asked, "the second run called the model"
+    assert second["cache"]["misses"] == 0 and second["cache"]["hits"] > 0
+    assert all(r["asked"]["calls"] == 0 for r in again)
+    assert _without_timing(again) == _without_timing(records)
+
+
+async def test_every_strategy_is_read_at_every_budget_and_compared_with_sample(
+    tmp_path: Path,
+) -> None:
+    model = FakeChatModel(
+        script={
+            "generator": ["The train left."],
+            "critic": [critique(["Use every word."], score=0.3)],
+            "refiner": ["The train left the river."],
+        }
+    )
+    given = ["--n", "2", "--sets", "constrained", "--no-cache", "--resamples", "200"]
+    document, records, paths = await run(arguments([*given, "--out", str(tmp_path)]), model)
+    result = document["results"]["constrained"]
+    assert set(result["strategies"]) == {"sample", "refine", "refine+candidates", "search"}
+    for figures in result["strategies"].values():
+        assert [b["multiple"] for b in figures["budgets"]] == [1, 2, 4, 8]
+        assert all(b["accuracy"]["value"] == 0.0 for b in figures["budgets"])  # nothing right
+    assert set(result["differences"]) == set(result["strategies"]) - {"sample"}
+    runs = [r for r in records if r["strategy"] == "refine"]
+    assert all(r["budgets"][-1]["tokens"] <= 8 * r["first_tokens"] for r in runs)
+    assert paths["md"].exists() and paths["records"].exists()
+    assert "| 8x |" in paths["md"].read_text()
+
+
+async def test_an_existing_result_is_never_overwritten_unless_asked(tmp_path: Path) -> None:
+    model = FakeChatModel(script={"*": ["The train left."]})
+    kept = tmp_path / "budget-mine.md"
+    kept.write_text("committed results")
+    given = ["--n", "1", "--sets", "constrained", "--no-cache", "--strategies", "sample"]
+    given += ["--out", str(tmp_path), "--name", "budget-mine", "--resamples", "100"]
+    with pytest.raises(SystemExit, match="--overwrite"):
+        await run(arguments(given), model)
+    assert kept.read_text() == "committed results" and not model.requests
+    await run(arguments([*given, "--overwrite"]), model)
+    assert kept.read_text() != "committed results"
+
+
+async def test_a_missing_matplotlib_is_said_loudly_not_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    model = FakeChatModel(script={"*": ["The train left."]})
+    given = ["--n", "1", "--sets", "constrained", "--no-cache", "--strategies", "sample"]
+    _, _, paths = await run(
+        arguments([*given, "--out", str(tmp_path), "--resamples", "100"]), model
+    )
+    assert "matplotlib is not installed" in capsys.readouterr().err
+    assert not paths["png"].exists() and "no plot" in paths["md"].read_text()
+
+
+def test_bad_options_are_refused_before_any_model_is_loaded() -> None:
+    for wrong in (["--strategies", "sample,guess"], ["--budgets", "0,2"], ["--candidates", "1"]):
+        with pytest.raises(SystemExit):
+            arguments(wrong)
+
+
+@pytest.mark.integration
+async def test_a_served_model_is_asked_each_request_once_across_runs(tmp_path: Path) -> None:
+    from benchmarks.openai_stub import serve
+
+    sent = tmp_path / "requests.jsonl"
+    given = ["--model", "stub", "--n", "1", "--sets", "constrained", "--resamples", "100"]
+    given += ["--strategies", "sample,refine", "--cache", str(tmp_path / "cache")]
+    with serve(record=sent) as url:
+        given += ["--base-url", url, "--api-key", "not-needed"]
+        first, records, _ = await run(arguments([*given, "--out", str(tmp_path / "a")]))
+        asked = len(sent.read_text().splitlines())
+        second, again, _ = await run(arguments([*given, "--out", str(tmp_path / "b")]))
+    assert asked > 0 and first["cache"]["misses"] == asked
+    assert len(sent.read_text().splitlines()) == asked, "the second run called the server"
+    assert second["cache"]["misses"] == 0
+    assert _without_timing(again) == _without_timing(records)
+    # Each fresh draft is a draw of its own: the sample run's drafts all differ.
+    steps = next(r for r in records if r["strategy"] == "sample")["attempts"]
+    drafts = [
+        d for a in steps for d in [a["draft"], *(c["draft"] for c in a.get("candidates", []))]
+    ]
+    assert len(drafts) > 2 and len(set(drafts)) == len(drafts)

@@ -1,0 +1,175 @@
+"""Sample and search: the tree of drafts, the bandit's choices, the budget, resumes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from self_refine import create_self_refine_graph
+from self_refine.nodes.search import initial_search, plan_step, record_step, step_width
+from tests.fakes import FakeChatModel
+
+WORDS = ["train", "pencil", "compass", "river"]
+TASK = f"Write one or two natural sentences that use all of these words: {', '.join(WORDS)}."
+REFERENCE = {"concepts": WORDS}
+FRESH = ["A train crossed the river.", "The pencil fell in the river.", "A train stopped."]
+
+
+def _fresh(messages: Sequence[BaseMessage]) -> str:
+    """Fresh drafts: each uses two words at most, so none is right."""
+    _fresh.calls += 1  # type: ignore[attr-defined]
+    return FRESH[_fresh.calls % len(FRESH)]  # type: ignore[attr-defined]
+
+
+def _refine(messages: Sequence[BaseMessage]) -> str:
+    """A refinement adds the words the feedback names to the draft it was given."""
+    text = "\n".join(m.text for m in messages)
+    drafts = [m.text for m in messages if m.type == "ai"]
+    missing = re.findall(r'Use the word "(\w+)"', text)
+    base = drafts[-1] if drafts else FRESH[0]
+    return f"{base.rstrip('.')} with the {' and the '.join(missing)}." if missing else base
+
+
+def _model() -> FakeChatModel:
+    _fresh.calls = -1  # type: ignore[attr-defined]
+    return FakeChatModel(script={"generator": [_fresh], "refiner": [_refine]})
+
+
+def _settings(strategy: str, **more: Any) -> dict[str, Any]:
+    return {
+        "strategy": strategy,
+        "candidates": 2,
+        "max_iterations": 6,
+        "critics": ["concepts"],
+        "profile": "constrained_generation",
+        **more,
+    }
+
+
+def _drafts(result: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for attempt in result["attempts"]:
+        found.append(attempt)
+        found += attempt.get("candidates", [])
+    return sorted(found, key=lambda d: d["node"])
+
+
+def test_search_refines_a_partial_draft_into_a_verified_answer_and_records_the_tree() -> None:
+    model = _model()
+    graph = create_self_refine_graph(model).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "s"}}
+    result = graph.invoke(
+        {"task": TASK, "reference": REFERENCE}, config, context=_settings("search")
+    )
+    assert result["stop_reason"] == "verified"
+    drafts = _drafts(result)
+    answer = next(d for d in drafts if d["draft"] == result["answer"])
+    assert answer["parent"] is not None  # found by refining, not by sampling
+    assert [d["node"] for d in drafts] == list(range(len(drafts)))
+    assert all(d["parent"] is None or d["parent"] < d["node"] for d in drafts)
+    search = graph.get_state(config).values["search"]
+    assert search["nodes"] == len(drafts)
+    assert {arm["node"] for arm in search["arms"]} <= {d["node"] for d in drafts}
+
+
+def test_sample_writes_only_fresh_drafts_until_the_steps_run_out() -> None:
+    model = _model()
+    graph = create_self_refine_graph(model).compile()
+    result = graph.invoke({"task": TASK, "reference": REFERENCE}, context=_settings("sample"))
+    assert result["stop_reason"] == "max_iterations"
+    assert all(d["parent"] is None for d in _drafts(result))
+    assert {s.role for s in model.requests} == {"generator"}
+
+
+def test_a_resumed_search_plans_what_an_uninterrupted_one_did() -> None:
+    straight = create_self_refine_graph(_model()).compile()
+    whole = straight.invoke({"task": TASK, "reference": REFERENCE}, context=_settings("search"))
+
+    graph = create_self_refine_graph(_model()).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "r"}}
+    graph.invoke(
+        {"task": TASK, "reference": REFERENCE},
+        config,
+        context=_settings("search"),
+        interrupt_before=["pick"],
+    )
+    while graph.get_state(config).next:
+        graph.invoke(None, config)
+    resumed = graph.get_state(config).values
+    assert [(d["node"], d["parent"], d["draft"]) for d in _drafts(resumed)] == [
+        (d["node"], d["parent"], d["draft"]) for d in _drafts(whole)
+    ]
+
+
+def test_a_token_budget_holds_within_about_one_reply_with_many_candidates() -> None:
+    model = _model()
+    graph = create_self_refine_graph(model).compile()
+    budget = 100
+    result = graph.invoke(
+        {"task": TASK, "reference": REFERENCE},
+        context=_settings("sample", candidates=16, max_iterations=20, max_tokens_total=budget),
+    )
+    assert result["stop_reason"] == "token_budget"
+    one_reply = model.input_tokens + model.output_tokens
+    assert budget <= result["usage"]["total_tokens"] <= budget + one_reply
+    first, *later = result["attempts"]
+    assert "candidates" not in first or not first["candidates"]  # one reply: its cost unknown
+
+
+def test_the_bandit_prefers_the_fuller_draft_and_never_plans_the_same_step_twice() -> None:
+    search = record_step(
+        initial_search(),
+        [
+            {
+                "index": 0,
+                "node": 0,
+                "parent": None,
+                "draft": "a",
+                "critique": {},
+                "usage": {},
+                "verified": False,
+                "checked": 0.25,
+            },
+            {
+                "index": 1,
+                "node": 1,
+                "parent": None,
+                "draft": "b",
+                "critique": {},
+                "usage": {},
+                "verified": False,
+                "checked": 0.75,
+            },
+            {
+                "index": 2,
+                "node": 2,
+                "parent": None,
+                "draft": "b",
+                "critique": {},
+                "usage": {},
+                "verified": False,
+                "checked": 0.75,
+            },
+        ],  # type: ignore[list-item]
+    )
+    assert [arm["node"] for arm in search["arms"]] == [0, 1]  # node 2 repeats node 1
+    assert search["fresh"] == {"right": 0, "wrong": 3}
+    plans = [plan_step(search, 4, strategy="search", task=TASK, step=s) for s in range(40)]
+    chosen = [branch["parent"] for plan in plans for branch in plan]
+    assert chosen.count(1) > chosen.count(0)
+    assert plan_step(search, 4, strategy="search", task=TASK, step=7) == plans[7]
+    assert all(
+        b["parent"] is None for b in plan_step(search, 4, strategy="sample", task=TASK, step=1)
+    )
+    assert [b["node"] for b in plans[0]] == [3, 4, 5, 6]
+
+
+def test_step_width_follows_the_budget_left() -> None:
+    assert step_width(8, None, 10_000, 5) == 8
+    assert step_width(8, 1000, 0, 0) == 1
+    assert step_width(8, 1000, 300, 3) == 7
+    assert step_width(8, 1000, 990, 3) == 1
