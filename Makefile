@@ -20,7 +20,7 @@ RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)'
 endif
 RUN_NEEDS := $(if $(filter local local:%,$(MODEL)),$(VENV)/.installed-local,$(VENV)/.installed-run)
 
-.PHONY: run test lint studio bench bench-quality bench-budget docs clean local-runtime
+.PHONY: run test lint studio bench bench-quality bench-budget bench-training docs clean local-runtime
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -47,9 +47,16 @@ local-runtime: | $(BIN)/python
 		--no-deps "$(LLAMA_REQUIREMENT)"
 	touch $(VENV)/.installed-local
 
+# The training extra's torch, installed before the extras so that their `torch>=` is already met:
+# the CPU build (190 MB; pip's find-links carry it on the project's machines) instead of the
+# default build's CUDA libraries (several GB). Elsewhere, point pip at PyTorch's CPU wheel index:
+# make TORCH="torch==2.13.0 --index-url URL"; on a GPU machine, TORCH= keeps the torch you have.
+TORCH ?= torch==2.13.0
+
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "Installing the development extras (llama-cpp-python among them: the first time pip"
 	@echo "compiles llama.cpp, about 7 minutes on 2 cores)."
+	$(if $(TORCH),$(BIN)/python -m pip install --quiet $(TORCH))
 	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $@ $(VENV)/.installed-run $(VENV)/.installed-studio $(VENV)/.installed-local
 
@@ -97,6 +104,13 @@ bench-quality: $(STAMP)
 BUDGET_OPTIONS ?= --model local
 bench-budget: $(STAMP)
 	$(BIN)/python -m benchmarks.quality.spend $(BUDGET_OPTIONS)
+
+# Self-Refine in a GRPO trainer with the local 0.5B model: refine batching against one batched
+# generate, the on-policy gap of the training forms, GRPO steps against plain rollouts; writes
+# benchmarks/results/training-cpu.{md,json} (over an hour on 2 cores with STEPS=3).
+STEPS ?= 3
+bench-training: $(STAMP)
+	$(BIN)/python -m benchmarks.training.run --steps $(STEPS)
 
 # The documentation site in site/ (guides, CLI and API reference); `make test` builds it too.
 docs: $(STAMP)

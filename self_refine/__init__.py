@@ -73,6 +73,12 @@ if TYPE_CHECKING:
         Unchanged,
         Verified,
     )
+    from self_refine.training import (
+        PolicyChatModel,
+        refine_rollout,
+        trainable_model,
+        verifier_reward,
+    )
 
 _MODULE_OF = {
     "BatchResult": "batch.api",
@@ -126,6 +132,10 @@ _MODULE_OF = {
     "TokenBudget": "stopping",
     "Unchanged": "stopping",
     "Verified": "stopping",
+    "PolicyChatModel": "training",
+    "refine_rollout": "training",
+    "trainable_model": "training",
+    "verifier_reward": "training",
 }
 """Each public name and the module (under self_refine) that defines it."""
 
@@ -150,6 +160,7 @@ __all__ = [
     "NoImprovement",
     "NotApplicable",
     "OfflineModel",
+    "PolicyChatModel",
     "PromptSet",
     "RefineContext",
     "RefineInput",
@@ -177,10 +188,13 @@ __all__ = [
     "recursion_limit",
     "refine",
     "refine_node",
+    "refine_rollout",
     "reply_from_output",
     "refine_batch",
     "resolve_model",
     "task_from_messages",
+    "trainable_model",
+    "verifier_reward",
 ]
 
 

@@ -3,9 +3,11 @@ endpoint run, and the ones followed by their output print exactly that output.
 
 Blocks that need an API key or a server (`gpt-4o-mini`, the SDK against `langgraph dev`,
 PostgreSQL) are only compiled here: told by the code's names and strings, never by its
-comments. The Studio example runs in the integration tests against a real server. A block
-that uses `model="local"` runs with the small SmolLM2 model and short replies instead of
-the 491 MB default.
+comments. So are blocks that train with `GRPOTrainer` (minutes a step of the 0.5B model on
+a CPU): `examples/train_grpo.py`, which they follow, runs in tests/test_examples.py on a
+tiny model and in the training benchmark on the real one. The Studio example runs in the
+integration tests against a real server. A block that uses `model="local"` runs with the
+small SmolLM2 model and short replies instead of the 491 MB default.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 _NEEDS_ENDPOINT = ("gpt-4o-mini", "get_sync_client", "Postgres", "URL")
+_TRAINS = ("GRPOTrainer",)
 
 
 def _blocks() -> list[tuple[str, str, str | None]]:
@@ -49,7 +52,7 @@ def test_the_readme_and_the_embedding_guide_show_runnable_examples() -> None:
     assert len([b for b in embedding if b[2] is not None]) == 2
 
 
-def _needs_endpoint(tree: ast.Module) -> bool:
+def _needs_endpoint(tree: ast.Module, markers: tuple[str, ...] = _NEEDS_ENDPOINT) -> bool:
     """Whether the code names an endpoint in its identifiers or strings (comments don't count)."""
     words = set()
     for node in ast.walk(tree):
@@ -61,7 +64,7 @@ def _needs_endpoint(tree: ast.Module) -> bool:
             words.add(node.name)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             words.add(node.value)
-    return any(marker in word for word in words for marker in _NEEDS_ENDPOINT)
+    return any(marker in word for word in words for marker in markers)
 
 
 _THE_READERS_OWN = {"prompts", "completions", "gold", "URL"}
@@ -100,7 +103,8 @@ def test_markers_are_read_from_code_not_comments() -> None:
 @pytest.mark.parametrize(("where", "code", "output"), BLOCKS, ids=[b[0] for b in BLOCKS])
 def test_code_block(where: str, code: str, output: str | None, tmp_path: Path) -> None:
     tree = ast.parse(code.replace("await ", ""))  # every block is valid Python (async too)
-    if _needs_endpoint(tree) or code.lstrip().startswith("Command("):
+    trains = _needs_endpoint(tree, _TRAINS)
+    if _needs_endpoint(tree) or trains or code.lstrip().startswith("Command("):
         return
     if 'model="local"' in code:
         pytest.importorskip("llama_cpp", reason='needs the local extra: pip install -e ".[local]"')

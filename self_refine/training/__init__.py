@@ -1,0 +1,29 @@
+"""Self-Refine inside a reinforcement-learning trainer (TRL's GRPOTrainer).
+
+`refine_rollout` builds a `rollout_func` that refines each step's wrong samples
+through the refine graph, the policy answering through `PolicyChatModel` (a
+transformers model as a chat model, its concurrent calls batched into one
+`generate`); `verifier_reward` makes reward functions of the same verifiers;
+`trainable_model` turns the embedded GGUF model into a transformers model directory
+the trainer can train. torch, transformers and TRL are imported only when used
+(`pip install "langgraph-self-refine[training]"`).
+"""
+
+from self_refine.training.convert import trainable_model
+from self_refine.training.policy import PolicyCall, PolicyChatModel
+from self_refine.training.rewards import verifier_reward
+from self_refine.training.rollout import METRICS, RefineRollout, RefineStepError, refine_rollout
+from self_refine.training.samples import TRAIN_ON, TrainOn
+
+__all__ = [
+    "METRICS",
+    "TRAIN_ON",
+    "PolicyCall",
+    "PolicyChatModel",
+    "RefineRollout",
+    "RefineStepError",
+    "TrainOn",
+    "refine_rollout",
+    "trainable_model",
+    "verifier_reward",
+]

@@ -1,0 +1,334 @@
+"""refine_rollout(): a TRL GRPOTrainer rollout function that refines a step's wrong samples.
+
+Each step: the policy samples one completion per prompt (the prompts arrive repeated
+`num_generations` times, as the trainer's own generation would see them) with the
+trainer's sampling settings, in one batched `generate`; the verifiers judge each
+completion; the wrong ones go through the refine graph (`arefine_batch`, one turn:
+critique, refine, check), the policy as refiner through `PolicyChatModel`, whose
+concurrent calls share one `generate`. The trainer gets each sample's token ids
+(`samples.py`: the draft, or the refinement in the chosen form) and, for the reward
+functions, a `self_refine` entry per sample (the answer to judge, whether it was
+refined, right before and after).
+
+Metrics go to the trainer's log (`self_refine/acc_t1`, `acc_t2`, `wrong_to_right`,
+`right_to_wrong`, `refined`, `refine_tokens`, `refine_seconds`) and every refined
+sample to the JSONL `log`. A refine call that fails fails the step.
+
+TRL has no public way for a rollout function to log a metric; the rollout uses the
+trainer method that backs reward functions' `log_metric` argument (`_log_metric`,
+TRL 1.13 to 1.16), and refuses a trainer without it before any generation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from self_refine.batch.api import BatchResult, refine_batch
+from self_refine.batch.output import append_jsonl
+from self_refine.context import RefineContext
+from self_refine.critics import Verifier, judge_draft, resolve_critics
+from self_refine.critics.verifiers import EXPLAINER_NAMES
+from self_refine.errors import ConfigError, SelfRefineError
+from self_refine.graphs import Roles
+from self_refine.models.resolve import check_model
+from self_refine.prompts import get_profile
+from self_refine.training.policy import PolicyCall, PolicyChatModel
+from self_refine.training.samples import TRAIN_ON, Outcome, TrainOn, trainer_sample
+from self_refine.training.tasks import References, task_of
+
+__all__ = ["METRICS", "RefineRollout", "RefineStepError", "refine_rollout"]
+
+METRICS = (
+    "acc_t1",
+    "acc_t2",
+    "wrong_to_right",
+    "right_to_wrong",
+    "refined",
+    "refine_tokens",
+    "refine_seconds",
+)
+"""What each step logs, under `self_refine/`: accuracy before and after refinement and the
+transitions (fractions of the step's samples), the fraction refined, the tokens the policy
+wrote for turn 2 (the step's total) and the seconds turn 2 took."""
+
+
+class RefineStepError(SelfRefineError):
+    """Refining a step's wrong samples failed; the step is not trained on."""
+
+
+@dataclass
+class RefineRollout:
+    """The rollout function `refine_rollout` builds: `rollout(prompts, trainer) -> dict`.
+
+    `last` holds the latest step's outcomes, one per sample.
+    """
+
+    references: References
+    verifiers: list[str | Verifier]
+    critics: list[Any]
+    critic_model: BaseChatModel | str | None
+    train_on: TrainOn
+    max_new_tokens: int | None
+    log: Path | None
+    settings: RefineContext
+    gather_seconds: float
+    last: list[Outcome] | None = None
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        """Sample, judge, refine the wrong samples and return what GRPOTrainer trains on."""
+        tasks = [task_of(p) for p in prompts]
+        references = [self.references.of(t) for t in tasks]
+        log_metric = _metric_logger(trainer)
+        tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+        template = _template_options(trainer)
+        prompt_ids = _prompt_ids(prompts, tokenizer, template)
+        with _generating(trainer) as model:
+            policy = PolicyChatModel(
+                model=model,
+                tokenizer=tokenizer,
+                generation_config=trainer.generation_config,
+                max_new_tokens=self.max_new_tokens or trainer.max_completion_length,
+                gather_seconds=self.gather_seconds,
+                chat_template_kwargs=template,
+            )
+            drafts_ids = policy.generate_ids(prompt_ids, trainer.max_completion_length)
+            outcomes = []
+            for prompt, task, ids, ref, reference in zip(
+                prompts, tasks, drafts_ids, prompt_ids, references, strict=True
+            ):
+                draft = tokenizer.decode(ids, skip_special_tokens=True)
+                right = bool(judge_draft(task, draft, reference, self.verifiers))
+                outcomes.append(Outcome(prompt, task, ref, ids, draft, right, right))
+            started = time.perf_counter()
+            self._refine(policy, [o for o in outcomes if not o.right_before])
+            seconds = time.perf_counter() - started
+            samples = [trainer_sample(o, self.train_on, policy) for o in outcomes]
+        step = int(trainer.state.global_step)
+        self._report(outcomes, seconds, step, log_metric)
+        self.last = outcomes
+        result: dict[str, Any] = {
+            "prompt_ids": [s.prompt_ids for s in samples],
+            "completion_ids": [s.completion_ids for s in samples],
+            "logprobs": None,
+            "self_refine": [
+                {
+                    "answer": o.answer,
+                    "refined": o.refinement is not None,
+                    "correct_before": o.right_before,
+                    "correct_after": o.right_after,
+                }
+                for o in outcomes
+            ],
+        }
+        if self.train_on == "exchange":
+            result["env_mask"] = [s.env_mask for s in samples]
+        return result
+
+    def _refine(self, policy: PolicyChatModel, wrong: list[Outcome]) -> None:
+        """Refine the wrong outcomes through the graph, one turn, and fill in what came of it."""
+        if not wrong:
+            return
+        with policy.recording() as calls, policy.expecting(len(wrong)):
+            result = refine_batch(
+                [o.task for o in wrong],
+                model=policy,
+                answers=[o.draft for o in wrong],
+                correct=[False] * len(wrong),
+                references=[self.references.of(o.task) for o in wrong],
+                verifiers=self.verifiers,
+                critics=self.critics,
+                roles=Roles(critic=self.critic_model),
+                settings=self.settings,
+                concurrency=len(wrong),
+            )
+        _fail_on_errors(result, wrong)
+        by_thread: dict[str, list[PolicyCall]] = {}
+        for call in calls:
+            by_thread.setdefault(str(call.metadata.get("thread_id")), []).append(call)
+        for outcome, record in zip(wrong, result.records, strict=True):
+            assert record is not None  # _fail_on_errors refused missing records
+            thread = by_thread.get(str(record.get("thread_id")), [])
+            outcome.thread_id = record.get("thread_id")
+            outcome.refine_tokens = sum(len(c.completion_ids) for c in thread)
+            attempts = record.get("attempts") or []
+            outcome.critique = list((attempts[0].get("critique") or {}).get("feedback") or [])
+            turn2 = next((a for a in attempts if a.get("iteration") == 1), None)
+            if turn2 is None or turn2["draft"] == outcome.draft:
+                continue
+            outcome.refinement = str(turn2["draft"])
+            outcome.right_after = bool(turn2.get("correct"))
+            outcome.call = _writer_of(thread, outcome.refinement)
+
+    def _report(self, outcomes: list[Outcome], seconds: float, step: int, log_metric: Any) -> None:
+        """Log the step's metrics to the trainer and its refined samples to the JSONL file."""
+        size = len(outcomes)
+        refined = [o for o in outcomes if not o.right_before]
+        values = {
+            "acc_t1": sum(o.right_before for o in outcomes) / size,
+            "acc_t2": sum(o.right_after for o in outcomes) / size,
+            "wrong_to_right": sum(not o.right_before and o.right_after for o in outcomes) / size,
+            "right_to_wrong": sum(o.right_before and not o.right_after for o in outcomes) / size,
+            "refined": len(refined) / size,
+            "refine_tokens": float(sum(o.refine_tokens for o in outcomes)),
+            "refine_seconds": seconds,
+        }
+        for name in METRICS:
+            log_metric(f"self_refine/{name}", values[name])
+        if self.log is not None and refined:
+            append_jsonl(
+                self.log,
+                [
+                    {
+                        "step": step,
+                        "prompt": o.prompt,
+                        "draft": o.draft,
+                        "critique": o.critique,
+                        "refinement": o.refinement,
+                        "correct_before": o.right_before,
+                        "correct_after": o.right_after,
+                        "refine_tokens": o.refine_tokens,
+                        "thread_id": o.thread_id,
+                    }
+                    for o in refined
+                ],
+            )
+
+
+def _writer_of(calls: list[PolicyCall], refinement: str) -> PolicyCall | None:
+    """The refiner call whose reply became the refinement (the latest, when asked again)."""
+    refiner = [c for c in calls if c.metadata.get("role") == "refiner"]
+    exact = [c for c in refiner if c.text.strip() == refinement.strip()]
+    if exact:
+        return exact[-1]
+    containing = [c for c in refiner if refinement.strip() in c.text]
+    found = containing or refiner
+    return found[-1] if found else None
+
+
+def _fail_on_errors(result: BatchResult, wrong: list[Outcome]) -> None:
+    if not result.errors:
+        return
+    index, reason = sorted(result.errors.items())[0]
+    raise RefineStepError(
+        f"refining {len(result.errors)} of the step's {len(wrong)} wrong samples failed; "
+        f"the first, {wrong[index].task[:60]!r}: {reason}"
+    )
+
+
+def _metric_logger(trainer: Any) -> Any:
+    """The trainer's metric log (the method behind reward functions' `log_metric`)."""
+    log_metric = getattr(trainer, "_log_metric", None)
+    if not callable(log_metric):
+        raise ConfigError(
+            f"{type(trainer).__name__} cannot log a rollout's metrics: refine_rollout works "
+            "with TRL's GRPOTrainer 1.13 to 1.16 (pip install 'trl>=1.13,<1.17')"
+        )
+    if getattr(trainer, "use_vllm", False):
+        raise ConfigError(
+            "refine_rollout samples with transformers' generate: turn use_vllm off in GRPOConfig"
+        )
+    return log_metric
+
+
+def _template_options(trainer: Any) -> dict[str, Any]:
+    """The chat template options the trainer renders prompts with (its training template)."""
+    options = dict(getattr(trainer, "chat_template_kwargs", None) or {})
+    if getattr(trainer, "chat_template", None) is not None:
+        options["chat_template"] = trainer.chat_template
+    return options
+
+
+def _prompt_ids(prompts: list[Any], tokenizer: Any, template: dict[str, Any]) -> list[list[int]]:
+    """The prompts' token ids, as the trainer's own generation would have them."""
+    if isinstance(prompts[0], str):
+        return [list(ids) for ids in tokenizer(text=prompts)["input_ids"]]
+    rendered = tokenizer.apply_chat_template(
+        prompts, add_generation_prompt=True, tokenize=True, return_dict=True, **template
+    )
+    return [list(ids) for ids in rendered["input_ids"]]
+
+
+def _generating(trainer: Any) -> AbstractContextManager[Any]:
+    """The trainer's model, unwrapped for generation as its own rollouts do."""
+    try:
+        from trl.models import unwrap_model_for_generation
+    except ImportError:
+        return nullcontext(trainer.model)
+    return unwrap_model_for_generation(
+        trainer.model_wrapped,
+        trainer.accelerator,
+        gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+        generation_kwargs=getattr(trainer, "generation_kwargs", None),
+    )
+
+
+def refine_rollout(
+    dataset: Iterable[Mapping[str, Any]],
+    *,
+    verifiers: Sequence[str | Verifier] | None = None,
+    reference: str = "reference",
+    profile: str = "general",
+    critics: Sequence[Any] | None = None,
+    critic_model: BaseChatModel | str | None = None,
+    train_on: TrainOn = "exchange",
+    max_new_tokens: int | None = None,
+    log: str | Path | None = None,
+    settings: RefineContext | None = None,
+    gather_seconds: float = 0.05,
+) -> RefineRollout:
+    """Build a GRPOTrainer `rollout_func` that refines each step's wrong samples once.
+
+    `dataset` is the trainer's training rows: the rollout looks up each prompt's
+    reference (column `reference`) there, and checks them all now. `verifiers`
+    (names or `(task, draft, reference)` callables; default: the `profile`'s)
+    tell right from wrong. `critics` say what the refiner is told (default: the
+    verifiers' findings; add "llm" for the LLM critic, which is the policy unless
+    `critic_model` names another). `train_on` is "exchange" or "refinement" (see
+    `self_refine.training.samples`). `max_new_tokens` caps a refine reply (default:
+    the trainer's `max_completion_length`). Each refined sample is appended to the
+    JSONL file `log`. `settings` are the refine graph's other settings (its
+    `max_iterations` is 1: one refine turn).
+    """
+    if train_on not in TRAIN_ON:
+        raise ConfigError(f"train_on must be one of {', '.join(TRAIN_ON)}, got {train_on!r}")
+    checks = list(
+        verifiers
+        if verifiers is not None
+        else [c for c in get_profile(profile).critics if c not in EXPLAINER_NAMES]
+    )
+    if not checks:
+        raise ConfigError(
+            f"the {profile!r} profile has no verifier: pass verifiers=[...] (names such as "
+            "'answer' or 'concepts', or (task, draft, reference) callables), the exact checks "
+            "that tell a right sample from a wrong one"
+        )
+    if max_new_tokens is not None and max_new_tokens < 1:
+        raise ConfigError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    told = list(critics) if critics is not None else list(checks)
+    if "human" in told:
+        raise ConfigError(
+            "the human critic cannot critique inside a trainer: use verifiers or 'llm'"
+        )
+    resolve_critics(told)
+    check_model(critic_model)
+    return RefineRollout(
+        references=References(dataset, reference, checks),
+        verifiers=checks,
+        critics=told,
+        critic_model=critic_model,
+        train_on=train_on,
+        max_new_tokens=max_new_tokens,
+        log=Path(log) if log is not None else None,
+        settings=dataclasses.replace(
+            settings or RefineContext(), profile=profile, max_iterations=1
+        ),
+        gather_seconds=gather_seconds,
+    )

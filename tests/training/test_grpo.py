@@ -1,0 +1,188 @@
+"""refine_rollout in a real GRPOTrainer: one train() step of a tiny Qwen2 policy on the CPU.
+
+The prompts ask for replies of at least some characters, checked by a verifier: the
+trainer's completions are cut at 4 tokens (characters, with the tiny tokenizer), so
+every sample of the prompt asking for 8 is wrong at turn 1, while a refinement may
+write 16; the prompt asking for 1 is right unless the draft is blank.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from self_refine import Critique
+from self_refine.training import METRICS, RefineStepError, refine_rollout, verifier_reward
+from tests.training.tiny import tiny_policy
+
+ROWS = [
+    {"prompt": [{"role": "user", "content": "Write anything."}], "reference": {"min_chars": 1}},
+    {"prompt": [{"role": "user", "content": "Write 8 characters."}], "reference": {"min_chars": 8}},
+]
+
+REFERENCE = {row["prompt"][0]["content"]: row["reference"] for row in ROWS}
+
+
+def long_enough(task: str, draft: str, reference: Any) -> Critique:
+    """Pass a draft of at least reference["min_chars"] characters (blanks at the ends aside)."""
+    wanted = int(reference["min_chars"])
+    passed = len(draft.strip()) >= wanted
+    feedback = [] if passed else [f"Write at least {wanted} characters."]
+    return Critique(feedback=feedback, done=passed, source="length")
+
+
+def _train_one_step(rollout: Any, tmp_path: Path, model: Any = None) -> tuple[Any, dict[str, Any]]:
+    """Run one GRPO step; return the trainer and what the rollout gave it."""
+    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    policy, tokenizer = tiny_policy()
+    given: dict[str, Any] = {}
+
+    def recorded(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        given.update(rollout(prompts, trainer))
+        return given
+
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=4,
+        max_steps=1,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        bf16=False,
+        disable_tqdm=True,
+        seed=7,
+    )
+    trainer = GRPOTrainer(
+        model=model or policy,
+        processing_class=tokenizer,
+        reward_funcs=[verifier_reward(long_enough)],
+        args=args,
+        train_dataset=Dataset.from_list(ROWS),
+        rollout_func=recorded,
+    )
+    trainer.train()
+    return trainer, given
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _trained_text(tokenizer: Any, ids: list[int], mask: list[int]) -> str:
+    kept = [t for t, m in zip(ids, mask, strict=True) if m]
+    return str(tokenizer.decode(kept, skip_special_tokens=True))
+
+
+def test_a_step_refines_only_the_wrong_samples_and_trains_on_the_exchange(tmp_path: Path) -> None:
+    log = tmp_path / "refined.jsonl"
+    rollout = refine_rollout(ROWS, verifiers=[long_enough], max_new_tokens=16, log=log)
+    trainer, given = _train_one_step(rollout, tmp_path)
+    tokenizer = trainer.processing_class
+    outcomes = rollout.last
+    assert outcomes is not None and len(outcomes) == 8
+
+    wrong = [o for o in outcomes if not o.right_before]
+    assert [o.right_before for o in outcomes] == [
+        long_enough(o.task, o.draft, REFERENCE[o.task]).done for o in outcomes
+    ]
+    assert len(wrong) >= 4  # the 8-character prompt's four samples, at least
+    lines = _lines(log)
+    assert [line["draft"] for line in lines] == [o.draft for o in wrong]
+    assert all(line["correct_before"] is False and line["step"] == 0 for line in lines)
+    for line in lines:
+        wanted = REFERENCE[line["prompt"][0]["content"]]["min_chars"]
+        assert line["critique"] == [f"Write at least {wanted} characters."]
+        assert line["correct_after"] == (len((line["refinement"] or "").strip()) >= wanted)
+
+    logged = trainer.state.log_history[0]
+    assert {f"self_refine/{name}" for name in METRICS} <= set(logged)
+    size = len(outcomes)
+    assert logged["self_refine/acc_t1"] == pytest.approx(1 - len(wrong) / size)
+    assert logged["self_refine/wrong_to_right"] == pytest.approx(
+        sum(line["correct_after"] for line in lines) / size
+    )
+    assert logged["self_refine/right_to_wrong"] == 0
+    assert logged["self_refine/refined"] == pytest.approx(len(wrong) / size)
+    assert logged["self_refine/refine_tokens"] == sum(line["refine_tokens"] for line in lines) > 0
+    assert logged["rewards/verifier_long_enough/mean"] == pytest.approx(
+        logged["self_refine/acc_t2"]
+    )
+
+    for index, outcome in enumerate(outcomes):
+        ids, mask = given["completion_ids"][index], given["env_mask"][index]
+        if outcome.refinement is None:
+            assert ids == outcome.draft_ids and all(mask)
+            continue
+        assert _trained_text(tokenizer, ids, mask).strip() == outcome.refinement
+        masked = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if not m])
+        assert outcome.draft.strip() in masked
+        assert "Write at least 8 characters." in masked
+        assert given["self_refine"][index]["answer"] == outcome.refinement
+
+
+def test_the_refinement_form_trains_the_refinement_after_the_trainer_prompt(
+    tmp_path: Path,
+) -> None:
+    rollout = refine_rollout(
+        ROWS, verifiers=[long_enough], max_new_tokens=16, train_on="refinement"
+    )
+    trainer, given = _train_one_step(rollout, tmp_path)
+    tokenizer = trainer.processing_class
+    assert "env_mask" not in given
+    outcomes = rollout.last or []
+    refined = [i for i, o in enumerate(outcomes) if o.refinement is not None]
+    assert refined
+    for index in refined:
+        ids = given["completion_ids"][index]
+        assert tokenizer.decode(ids, skip_special_tokens=True) == outcomes[index].refinement
+        assert ids[-1] == tokenizer.eos_token_id
+        assert given["prompt_ids"][index] == outcomes[index].prompt_ids
+
+
+def test_a_crash_in_a_refine_call_fails_the_step(tmp_path: Path) -> None:
+    model, _ = tiny_policy()
+    generate = model.generate
+    calls: list[int] = []
+
+    def crashing_after_the_first(**kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("out of memory while refining")
+        return generate(**kwargs)
+
+    model.generate = crashing_after_the_first
+    log = tmp_path / "refined.jsonl"
+    rollout = refine_rollout(ROWS, verifiers=[long_enough], log=log)
+    with pytest.raises(RefineStepError, match="RuntimeError: out of memory while refining"):
+        _train_one_step(rollout, tmp_path, model=model)
+    assert not log.exists()
+
+
+def test_bad_settings_are_refused_before_any_model_runs() -> None:
+    from self_refine.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="has no verifier"):
+        refine_rollout(ROWS)
+    with pytest.raises(ConfigError, match="train_on must be one of exchange, refinement"):
+        refine_rollout(ROWS, verifiers=[long_enough], train_on="turns")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="human critic cannot critique inside a trainer"):
+        refine_rollout(ROWS, verifiers=[long_enough], critics=["human"])
+    with pytest.raises(ConfigError, match="unknown critic 'llm-judge'"):
+        refine_rollout(ROWS, verifiers=[long_enough], critics=["llm-judge"])
+    with pytest.raises(ConfigError, match="row 0 of the dataset has no 'answer' column"):
+        refine_rollout(ROWS, verifiers=["answer"], reference="answer")
+    with pytest.raises(ConfigError, match=r'row 0: no verifier can judge.*reference\["answer"\]'):
+        refine_rollout(ROWS, verifiers=["answer"])
+    rollout = refine_rollout(ROWS, verifiers=[long_enough])
+    with pytest.raises(ConfigError, match="not in the rollout's dataset"):
+        rollout([[{"role": "user", "content": "Something else."}]], trainer=object())
