@@ -51,8 +51,9 @@ def _unchanged(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     the drafts with a parent (its fresh drafts refine nothing)."""
     replies = unchanged = 0
     for record in records:
+        planned = (record.get("settings") or {}).get("strategy") in ("sample", "search")
         for attempt in record.get("attempts") or []:
-            if "node" in attempt:
+            if planned:
                 refining = [
                     d
                     for d in [attempt, *attempt.get("candidates", [])]

@@ -61,3 +61,35 @@ def test_a_refine_run_s_replies_refine_the_step_before() -> None:
     assert [r["kind"] for r in found] == ["fresh", "refine", "refine"]
     assert [r["rejected"] for r in found] == [None, None, "unchanged"]
     assert "1 unchanged" in table(found)
+
+
+def test_a_search_counts_as_refine_replies_only_its_drafts_with_a_parent() -> None:
+    from benchmarks.quality.curves import strategy_figures
+
+    unchanged = {"reason": "unchanged", "reply": "x", "detail": ""}
+    fresh = {"index": 1, "node": 1, "parent": None, "draft": "b", "rejected": unchanged}
+    refined = {"index": 2, "node": 2, "parent": 0, "draft": "", "rejected": unchanged}
+    search = {
+        "settings": {"strategy": "search"},
+        "budgets": [{"tokens": 1, "answer": "a", "correct": False}],
+        "attempts": [
+            {"iteration": 0, "draft": "a", "critique": {}, "node": 0, "parent": None},
+            {"iteration": 1, "draft": "c", "critique": {}, "node": 3, "parent": None,
+             "candidates": [fresh, refined]},
+            # a step whose every reply was rejected keeps no node of its own
+            {"iteration": 2, "draft": "c", "critique": {}, "candidates": [{**fresh, "node": 4}]},
+        ],
+    }  # fmt: skip
+    figures = strategy_figures([search], [False], [1])
+    assert figures["refine_replies"] == 1
+    assert figures["unchanged_share_of_refine_replies"] == 1.0
+    refine = {
+        "settings": {"strategy": "refine"},
+        "budgets": [{"tokens": 1, "answer": "a", "correct": False}],
+        "attempts": [
+            {"iteration": 0, "draft": "a", "critique": {}},
+            {"iteration": 1, "draft": "a", "critique": {}, "rejected": [unchanged]},
+        ],
+    }
+    figures = strategy_figures([refine], [False], [1])
+    assert figures["refine_replies"] == 2 and figures["unchanged_share_of_refine_replies"] == 0.5
