@@ -23,20 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.quality.honesty import answer_forms
+from self_refine.nodes.search import graded
 
 __all__ = ["Reply", "main", "replies", "table"]
 
 Reply = dict[str, Any]
 """One judged reply: set, strategy, kind ("fresh" or "refine"), parent_h, parent_form,
 verified, rejected (the reason, or None)."""
-
-
-def _h(draft: dict[str, Any]) -> float:
-    checked = draft.get("checked")
-    if checked is not None:
-        return float(checked)
-    score = (draft.get("critique") or {}).get("score")
-    return float(score) if score is not None else 0.0
 
 
 def _form(task: str, draft: dict[str, Any], reference: Any) -> str:
@@ -58,7 +51,7 @@ def _reply(record: dict[str, Any], draft: dict[str, Any], parent: dict[str, Any]
         "set": record["set"],
         "strategy": record["strategy"],
         "kind": "fresh" if parent is None else "refine",
-        "parent_h": None if parent is None else _h(parent),
+        "parent_h": None if parent is None else graded(parent),
         "parent_form": None
         if parent is None
         else _form(record["task"], parent, record.get("reference")),
