@@ -18,9 +18,11 @@ CANDIDATES ?= 4
 # benchmark says pays with this model: fresh drafts (--strategy sample) until one is
 # verified (benchmarks/results/budget-local-qwen2.5-coder-0.5b-*.md: sampling and search
 # tie at 8x a first draft's tokens on every set, refining never beat the first draft).
+# The offline stand-in writes the same draft every time, so with it the task refines.
 # A TASK of your own runs plain: the refine loop, the model critiquing.
+STRATEGY ?= $(if $(filter offline,$(MODEL)),refine,sample)
 ifeq ($(origin TASK),file)
-RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)' --strategy sample
+RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)' --strategy $(STRATEGY)
 endif
 RUN_NEEDS := $(if $(filter local local:%,$(MODEL)),$(VENV)/.installed-local,$(VENV)/.installed-run)
 
