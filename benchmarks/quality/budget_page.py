@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.quality.outputs import PLOT_MISSING, warn_no_plot
+from benchmarks.quality.outputs import PLOT_MISSING, pyplot, warn_no_plot
 
 __all__ = ["markdown", "plot", "write_files"]
 
@@ -149,12 +149,8 @@ def markdown(document: dict[str, Any], plot_name: str | None = None) -> str:
 
 def plot(document: dict[str, Any], path: Path) -> bool:
     """Accuracy against budget, a panel per set; False when matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     sets = list(document["results"])
     figure, axes = plt.subplots(1, max(len(sets), 1), figsize=(4.4 * max(len(sets), 1), 3.8))

@@ -17,7 +17,24 @@ from typing import Any
 from benchmarks.run import _git_commit
 from self_refine.prompts.render import DEFAULT_REFINE_FORM
 
-__all__ = ["document", "examples_of", "model_meta", "shown_arguments"]
+__all__ = [
+    "add_model_options",
+    "document",
+    "examples_of",
+    "model_meta",
+    "shown_arguments",
+]
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """The options that name the model a quality command measures, and reach it."""
+    parser.add_argument("--model", default="local", help="model string (default: local)")
+    parser.add_argument("--base-url", help="an OpenAI-compatible server's base URL")
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get("OPENAI_API_KEY"),
+        help="the server's API key (default: OPENAI_API_KEY; never written)",
+    )
 
 
 def model_meta(model: Any, spec: str) -> dict[str, Any]:

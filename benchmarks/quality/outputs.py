@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime
 import re
 from pathlib import Path
+from typing import Any
 
-__all__ = ["PLOT_MISSING", "dated_stem", "refuse_existing", "warn_no_plot"]
+__all__ = ["PLOT_MISSING", "dated_stem", "pyplot", "refuse_existing", "warn_no_plot"]
 
 PLOT_MISSING = (
     "matplotlib is not installed, so the .png was NOT written: "
@@ -36,3 +37,15 @@ def warn_no_plot() -> None:
     import sys
 
     print(f"\n*** {PLOT_MISSING} ***\n", file=sys.stderr, flush=True)
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot drawing to files (the Agg backend), or None when it is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.quality.outputs import PLOT_MISSING, warn_no_plot
+from benchmarks.quality.outputs import PLOT_MISSING, pyplot, warn_no_plot
 
 __all__ = ["markdown", "readings", "write_results"]
 
@@ -166,12 +166,8 @@ def _clip(text: str, limit: int = 400) -> str:
 
 def _plot(document: dict[str, Any], path: Path) -> bool:
     """Accuracy against refine steps per condition, and tokens against final accuracy."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     sets = list(document["results"])
     figure, axes = plt.subplots(1, len(sets) + 1, figsize=(4.2 * (len(sets) + 1), 3.6))

@@ -38,7 +38,6 @@ import asyncio
 import datetime
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -46,7 +45,7 @@ from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from benchmarks.quality.document import document, examples_of
+from benchmarks.quality.document import add_model_options, document, examples_of
 from benchmarks.quality.figures import condition_figures
 from benchmarks.quality.honesty import answer_forms, rejudge
 from benchmarks.quality.outputs import dated_stem, refuse_existing
@@ -280,13 +279,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model", default="local", help="model string (default: local)")
-    parser.add_argument("--base-url", help="an OpenAI-compatible server's base URL")
-    parser.add_argument(
-        "--api-key",
-        default=os.environ.get("OPENAI_API_KEY"),
-        help="the server's API key (default: OPENAI_API_KEY from the environment)",
-    )
+    add_model_options(parser)
     parser.add_argument("--n", type=int, default=10, help="items per set (default 10)")
     parser.add_argument("--k", type=int, default=3, help="refine steps (default 3)")
     parser.add_argument("--max-tokens", type=int, default=512, help="per reply (default 512)")

@@ -41,7 +41,7 @@ from typing import Any
 from benchmarks.quality.anytime import answer_at, tokens_of
 from benchmarks.quality.budget_page import write_files
 from benchmarks.quality.curves import differences, first_figures, strategy_figures
-from benchmarks.quality.document import model_meta, shown_arguments
+from benchmarks.quality.document import add_model_options, model_meta, shown_arguments
 from benchmarks.quality.honesty import answer_forms, feedback_wording
 from benchmarks.quality.intervals import PairedBootstrap
 from benchmarks.quality.outputs import dated_stem, refuse_existing
@@ -335,13 +335,7 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model", default="local", help="model string (default: local)")
-    parser.add_argument("--base-url", help="an OpenAI-compatible server's base URL")
-    parser.add_argument(
-        "--api-key",
-        default=os.environ.get("OPENAI_API_KEY"),
-        help="the server's API key (default: OPENAI_API_KEY; never written)",
-    )
+    add_model_options(parser)
     parser.add_argument("--sets", default=",".join(SETS), help="default: every set")
     parser.add_argument("--n", type=int, help="first N items per set (default: all)")
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="default: all four")

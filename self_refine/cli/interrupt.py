@@ -11,6 +11,7 @@ write; a thread's lock goes with the process).
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -56,6 +57,11 @@ class _Stop:
         from self_refine.models.cancel import cancel_calls
 
         cancel_calls()
+        # The run unwinds while branches in worker threads end: LangGraph's executor is
+        # shut down by then, and its callback for a branch that ends afterwards fails in
+        # `concurrent.futures`, which logs a traceback of the stop it carries. The stop
+        # is said once, by `say`; the program is on its way out.
+        logging.getLogger("concurrent.futures").disabled = True
         if self.deadline is None:
             self.deadline = threading.Timer(GRACE_SECONDS, self._exit_now, (signum,))
             self.deadline.daemon = True
