@@ -22,6 +22,7 @@ TRL 1.13 to 1.16), and refuses a trainer without it before any generation.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -38,7 +39,7 @@ from self_refine.critics import Verifier, judge_draft, resolve_critics
 from self_refine.critics.verifiers import EXPLAINER_NAMES
 from self_refine.errors import ConfigError, SelfRefineError
 from self_refine.graphs import Roles
-from self_refine.models.resolve import check_model
+from self_refine.models.resolve import check_model, resolve_model
 from self_refine.prompts import get_profile
 from self_refine.training.policy import PolicyCall, PolicyChatModel
 from self_refine.training.samples import TRAIN_ON, Outcome, TrainOn, trainer_sample
@@ -295,10 +296,24 @@ def refine_rollout(
     `self_refine.training.samples`). `max_new_tokens` caps a refine reply (default:
     the trainer's `max_completion_length`). Each refined sample is appended to the
     JSONL file `log`. `settings` are the refine graph's other settings (its
-    `max_iterations` is 1: one refine turn).
+    `max_iterations` is 1: one refine turn; a rollout refines once with one
+    candidate, so `strategy` must stay "refine" and `candidates` 1). A critic model
+    string is made a chat model here. Every argument is checked here, before any
+    generation; what a rollout would ignore or fail on later raises ConfigError.
     """
     if train_on not in TRAIN_ON:
         raise ConfigError(f"train_on must be one of {', '.join(TRAIN_ON)}, got {train_on!r}")
+    rows = _check_dataset(dataset)
+    run_settings = _check_settings(settings)
+    _check_options(max_new_tokens, gather_seconds)
+    if isinstance(verifiers, str) or isinstance(critics, str):
+        which, given = (
+            ("verifiers", verifiers) if isinstance(verifiers, str) else ("critics", critics)
+        )
+        raise ConfigError(
+            f"{which} must be a list of names or callables, got the string {given!r}: "
+            f"write {which}=[{given!r}]"
+        )
     checks = list(
         verifiers
         if verifiers is not None
@@ -310,25 +325,107 @@ def refine_rollout(
             "'answer' or 'concepts', or (task, draft, reference) callables), the exact checks "
             "that tell a right sample from a wrong one"
         )
-    if max_new_tokens is not None and max_new_tokens < 1:
-        raise ConfigError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     told = list(critics) if critics is not None else list(checks)
     if "human" in told:
         raise ConfigError(
             "the human critic cannot critique inside a trainer: use verifiers or 'llm'"
         )
     resolve_critics(told)
-    check_model(critic_model)
+    log_path = _check_log(log)
     return RefineRollout(
-        references=References(dataset, reference, checks),
+        references=References(rows, reference, checks),
         verifiers=checks,
         critics=told,
-        critic_model=critic_model,
+        critic_model=_check_critic_model(critic_model, run_settings),
         train_on=train_on,
         max_new_tokens=max_new_tokens,
-        log=Path(log) if log is not None else None,
-        settings=dataclasses.replace(
-            settings or RefineContext(), profile=profile, max_iterations=1
-        ),
-        gather_seconds=gather_seconds,
+        log=log_path,
+        settings=dataclasses.replace(run_settings, profile=profile, max_iterations=1),
+        gather_seconds=float(gather_seconds),
+    )
+
+
+def _check_dataset(dataset: Any) -> Iterable[Mapping[str, Any]]:
+    """The training rows, refused unless they are rows (a list of dicts, a datasets.Dataset)."""
+    if (
+        dataset is None
+        or isinstance(dataset, str | bytes | Mapping)
+        or not isinstance(dataset, Iterable)
+    ):
+        raise ConfigError(
+            f"dataset must be the rows the trainer trains on (a list of dicts or a "
+            f"datasets.Dataset, each with 'prompt' and its reference), got "
+            f"{type(dataset).__name__}: pass refine_rollout(train_dataset, ...)"
+        )
+    return dataset
+
+
+def _check_settings(settings: Any) -> RefineContext:
+    """The graph's settings, refused where a rollout would not follow them."""
+    if settings is None:
+        return RefineContext()
+    if not isinstance(settings, RefineContext):
+        hint = "RefineContext(**{...})" if isinstance(settings, Mapping) else "RefineContext(...)"
+        raise ConfigError(
+            f"settings must be a RefineContext, got {type(settings).__name__}: pass settings={hint}"
+        )
+    if settings.strategy != "refine" or settings.candidates != 1:
+        raise ConfigError(
+            "a rollout refines each wrong sample once with one candidate, so settings must "
+            f"keep strategy='refine' and candidates=1 (got strategy={settings.strategy!r}, "
+            f"candidates={settings.candidates}): drop them from settings"
+        )
+    return settings
+
+
+def _check_options(max_new_tokens: Any, gather_seconds: Any) -> None:
+    if max_new_tokens is not None and (
+        isinstance(max_new_tokens, bool)
+        or not isinstance(max_new_tokens, int)
+        or max_new_tokens < 1
+    ):
+        raise ConfigError(
+            f"max_new_tokens must be a whole number of tokens >= 1 (or None: the trainer's "
+            f"max_completion_length), got {max_new_tokens!r}"
+        )
+    if (
+        isinstance(gather_seconds, bool)
+        or not isinstance(gather_seconds, int | float)
+        or not math.isfinite(gather_seconds)
+        or gather_seconds < 0
+    ):
+        raise ConfigError(
+            "gather_seconds must be a finite number of seconds >= 0 (how long the policy waits "
+            f"for concurrent calls to share a generate; default 0.05), got {gather_seconds!r}"
+        )
+
+
+def _check_log(log: str | Path | None) -> Path | None:
+    if log is None:
+        return None
+    path = Path(log)
+    if path.is_dir():
+        raise ConfigError(
+            f"log must name a JSONL file, got the directory {str(path)!r}: "
+            f"name a file inside it, such as {str(path / 'refined.jsonl')!r}"
+        )
+    return path
+
+
+def _check_critic_model(
+    critic_model: BaseChatModel | str | None, settings: RefineContext
+) -> BaseChatModel | str | None:
+    """The critic's model; a model string is made a chat model now, so a missing key shows here.
+
+    "local" strings stay strings: loading the GGUF model waits for the first step.
+    """
+    check_model(critic_model)
+    if not isinstance(critic_model, str) or critic_model.strip().split(":")[0] == "local":
+        return critic_model
+    return resolve_model(
+        critic_model,
+        base_url=settings.base_url,
+        api_key=settings.api_key,
+        timeout=settings.timeout,
+        max_retries=settings.max_retries,
     )

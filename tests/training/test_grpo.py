@@ -186,3 +186,55 @@ def test_bad_settings_are_refused_before_any_model_runs() -> None:
     rollout = refine_rollout(ROWS, verifiers=[long_enough])
     with pytest.raises(ConfigError, match="not in the rollout's dataset"):
         rollout([[{"role": "user", "content": "Something else."}]], trainer=object())
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"settings": "search"}, r"strategy='refine' and candidates=1 \(got strategy='search'"),
+        ({"settings": "sample"}, r"strategy='refine' and candidates=1 \(got strategy='sample'"),
+        ({"settings": "candidates"}, r"candidates=1 \(got strategy='refine', candidates=3\)"),
+        ({"settings": {"max_tokens": 64}}, r"settings must be a RefineContext, got dict: pass "),
+        ({"verifiers": "concepts"}, r"verifiers must be a list .*write verifiers=\['concepts'\]"),
+        ({"max_new_tokens": "10"}, r"max_new_tokens must be a whole number .*got '10'"),
+        ({"max_new_tokens": float("nan")}, r"max_new_tokens must be a whole number .*got nan"),
+        ({"gather_seconds": -1}, r"gather_seconds must be a finite number of seconds >= 0"),
+        ({"log": "directory"}, r"log must name a JSONL file, got the directory .*refined\.jsonl"),
+        ({"critic_model": "gpt-4o-mini"}, r"'gpt-4o-mini' needs an API key: set OPENAI_API_KEY"),
+        ({"dataset": None}, r"dataset must be the rows the trainer trains on .*got NoneType"),
+    ],
+    ids=[
+        "strategy-search",
+        "strategy-sample",
+        "candidates",
+        "settings-dict",
+        "verifiers-string",
+        "max_new_tokens-string",
+        "max_new_tokens-nan",
+        "gather_seconds-negative",
+        "log-directory",
+        "critic_model-no-key",
+        "dataset-none",
+    ],
+)
+def test_a_rollout_refuses_what_it_would_ignore_or_fail_on_later(
+    options: dict[str, Any], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from self_refine import RefineContext
+    from self_refine.errors import ConfigError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    named = {
+        "search": RefineContext(strategy="search", candidates=2),
+        "sample": RefineContext(strategy="sample"),
+        "candidates": RefineContext(candidates=3),
+    }
+    given: dict[str, Any] = {"verifiers": [long_enough], **options}
+    if isinstance(given.get("settings"), str):
+        given["settings"] = named[given["settings"]]
+    if given.get("log") == "directory":
+        given["log"] = tmp_path
+    dataset = given.pop("dataset", ROWS)
+    with pytest.raises(ConfigError, match=message):
+        refine_rollout(dataset, **given)
