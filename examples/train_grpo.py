@@ -8,8 +8,11 @@ each of 2 prompts; `refine_rollout` judges them, refines the wrong ones through 
 refine graph (the verifier's findings as the critique, the policy as the refiner), and
 logs acc@t1, acc@t2 and the transitions beside TRL's own metrics.
 
-    python examples/train_grpo.py --steps 3            # about 2 minutes a step on 2 CPU cores
-    python examples/train_grpo.py --steps 3 --plain    # the same steps with TRL's own rollouts
+    python examples/train_grpo.py --steps 3            # 542-634 s a step on 2 CPU cores
+    python examples/train_grpo.py --steps 3 --plain    # the same steps, TRL's own: 322-422 s
+
+(measured 2026-11-26 under a load average of 8 to 10 on those 2 cores:
+benchmarks/results/training-cpu.md).
 
 It writes `grpo-run/` (or `--out`): `log_history.json` (every step's metrics),
 `refined.jsonl` (every refined sample) and `summary.json`. On a GPU, the same script
@@ -107,14 +110,15 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
 
 def _show(summary: dict[str, Any]) -> None:
     print(f"rollouts: {summary['rollouts']}")
-    print("step  seconds  acc@t1  acc@t2  wrong->right  reward")
+    print("step  seconds  acc@t1  acc@t2  wrong->right  reward  turn-1 reward")
     for entry in summary["steps"]:
         t1 = entry.get("self_refine/acc_t1", entry["reward"])
         t2 = entry.get("self_refine/acc_t2", entry["reward"])
         fixed = entry.get("self_refine/wrong_to_right", 0.0)
+        first = entry.get("self_refine/reward_t1/verifier_concepts", entry["reward"])
         print(
             f"{entry['step']:>4}  {entry['step_time']:>7.1f}  {t1:>6.2f}  {t2:>6.2f}  "
-            f"{fixed:>12.2f}  {entry['reward']:>6.2f}"
+            f"{fixed:>12.2f}  {entry['reward']:>6.2f}  {first:>13.2f}"
         )
     print(f"peak memory: {summary['peak_rss_gb']:.1f} GB")
 

@@ -11,8 +11,8 @@ the trainer can train. torch, transformers and TRL are imported only when used
 
 from self_refine.training.convert import trainable_model
 from self_refine.training.policy import PolicyCall, PolicyChatModel
-from self_refine.training.rewards import verifier_reward
-from self_refine.training.rollout import METRICS, RefineRollout, RefineStepError, refine_rollout
+from self_refine.training.rewards import METRICS, log_refine_metrics, verifier_reward
+from self_refine.training.rollout import RefineRollout, RefineStepError, refine_rollout
 from self_refine.training.samples import TRAIN_ON, TrainOn
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "RefineRollout",
     "RefineStepError",
     "TrainOn",
+    "log_refine_metrics",
     "refine_rollout",
     "trainable_model",
     "verifier_reward",

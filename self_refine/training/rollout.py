@@ -10,13 +10,12 @@ concurrent calls share one `generate`. The trainer gets each sample's token ids
 functions, a `self_refine` entry per sample (the answer to judge, whether it was
 refined, right before and after).
 
-Metrics go to the trainer's log (`self_refine/acc_t1`, `acc_t2`, `wrong_to_right`,
-`right_to_wrong`, `refined`, `refine_tokens`, `refine_seconds`) and every refined
-sample to the JSONL `log`. A refine call that fails fails the step.
-
-TRL has no public way for a rollout function to log a metric; the rollout uses the
-trainer method that backs reward functions' `log_metric` argument (`_log_metric`,
-TRL 1.13 to 1.16), and refuses a trainer without it before any generation.
+Every refined sample goes to the JSONL `log`. The step's metrics (`METRICS`) reach the
+trainer's log through TRL's public API: the rollout returns them per sample in its
+`self_refine` entries, which TRL forwards to the reward functions, and `verifier_reward`
+logs them with the `log_metric` argument TRL hands reward functions
+(`rewards.log_refine_metrics`; a reward function of one's own calls it). A refine call
+that fails fails the step.
 """
 
 from __future__ import annotations
@@ -45,20 +44,7 @@ from self_refine.training.policy import PolicyCall, PolicyChatModel
 from self_refine.training.samples import TRAIN_ON, Outcome, TrainOn, trainer_sample
 from self_refine.training.tasks import References, task_of
 
-__all__ = ["METRICS", "RefineRollout", "RefineStepError", "refine_rollout"]
-
-METRICS = (
-    "acc_t1",
-    "acc_t2",
-    "wrong_to_right",
-    "right_to_wrong",
-    "refined",
-    "refine_tokens",
-    "refine_seconds",
-)
-"""What each step logs, under `self_refine/`: accuracy before and after refinement and the
-transitions (fractions of the step's samples), the fraction refined, the tokens the policy
-wrote for turn 2 (the step's total) and the seconds turn 2 took."""
+__all__ = ["RefineRollout", "RefineStepError", "refine_rollout"]
 
 
 class RefineStepError(SelfRefineError):
@@ -87,7 +73,7 @@ class RefineRollout:
         """Sample, judge, refine the wrong samples and return what GRPOTrainer trains on."""
         tasks = [task_of(p) for p in prompts]
         references = [self.references.of(t) for t in tasks]
-        log_metric = _metric_logger(trainer)
+        _check_trainer(trainer)
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
         template = _template_options(trainer)
         prompt_ids = _prompt_ids(prompts, tokenizer, template)
@@ -112,8 +98,7 @@ class RefineRollout:
             self._refine(policy, [o for o in outcomes if not o.right_before])
             seconds = time.perf_counter() - started
             samples = [trainer_sample(o, self.train_on, policy) for o in outcomes]
-        step = int(trainer.state.global_step)
-        self._report(outcomes, seconds, step, log_metric)
+        self._report(outcomes, int(trainer.state.global_step))
         self.last = outcomes
         result: dict[str, Any] = {
             "prompt_ids": [s.prompt_ids for s in samples],
@@ -122,9 +107,12 @@ class RefineRollout:
             "self_refine": [
                 {
                     "answer": o.answer,
+                    "draft": o.draft,
                     "refined": o.refinement is not None,
                     "correct_before": o.right_before,
                     "correct_after": o.right_after,
+                    "refine_tokens": o.refine_tokens,
+                    "refine_seconds": seconds,
                 }
                 for o in outcomes
             ],
@@ -168,21 +156,9 @@ class RefineRollout:
             outcome.right_after = bool(turn2.get("correct"))
             outcome.call = _writer_of(thread, outcome.refinement)
 
-    def _report(self, outcomes: list[Outcome], seconds: float, step: int, log_metric: Any) -> None:
-        """Log the step's metrics to the trainer and its refined samples to the JSONL file."""
-        size = len(outcomes)
+    def _report(self, outcomes: list[Outcome], step: int) -> None:
+        """Append the step's refined samples to the JSONL log."""
         refined = [o for o in outcomes if not o.right_before]
-        values = {
-            "acc_t1": sum(o.right_before for o in outcomes) / size,
-            "acc_t2": sum(o.right_after for o in outcomes) / size,
-            "wrong_to_right": sum(not o.right_before and o.right_after for o in outcomes) / size,
-            "right_to_wrong": sum(o.right_before and not o.right_after for o in outcomes) / size,
-            "refined": len(refined) / size,
-            "refine_tokens": float(sum(o.refine_tokens for o in outcomes)),
-            "refine_seconds": seconds,
-        }
-        for name in METRICS:
-            log_metric(f"self_refine/{name}", values[name])
         if self.log is not None and refined:
             append_jsonl(
                 self.log,
@@ -224,19 +200,12 @@ def _fail_on_errors(result: BatchResult, wrong: list[Outcome]) -> None:
     )
 
 
-def _metric_logger(trainer: Any) -> Any:
-    """The trainer's metric log (the method behind reward functions' `log_metric`)."""
-    log_metric = getattr(trainer, "_log_metric", None)
-    if not callable(log_metric):
-        raise ConfigError(
-            f"{type(trainer).__name__} cannot log a rollout's metrics: refine_rollout works "
-            "with TRL's GRPOTrainer 1.13 to 1.16 (pip install 'trl>=1.13,<1.17')"
-        )
+def _check_trainer(trainer: Any) -> None:
+    """Refuse a trainer whose generation the rollout cannot stand in for."""
     if getattr(trainer, "use_vllm", False):
         raise ConfigError(
             "refine_rollout samples with transformers' generate: turn use_vllm off in GRPOConfig"
         )
-    return log_metric
 
 
 def _template_options(trainer: Any) -> dict[str, Any]:

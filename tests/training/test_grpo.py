@@ -68,7 +68,7 @@ def _train_one_step(rollout: Any, tmp_path: Path, model: Any = None) -> tuple[An
         reward_funcs=[verifier_reward(long_enough)],
         args=args,
         train_dataset=Dataset.from_list(ROWS),
-        rollout_func=recorded,
+        rollout_func=recorded if rollout is not None else None,
     )
     trainer.train()
     return trainer, given
@@ -117,6 +117,9 @@ def test_a_step_refines_only_the_wrong_samples_and_trains_on_the_exchange(tmp_pa
     assert logged["rewards/verifier_long_enough/mean"] == pytest.approx(
         logged["self_refine/acc_t2"]
     )
+    assert logged["self_refine/reward_t1/verifier_long_enough"] == pytest.approx(
+        logged["self_refine/acc_t1"]
+    )
 
     for index, outcome in enumerate(outcomes):
         ids, mask = given["completion_ids"][index], given["env_mask"][index]
@@ -142,11 +145,49 @@ def test_the_refinement_form_trains_the_refinement_after_the_trainer_prompt(
     outcomes = rollout.last or []
     refined = [i for i, o in enumerate(outcomes) if o.refinement is not None]
     assert refined
+    cut = 0
     for index in refined:
-        ids = given["completion_ids"][index]
+        ids, call = given["completion_ids"][index], outcomes[index].call
+        assert call is not None
         assert tokenizer.decode(ids, skip_special_tokens=True) == outcomes[index].refinement
-        assert ids[-1] == tokenizer.eos_token_id
+        wrote_end = call.completion_ids[-1] == tokenizer.eos_token_id
+        assert (ids[-1] == tokenizer.eos_token_id) == wrote_end
+        cut += not wrote_end and len(call.completion_ids) == 16
         assert given["prompt_ids"][index] == outcomes[index].prompt_ids
+    assert cut  # a refinement stopped at max_new_tokens, trained without an end token
+
+
+def test_a_plain_run_logs_the_turn_1_reward_under_the_refine_runs_name(tmp_path: Path) -> None:
+    trainer, _ = _train_one_step(None, tmp_path)
+    logged = trainer.state.log_history[0]
+    assert logged["self_refine/reward_t1/verifier_long_enough"] == pytest.approx(
+        logged["rewards/verifier_long_enough/mean"]
+    )
+    assert not {f"self_refine/{name}" for name in METRICS} & set(logged)
+
+
+def test_a_reward_function_of_ones_own_logs_the_refine_metrics_through_log_metric() -> None:
+    from self_refine.training import log_refine_metrics
+
+    logged: dict[str, float] = {}
+    entries = [
+        {"correct_before": True, "correct_after": True, "refine_tokens": 0},
+        {"correct_before": False, "correct_after": True, "refine_tokens": 12},
+        {"correct_before": False, "correct_after": False, "refine_tokens": 9},
+        {"correct_before": False, "correct_after": False, "refine_tokens": 5},
+    ]
+    for entry in entries:
+        entry["refine_seconds"] = 2.5
+    log_refine_metrics(entries, logged.__setitem__)
+    assert logged == {
+        "self_refine/acc_t1": 0.25,
+        "self_refine/acc_t2": 0.5,
+        "self_refine/wrong_to_right": 0.25,
+        "self_refine/right_to_wrong": 0.0,
+        "self_refine/refined": 0.75,
+        "self_refine/refine_tokens": 26.0,
+        "self_refine/refine_seconds": 2.5,
+    }
 
 
 def test_a_crash_in_a_refine_call_fails_the_step(tmp_path: Path) -> None:
