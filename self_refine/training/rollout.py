@@ -71,12 +71,10 @@ class RefineRollout:
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         """Sample, judge, refine the wrong samples and return what GRPOTrainer trains on."""
-        tasks = [task_of(p) for p in prompts]
-        references = [self.references.of(t) for t in tasks]
+        for prompt in prompts:  # every prompt's reference found before any generation
+            self.references.of(task_of(prompt))
         _check_trainer(trainer)
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
-        template = _template_options(trainer)
-        prompt_ids = _prompt_ids(prompts, tokenizer, template)
         with _generating(trainer) as model:
             policy = PolicyChatModel(
                 model=model,
@@ -84,19 +82,9 @@ class RefineRollout:
                 generation_config=trainer.generation_config,
                 max_new_tokens=self.max_new_tokens or trainer.max_completion_length,
                 gather_seconds=self.gather_seconds,
-                chat_template_kwargs=template,
+                chat_template_kwargs=_template_options(trainer),
             )
-            drafts_ids = policy.generate_ids(prompt_ids, trainer.max_completion_length)
-            outcomes = []
-            for prompt, task, ids, ref, reference in zip(
-                prompts, tasks, drafts_ids, prompt_ids, references, strict=True
-            ):
-                draft = tokenizer.decode(ids, skip_special_tokens=True)
-                right = bool(judge_draft(task, draft, reference, self.verifiers))
-                outcomes.append(Outcome(prompt, task, ref, ids, draft, right, right))
-            started = time.perf_counter()
-            self._refine(policy, [o for o in outcomes if not o.right_before])
-            seconds = time.perf_counter() - started
+            outcomes, seconds = self.turns(prompts, policy, trainer.max_completion_length)
             samples = [trainer_sample(o, self.train_on, policy) for o in outcomes]
         self._report(outcomes, int(trainer.state.global_step))
         self.last = outcomes
@@ -120,6 +108,29 @@ class RefineRollout:
         if self.train_on == "exchange":
             result["env_mask"] = [s.env_mask for s in samples]
         return result
+
+    def turns(
+        self, prompts: list[Any], policy: PolicyChatModel, draft_tokens: int
+    ) -> tuple[list[Outcome], float]:
+        """Turn 1 and turn 2 of the prompts: sample, judge, refine the wrong ones once.
+
+        Drafts are sampled as `policy` samples, at most `draft_tokens` tokens each.
+        Returns one outcome per prompt and the seconds turn 2 took.
+        """
+        tasks = [task_of(p) for p in prompts]
+        references = [self.references.of(t) for t in tasks]
+        prompt_ids = _prompt_ids(prompts, policy.tokenizer, policy.chat_template_kwargs)
+        drafts_ids = policy.generate_ids(prompt_ids, draft_tokens)
+        outcomes = []
+        for prompt, task, ids, ref, reference in zip(
+            prompts, tasks, drafts_ids, prompt_ids, references, strict=True
+        ):
+            draft = policy.tokenizer.decode(ids, skip_special_tokens=True)
+            right = bool(judge_draft(task, draft, reference, self.verifiers))
+            outcomes.append(Outcome(prompt, task, ref, ids, draft, right, right))
+        started = time.perf_counter()
+        self._refine(policy, [o for o in outcomes if not o.right_before])
+        return outcomes, time.perf_counter() - started
 
     def _refine(self, policy: PolicyChatModel, wrong: list[Outcome]) -> None:
         """Refine the wrong outcomes through the graph, one turn, and fill in what came of it."""
@@ -217,13 +228,21 @@ def _template_options(trainer: Any) -> dict[str, Any]:
 
 
 def _prompt_ids(prompts: list[Any], tokenizer: Any, template: dict[str, Any]) -> list[list[int]]:
-    """The prompts' token ids, as the trainer's own generation would have them."""
-    if isinstance(prompts[0], str):
-        return [list(ids) for ids in tokenizer(text=prompts)["input_ids"]]
-    rendered = tokenizer.apply_chat_template(
-        prompts, add_generation_prompt=True, tokenize=True, return_dict=True, **template
-    )
-    return [list(ids) for ids in rendered["input_ids"]]
+    """The prompts' token ids, as the trainer's own generation would have them.
+
+    A string (TRL's standard format) is tokenized as it is; chat messages are rendered
+    with the chat template, ready for the answer.
+    """
+    ids = []
+    for prompt in prompts:
+        if isinstance(prompt, str):
+            ids.append(list(tokenizer(text=prompt)["input_ids"]))
+            continue
+        rendered = tokenizer.apply_chat_template(
+            prompt, add_generation_prompt=True, tokenize=True, return_dict=True, **template
+        )
+        ids.append(list(rendered["input_ids"]))
+    return ids
 
 
 def _generating(trainer: Any) -> AbstractContextManager[Any]:
