@@ -12,7 +12,7 @@ transformers and TRL are imported only when used (`pip install
 """
 
 from self_refine.training.convert import trainable_model
-from self_refine.training.evaluate import Evaluation, evaluate_policy
+from self_refine.training.evaluate import Evaluation, evaluate_policy, evaluation_callback
 from self_refine.training.policy import PolicyCall, PolicyChatModel
 from self_refine.training.rewards import METRICS, log_refine_metrics, verifier_reward
 from self_refine.training.rollout import RefineRollout, RefineStepError, refine_rollout
@@ -28,6 +28,7 @@ __all__ = [
     "RefineStepError",
     "TrainOn",
     "evaluate_policy",
+    "evaluation_callback",
     "log_refine_metrics",
     "refine_rollout",
     "trainable_model",

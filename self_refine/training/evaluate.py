@@ -23,17 +23,17 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError, SelfRefineError
 from self_refine.training.policy import PolicyChatModel
-from self_refine.training.rollout import refine_rollout
+from self_refine.training.rollout import RefineRollout, refine_rollout
 from self_refine.training.tasks import task_of
 
-__all__ = ["Evaluation", "evaluate_policy", "main", "write_evaluations"]
+__all__ = ["Evaluation", "evaluate_policy", "evaluation_callback", "main", "write_evaluations"]
 
 Progress = Callable[[int, int, float], None]
 """Called after each batch: items done, items in all, seconds so far."""
@@ -78,21 +78,16 @@ def evaluate_policy(
     `max_new_tokens`. `trained_on` (the training rows) refuses items trained on.
     Everything is checked before the model is loaded.
     """
-    if items is None or isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
-        raise ConfigError(
-            "items must be the held-out rows (a list of dicts or a datasets.Dataset, each with "
-            f"'prompt' and its reference), got {type(items).__name__}"
-        )
-    rows = list(items)
-    rollout = refine_rollout(
-        rows, verifiers=verifiers, profile=profile, critics=critics, max_new_tokens=max_new_tokens
+    rows, rollout = _prepared(
+        items,
+        verifiers=verifiers,
+        profile=profile,
+        critics=critics,
+        max_new_tokens=max_new_tokens,
+        draft_tokens=draft_tokens,
+        batch_size=batch_size,
+        trained_on=trained_on,
     )
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ConfigError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
-    if draft_tokens is not None and (not isinstance(draft_tokens, int) or draft_tokens < 1):
-        raise ConfigError(f"draft_tokens must be a whole number >= 1, got {draft_tokens!r}")
-    if trained_on is not None:
-        _refuse_trained(rows, trained_on)
     name, step = _name_and_step(model)
     model, tokenizer = _loaded(model, tokenizer)
     greedy = copy.deepcopy(model.generation_config)
@@ -138,6 +133,80 @@ def evaluate_policy(
             for o in outcomes
         ],
     )
+
+
+def _prepared(
+    items: Any,
+    *,
+    verifiers: Sequence[str | Verifier] | None = None,
+    profile: str = "general",
+    critics: Sequence[Any] | None = None,
+    max_new_tokens: int = 256,
+    draft_tokens: int | None = None,
+    batch_size: int = 8,
+    trained_on: Iterable[Mapping[str, Any]] | None = None,
+) -> tuple[list[Mapping[str, Any]], RefineRollout]:
+    """The items and the rollout whose turns evaluate them, every option checked."""
+    if items is None or isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+        raise ConfigError(
+            "items must be the held-out rows (a list of dicts or a datasets.Dataset, each with "
+            f"'prompt' and its reference), got {type(items).__name__}"
+        )
+    rows = list(items)
+    rollout = refine_rollout(
+        rows, verifiers=verifiers, profile=profile, critics=critics, max_new_tokens=max_new_tokens
+    )
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ConfigError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
+    if draft_tokens is not None and (not isinstance(draft_tokens, int) or draft_tokens < 1):
+        raise ConfigError(f"draft_tokens must be a whole number >= 1, got {draft_tokens!r}")
+    if trained_on is not None:
+        _refuse_trained(rows, trained_on)
+    return rows, rollout
+
+
+def evaluation_callback(
+    items: Iterable[Mapping[str, Any]], out: str | Path, *, every: int, **options: Any
+) -> Any:
+    """A transformers `TrainerCallback` that evaluates the policy every `every` steps.
+
+    It evaluates when training begins (the untrained policy, or the checkpoint resumed
+    from) and after every `every`-th step, with `evaluate_policy(**options)` on `items`,
+    and rewrites `out`'s `evaluation.{json,md,png}` each time, one entry per step. A run
+    resumed into the same `out` keeps the entries already there and skips their steps.
+    """
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        raise ConfigError(f"every must be a whole number of steps >= 1, got {every!r}")
+    if {"tokenizer", "progress"} & set(options):
+        raise ConfigError(
+            "the callback evaluates the trainer's own model: drop tokenizer=/progress="
+        )
+    rows, _ = _prepared(items, **options)
+    from transformers import TrainerCallback
+
+    folder = Path(out)
+    kept = folder / "evaluation.json"
+    done = [Evaluation(**e) for e in json.loads(kept.read_text())] if kept.is_file() else []
+
+    class _EvaluateEvery(TrainerCallback):
+        def _evaluate(self, state: Any, model: Any, processing_class: Any) -> None:
+            step = int(state.global_step)
+            if any(e.step == step for e in done):
+                return
+            tokenizer = getattr(processing_class, "tokenizer", processing_class)
+            found = evaluate_policy(model, rows, tokenizer=tokenizer, **options)
+            done.append(replace(found, model=f"step {step}", step=step))
+            done.sort(key=lambda e: e.step or 0)
+            write_evaluations(done, folder)
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self._evaluate(state, kwargs["model"], kwargs["processing_class"])
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step % every == 0:
+                self._evaluate(state, kwargs["model"], kwargs["processing_class"])
+
+    return _EvaluateEvery()
 
 
 def _refuse_trained(rows: list[Mapping[str, Any]], trained_on: Iterable[Mapping[str, Any]]) -> None:

@@ -37,41 +37,50 @@ def long_enough(task: str, draft: str, reference: Any) -> Critique:
 
 def _train_one_step(rollout: Any, tmp_path: Path, model: Any = None) -> tuple[Any, dict[str, Any]]:
     """Run one GRPO step; return the trainer and what the rollout gave it."""
-    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-
-    policy, tokenizer = tiny_policy()
     given: dict[str, Any] = {}
 
     def recorded(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         given.update(rollout(prompts, trainer))
         return given
 
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=4,
-        max_steps=1,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
-        bf16=False,
-        disable_tqdm=True,
-        seed=7,
-    )
-    trainer = GRPOTrainer(
+    trainer = tiny_trainer(recorded if rollout is not None else None, tmp_path, model=model)
+    trainer.train()
+    return trainer, given
+
+
+def tiny_trainer(
+    rollout: Any, tmp_path: Path, model: Any = None, callbacks: Any = (), **config: Any
+) -> Any:
+    """A GRPOTrainer of the tiny policy (or `model`) on ROWS: one CPU step unless `config` says."""
+    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    policy, tokenizer = tiny_policy()
+    options: dict[str, Any] = {
+        "output_dir": str(tmp_path / "out"),
+        "per_device_train_batch_size": 8,
+        "num_generations": 4,
+        "max_completion_length": 4,
+        "max_steps": 1,
+        "logging_steps": 1,
+        "report_to": "none",
+        "save_strategy": "no",
+        "use_cpu": True,
+        "bf16": False,
+        "disable_tqdm": True,
+        "seed": 7,
+        **config,
+    }
+    return GRPOTrainer(
         model=model or policy,
         processing_class=tokenizer,
         reward_funcs=[verifier_reward(long_enough)],
-        args=args,
+        args=GRPOConfig(**options),
         train_dataset=Dataset.from_list(ROWS),
-        rollout_func=recorded if rollout is not None else None,
+        rollout_func=rollout,
+        callbacks=list(callbacks),
     )
-    trainer.train()
-    return trainer, given
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
