@@ -135,6 +135,18 @@ def evaluate_policy(
     )
 
 
+_OPTIONS = (
+    "verifiers",
+    "profile",
+    "critics",
+    "max_new_tokens",
+    "draft_tokens",
+    "batch_size",
+    "trained_on",
+)
+"""evaluate_policy's options that `evaluation_callback` passes on."""
+
+
 def _prepared(
     items: Any,
     *,
@@ -177,9 +189,11 @@ def evaluation_callback(
     """
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise ConfigError(f"every must be a whole number of steps >= 1, got {every!r}")
-    if {"tokenizer", "progress"} & set(options):
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
         raise ConfigError(
-            "the callback evaluates the trainer's own model: drop tokenizer=/progress="
+            f"evaluation_callback does not take {', '.join(unknown)}: its options are "
+            f"{', '.join(_OPTIONS)} (it evaluates the trainer's own model and tokenizer)"
         )
     rows, _ = _prepared(items, **options)
     from transformers import TrainerCallback
@@ -221,7 +235,7 @@ def _refuse_trained(rows: list[Mapping[str, Any]], trained_on: Iterable[Mapping[
 
 def _name_and_step(model: Any) -> tuple[str, int | None]:
     if not isinstance(model, str | Path):
-        return str(getattr(getattr(model, "config", None), "_name_or_path", "") or "model"), None
+        return str(getattr(model, "name_or_path", "") or "model"), None
     path = Path(model)
     if not (path / "config.json").is_file():
         raise ConfigError(

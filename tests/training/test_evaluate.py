@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from self_refine.errors import ConfigError
-from self_refine.training import evaluate_policy
+from self_refine.training import evaluate_policy, evaluation_callback
 from self_refine.training.evaluate import main
 from tests.training.test_grpo import long_enough
 from tests.training.tiny import tiny_policy
@@ -72,6 +72,10 @@ def test_items_trained_on_or_no_model_directory_are_refused_before_loading(
         evaluate_policy(tmp_path, ITEMS, verifiers=[long_enough])
     with pytest.raises(ConfigError, match="items must be the held-out rows"):
         evaluate_policy(model_dir, None, verifiers=[long_enough])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="evaluation_callback does not take tokenizer: its"):
+        evaluation_callback(ITEMS, tmp_path, every=1, verifiers=[long_enough], tokenizer=None)
+    with pytest.raises(ConfigError, match="every must be a whole number of steps >= 1, got 0"):
+        evaluation_callback(ITEMS, tmp_path, every=0, verifiers=[long_enough])
 
 
 def test_the_command_writes_json_markdown_and_a_plot_with_progress(
