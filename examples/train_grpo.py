@@ -1,19 +1,37 @@
 """Train the local model with TRL's GRPOTrainer, each step's wrong samples refined once.
 
 The policy is the model `make run` uses (Qwen2.5-Coder-0.5B-Instruct), converted once
-from its GGUF file into a transformers model (`trainable_model`). The task is
+from its GGUF file into a transformers model (`trainable_model`); `--model` takes
+another local model string or a transformers model directory. The task is
 constrained generation: a sentence that uses every given word, checked by the
 `concepts` verifier, which also gives the reward. Each step samples 4 completions for
 each of 2 prompts; `refine_rollout` judges them, refines the wrong ones through the
-refine graph (the verifier's findings as the critique, the policy as the refiner), and
+refine graph (the verifier's findings as the critique, the policy as refiner), and
 logs acc@t1, acc@t2 and the transitions beside TRL's own metrics.
 
-    python examples/train_grpo.py --steps 3            # about 2 minutes a step on 2 CPU cores
-    python examples/train_grpo.py --steps 3 --plain    # the same steps with TRL's own rollouts
+    python examples/train_grpo.py --steps 3            # 542-634 s a step on 2 CPU cores
+    python examples/train_grpo.py --steps 3 --plain    # the same steps, TRL's own: 322-422 s
+
+(measured 2026-11-26 under a load average of 8 to 10 on those 2 cores:
+benchmarks/results/training-cpu.md).
+
+On a GPU it trains there, in bf16 (`--cpu` keeps it on the CPU). A longer run there,
+with a larger model, held-out evaluation every 20 steps and a checkpoint every 20:
+
+    python examples/train_grpo.py --model local:qwen2.5-coder-1.5b --steps 400 \
+        --prompts 512 --prompts-per-step 8 --learning-rate 1e-5 --eval-every 20 --save-every 20
+    python examples/train_grpo.py ... --resume   # after a stop: on from the last checkpoint
+
+(the same with `--plain` into another `--out` gives the baseline at equal steps). This
+project has not run it on a GPU; its bf16 CUDA path is tested on a tiny model where
+CUDA exists (tests/training/test_resume.py).
 
 It writes `grpo-run/` (or `--out`): `log_history.json` (every step's metrics),
-`refined.jsonl` (every refined sample) and `summary.json`. On a GPU, the same script
-trains there, in bf16 (`--cpu` keeps it on the CPU).
+`refined.jsonl` (every refined sample), `summary.json`, `train.jsonl` and
+`held-out.jsonl` (the rows), `checkpoints/` with `--save-every`, and with
+`--eval-every` `evaluation/evaluation.{json,md,png}`: acc@t1 and acc@t2 on the
+held-out prompts at step 0 and every K steps (`python -m self_refine.training.evaluate`
+scores any checkpoint the same way).
 """
 
 from __future__ import annotations
@@ -26,7 +44,12 @@ import resource
 from pathlib import Path
 from typing import Any
 
-from self_refine.training import refine_rollout, trainable_model, verifier_reward
+from self_refine.training import (
+    evaluation_callback,
+    refine_rollout,
+    trainable_model,
+    verifier_reward,
+)
 
 WORDS = (
     "anchor apple balloon basket beach bicycle bridge candle castle cloud compass desert "
@@ -58,8 +81,29 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     on_cpu = args.cpu or not torch.cuda.is_available()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    model = trainable_model(args.model)
+    model = trainable_model(args.model) if args.model.startswith("local") else args.model
     rows = constrained_rows(args.prompts, args.seed)
+    tasks = {row["prompt"][0]["content"] for row in rows}
+    held_out = [
+        row
+        for row in constrained_rows(args.held_out * 2, args.seed + 1)
+        if row["prompt"][0]["content"] not in tasks
+    ][: args.held_out]
+    for name, written in (("train.jsonl", rows), ("held-out.jsonl", held_out)):
+        (out / name).write_text("".join(json.dumps(row) + "\n" for row in written))
+    callbacks = []
+    if args.eval_every:
+        evaluate = {"verifiers": ["concepts"], "profile": "constrained_generation"}
+        callbacks.append(
+            evaluation_callback(
+                held_out,
+                out / "evaluation",
+                every=args.eval_every,
+                trained_on=rows,
+                max_new_tokens=args.completion_tokens,
+                **evaluate,
+            )
+        )
     rollout = (
         None
         if args.plain
@@ -79,7 +123,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         max_steps=args.steps,
         learning_rate=args.learning_rate,
         logging_steps=1,
-        save_strategy="no",
+        save_strategy="steps" if args.save_every else "no",
+        save_steps=args.save_every or 500,
         report_to="none",
         use_cpu=on_cpu,
         bf16=not on_cpu,  # a CPU without bf16 instructions emulates it, several times slower
@@ -92,8 +137,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         args=config,
         train_dataset=Dataset.from_list(rows),
         rollout_func=rollout,
+        callbacks=callbacks,
     )
-    trainer.train()
+    trainer.train(resume_from_checkpoint=True if args.resume else None)
     steps = [entry for entry in trainer.state.log_history if "reward" in entry]
     summary = {
         "rollouts": "plain" if args.plain else f"refine ({args.train_on})",
@@ -107,21 +153,26 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
 
 def _show(summary: dict[str, Any]) -> None:
     print(f"rollouts: {summary['rollouts']}")
-    print("step  seconds  acc@t1  acc@t2  wrong->right  reward")
+    print("step  seconds  acc@t1  acc@t2  wrong->right  reward  turn-1 reward")
     for entry in summary["steps"]:
         t1 = entry.get("self_refine/acc_t1", entry["reward"])
         t2 = entry.get("self_refine/acc_t2", entry["reward"])
         fixed = entry.get("self_refine/wrong_to_right", 0.0)
+        first = entry.get("self_refine/reward_t1/verifier_concepts", entry["reward"])
         print(
             f"{entry['step']:>4}  {entry['step_time']:>7.1f}  {t1:>6.2f}  {t2:>6.2f}  "
-            f"{fixed:>12.2f}  {entry['reward']:>6.2f}"
+            f"{fixed:>12.2f}  {entry['reward']:>6.2f}  {first:>13.2f}"
         )
     print(f"peak memory: {summary['peak_rss_gb']:.1f} GB")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="local", help="a local model string (default: local)")
+    parser.add_argument(
+        "--model",
+        default="local",
+        help="a local model string or a model directory (default: local)",
+    )
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--plain", action="store_true", help="TRL's own rollouts, no refinement")
     parser.add_argument("--train-on", choices=("exchange", "refinement"), default="exchange")
@@ -132,6 +183,10 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=1e-6)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even with a GPU")
+    parser.add_argument("--held-out", type=int, default=16, help="prompts never trained on")
+    parser.add_argument("--eval-every", type=int, default=0, help="evaluate every K steps")
+    parser.add_argument("--save-every", type=int, default=0, help="a checkpoint every K steps")
+    parser.add_argument("--resume", action="store_true", help="go on from the last checkpoint")
     parser.add_argument("--out", default="grpo-run")
     _show(train(parser.parse_args()))
 

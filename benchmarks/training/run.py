@@ -2,9 +2,10 @@
 
 Runs `batching.py` and `steps.py` (each in its own process) and writes
 `benchmarks/results/training-<device>.{md,json}`; `--only batching` (or `steps`) measures
-one part again and keeps the other's figures, each part saying when, at which commit and
-under what load it was measured. On the CPU of a quiet 2-core machine it takes about
-half an hour, most of it the 0.5B model's GRPO steps. On a GPU machine:
+one part again and keeps the other's figures. Each part carries its own header: the
+command, machine, versions, date, commit and load it was measured with. On the CPU of a
+quiet 2-core machine it takes about half an hour, most of it the 0.5B model's GRPO steps.
+On a GPU machine:
 
     python -m benchmarks.training.run --device cuda --steps 10
 """
@@ -32,8 +33,8 @@ STEPS_TARGET = 2.0
 PARTS = ("batching", "steps")
 
 
-def _child(module: str, options: list[str]) -> dict[str, Any]:
-    """Run one part in its own process; its figures with when and where they were measured."""
+def _child(module: str, options: list[str], command: str) -> dict[str, Any]:
+    """Run one part in its own process; its figures with when, where and how they were measured."""
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     with tempfile.TemporaryDirectory(prefix="self-refine-bench-") as folder:
         out = Path(folder) / "figures.json"
@@ -43,6 +44,9 @@ def _child(module: str, options: list[str]) -> dict[str, Any]:
             raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
         figures: dict[str, Any] = json.loads(out.read_text())
     figures["measured"] = {
+        "command": command,
+        "machine": machine(),
+        "versions": {p: metadata.version(p) for p in ("torch", "transformers", "trl")},
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": _commit(),
         "load_before": load,
@@ -73,10 +77,12 @@ def _policy(model: str) -> str:
 
 def _when(part: dict[str, Any]) -> str:
     measured = part["measured"]
+    versions = ", ".join(f"{k} {v}" for k, v in measured["versions"].items())
     return (
-        f"Measured {measured['date']} at commit {measured['commit']}; load average "
-        f"{measured['load_before']} before, {measured['load_after']} after (2 cores: a load "
-        "above 2 means other work shared them)."
+        f"Written by `{measured['command']}` on {measured['machine']['cpu']} "
+        f"({measured['machine']['cores']} cores) with {versions}, {measured['date']} at "
+        f"commit {measured['commit']}; load average {measured['load_before']} before, "
+        f"{measured['load_after']} after (2 cores: a load above 2 means other work shared them)."
     )
 
 
@@ -140,11 +146,13 @@ def _steps(steps: dict[str, Any]) -> list[str]:
         f"`examples/train_grpo.py`, {steps['steps']} step(s) each, the same settings and seed "
         "(2 prompts x 4 completions a step, 32 completion tokens, learning rate 1e-6), each "
         "run in its own process, plain first. For plain rollouts acc@t1 and acc@t2 are the "
-        "reward (the verifier's verdict). " + _when(steps),
+        "reward (the verifier's verdict). The reward of refine rollouts is the "
+        "post-refinement score; the turn-1 reward (the drafts' score; - in runs measured "
+        "before it was logged) is the column both runs share. " + _when(steps),
         "",
         "| rollouts | step | seconds | acc@t1 | acc@t2 | wrong -> right | right -> wrong "
-        "| reward |",
-        "|---|---|---|---|---|---|---|---|",
+        "| reward | turn-1 reward |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name in ("plain", "refine"):
         for entry in steps[name]["steps"]:
@@ -152,7 +160,8 @@ def _steps(steps: dict[str, Any]) -> list[str]:
                 f"| {steps[name]['rollouts']} | {entry['step']} | {entry['step_time']:.1f} | "
                 f"{_fraction(entry, 'acc_t1')} | {_fraction(entry, 'acc_t2')} | "
                 f"{_fraction(entry, 'wrong_to_right', '')} | "
-                f"{_fraction(entry, 'right_to_wrong', '')} | {entry['reward']:.2f} |"
+                f"{_fraction(entry, 'right_to_wrong', '')} | {entry['reward']:.2f} | "
+                f"{_fraction(entry, 'reward_t1/verifier_concepts', '')} |"
             )
     seconds = steps["seconds_per_step"]
     peak = steps["refine"]["peak_rss_gb"], steps["plain"]["peak_rss_gb"]
@@ -176,12 +185,10 @@ def markdown(figures: dict[str, Any]) -> str:
         [
             f"# Self-Refine in TRL's GRPOTrainer: {figures['device'].upper()} figures",
             "",
-            f"Written by `{figures['command']}` on {figures['machine']['cpu']} "
-            f"({figures['machine']['cores']} cores) with "
-            + ", ".join(f"{k} {v}" for k, v in figures["versions"].items())
-            + f". The policy is {_policy(figures['model'])} converted to float32 by "
+            f"The policy is {_policy(figures['model'])} converted to float32 by "
             "`trainable_model`; the task is constrained generation, checked by the "
-            "`concepts` verifier.",
+            "`concepts` verifier. Two parts, each measured on its own: each says with which "
+            "command, at which commit and under what load.",
             "",
             *_batching(figures["batching"]),
             *_steps(figures["steps"]),
@@ -203,23 +210,18 @@ def main() -> None:
     args = parser.parse_args()
     results = RESULTS / f"training-{args.device}.json"
     kept = json.loads(results.read_text()) if args.only and results.exists() else {}
-    figures = {
-        "command": "python -m benchmarks.training.run " + " ".join(sys.argv[1:]),
-        "device": args.device,
-        "model": args.model,
-        "machine": machine(),
-        "versions": {p: metadata.version(p) for p in ("torch", "transformers", "trl")},
-    }
+    command = "python -m benchmarks.training.run " + " ".join(sys.argv[1:])
+    figures: dict[str, Any] = {"device": args.device, "model": args.model}
     for part in PARTS:
         if args.only not in (None, part):
             figures[part] = kept[part]
         elif part == "batching":
             options = ["--device", args.device, "--repeats", str(args.repeats), "--model"]
-            figures[part] = _child("benchmarks.training.batching", [*options, args.model])
+            figures[part] = _child("benchmarks.training.batching", [*options, args.model], command)
         else:
             cpu = ["--cpu"] if args.device == "cpu" else []
             options = ["--steps", str(args.steps), "--model", args.model, *cpu]
-            figures[part] = _child("benchmarks.training.steps", options)
+            figures[part] = _child("benchmarks.training.steps", options, command)
     RESULTS.mkdir(exist_ok=True)
     results.write_text(json.dumps(figures, indent=1))
     (RESULTS / f"training-{args.device}.md").write_text(markdown(figures))

@@ -219,6 +219,11 @@ class PolicyChatModel(BaseChatModel):
             replies.append(reply)
         return replies
 
+    def finished(self, reply: Sequence[int]) -> bool:
+        """True when a reply ends with an end-of-sequence token, False when cut at its cap."""
+        config = self.generation_config or self.model.generation_config
+        return bool(reply) and reply[-1] in self._end_ids(config)
+
     def _end_ids(self, config: Any) -> set[int]:
         found = getattr(config, "eos_token_id", None)
         ends = set(found if isinstance(found, list) else [found] if found is not None else [])

@@ -10,18 +10,18 @@ concurrent calls share one `generate`. The trainer gets each sample's token ids
 functions, a `self_refine` entry per sample (the answer to judge, whether it was
 refined, right before and after).
 
-Metrics go to the trainer's log (`self_refine/acc_t1`, `acc_t2`, `wrong_to_right`,
-`right_to_wrong`, `refined`, `refine_tokens`, `refine_seconds`) and every refined
-sample to the JSONL `log`. A refine call that fails fails the step.
-
-TRL has no public way for a rollout function to log a metric; the rollout uses the
-trainer method that backs reward functions' `log_metric` argument (`_log_metric`,
-TRL 1.13 to 1.16), and refuses a trainer without it before any generation.
+Every refined sample goes to the JSONL `log`. The step's metrics (`METRICS`) reach the
+trainer's log through TRL's public API: the rollout returns them per sample in its
+`self_refine` entries, which TRL forwards to the reward functions, and `verifier_reward`
+logs them with the `log_metric` argument TRL hands reward functions
+(`rewards.log_refine_metrics`; a reward function of one's own calls it). A refine call
+that fails fails the step.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -38,26 +38,13 @@ from self_refine.critics import Verifier, judge_draft, resolve_critics
 from self_refine.critics.verifiers import EXPLAINER_NAMES
 from self_refine.errors import ConfigError, SelfRefineError
 from self_refine.graphs import Roles
-from self_refine.models.resolve import check_model
+from self_refine.models.resolve import check_model, resolve_model
 from self_refine.prompts import get_profile
 from self_refine.training.policy import PolicyCall, PolicyChatModel
 from self_refine.training.samples import TRAIN_ON, Outcome, TrainOn, trainer_sample
 from self_refine.training.tasks import References, task_of
 
-__all__ = ["METRICS", "RefineRollout", "RefineStepError", "refine_rollout"]
-
-METRICS = (
-    "acc_t1",
-    "acc_t2",
-    "wrong_to_right",
-    "right_to_wrong",
-    "refined",
-    "refine_tokens",
-    "refine_seconds",
-)
-"""What each step logs, under `self_refine/`: accuracy before and after refinement and the
-transitions (fractions of the step's samples), the fraction refined, the tokens the policy
-wrote for turn 2 (the step's total) and the seconds turn 2 took."""
+__all__ = ["RefineRollout", "RefineStepError", "refine_rollout"]
 
 
 class RefineStepError(SelfRefineError):
@@ -84,12 +71,10 @@ class RefineRollout:
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         """Sample, judge, refine the wrong samples and return what GRPOTrainer trains on."""
-        tasks = [task_of(p) for p in prompts]
-        references = [self.references.of(t) for t in tasks]
-        log_metric = _metric_logger(trainer)
+        for prompt in prompts:  # every prompt's reference found before any generation
+            self.references.of(task_of(prompt))
+        _check_trainer(trainer)
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
-        template = _template_options(trainer)
-        prompt_ids = _prompt_ids(prompts, tokenizer, template)
         with _generating(trainer) as model:
             policy = PolicyChatModel(
                 model=model,
@@ -97,22 +82,11 @@ class RefineRollout:
                 generation_config=trainer.generation_config,
                 max_new_tokens=self.max_new_tokens or trainer.max_completion_length,
                 gather_seconds=self.gather_seconds,
-                chat_template_kwargs=template,
+                chat_template_kwargs=_template_options(trainer),
             )
-            drafts_ids = policy.generate_ids(prompt_ids, trainer.max_completion_length)
-            outcomes = []
-            for prompt, task, ids, ref, reference in zip(
-                prompts, tasks, drafts_ids, prompt_ids, references, strict=True
-            ):
-                draft = tokenizer.decode(ids, skip_special_tokens=True)
-                right = bool(judge_draft(task, draft, reference, self.verifiers))
-                outcomes.append(Outcome(prompt, task, ref, ids, draft, right, right))
-            started = time.perf_counter()
-            self._refine(policy, [o for o in outcomes if not o.right_before])
-            seconds = time.perf_counter() - started
+            outcomes, seconds = self.turns(prompts, policy, trainer.max_completion_length)
             samples = [trainer_sample(o, self.train_on, policy) for o in outcomes]
-        step = int(trainer.state.global_step)
-        self._report(outcomes, seconds, step, log_metric)
+        self._report(outcomes, int(trainer.state.global_step))
         self.last = outcomes
         result: dict[str, Any] = {
             "prompt_ids": [s.prompt_ids for s in samples],
@@ -121,9 +95,12 @@ class RefineRollout:
             "self_refine": [
                 {
                     "answer": o.answer,
+                    "draft": o.draft,
                     "refined": o.refinement is not None,
                     "correct_before": o.right_before,
                     "correct_after": o.right_after,
+                    "refine_tokens": o.refine_tokens,
+                    "refine_seconds": seconds,
                 }
                 for o in outcomes
             ],
@@ -131,6 +108,29 @@ class RefineRollout:
         if self.train_on == "exchange":
             result["env_mask"] = [s.env_mask for s in samples]
         return result
+
+    def turns(
+        self, prompts: list[Any], policy: PolicyChatModel, draft_tokens: int
+    ) -> tuple[list[Outcome], float]:
+        """Turn 1 and turn 2 of the prompts: sample, judge, refine the wrong ones once.
+
+        Drafts are sampled as `policy` samples, at most `draft_tokens` tokens each.
+        Returns one outcome per prompt and the seconds turn 2 took.
+        """
+        tasks = [task_of(p) for p in prompts]
+        references = [self.references.of(t) for t in tasks]
+        prompt_ids = _prompt_ids(prompts, policy.tokenizer, policy.chat_template_kwargs)
+        drafts_ids = policy.generate_ids(prompt_ids, draft_tokens)
+        outcomes = []
+        for prompt, task, ids, ref, reference in zip(
+            prompts, tasks, drafts_ids, prompt_ids, references, strict=True
+        ):
+            draft = policy.tokenizer.decode(ids, skip_special_tokens=True)
+            right = bool(judge_draft(task, draft, reference, self.verifiers))
+            outcomes.append(Outcome(prompt, task, ref, ids, draft, right, right))
+        started = time.perf_counter()
+        self._refine(policy, [o for o in outcomes if not o.right_before])
+        return outcomes, time.perf_counter() - started
 
     def _refine(self, policy: PolicyChatModel, wrong: list[Outcome]) -> None:
         """Refine the wrong outcomes through the graph, one turn, and fill in what came of it."""
@@ -167,21 +167,9 @@ class RefineRollout:
             outcome.right_after = bool(turn2.get("correct"))
             outcome.call = _writer_of(thread, outcome.refinement)
 
-    def _report(self, outcomes: list[Outcome], seconds: float, step: int, log_metric: Any) -> None:
-        """Log the step's metrics to the trainer and its refined samples to the JSONL file."""
-        size = len(outcomes)
+    def _report(self, outcomes: list[Outcome], step: int) -> None:
+        """Append the step's refined samples to the JSONL log."""
         refined = [o for o in outcomes if not o.right_before]
-        values = {
-            "acc_t1": sum(o.right_before for o in outcomes) / size,
-            "acc_t2": sum(o.right_after for o in outcomes) / size,
-            "wrong_to_right": sum(not o.right_before and o.right_after for o in outcomes) / size,
-            "right_to_wrong": sum(o.right_before and not o.right_after for o in outcomes) / size,
-            "refined": len(refined) / size,
-            "refine_tokens": float(sum(o.refine_tokens for o in outcomes)),
-            "refine_seconds": seconds,
-        }
-        for name in METRICS:
-            log_metric(f"self_refine/{name}", values[name])
         if self.log is not None and refined:
             append_jsonl(
                 self.log,
@@ -223,19 +211,12 @@ def _fail_on_errors(result: BatchResult, wrong: list[Outcome]) -> None:
     )
 
 
-def _metric_logger(trainer: Any) -> Any:
-    """The trainer's metric log (the method behind reward functions' `log_metric`)."""
-    log_metric = getattr(trainer, "_log_metric", None)
-    if not callable(log_metric):
-        raise ConfigError(
-            f"{type(trainer).__name__} cannot log a rollout's metrics: refine_rollout works "
-            "with TRL's GRPOTrainer 1.13 to 1.16 (pip install 'trl>=1.13,<1.17')"
-        )
+def _check_trainer(trainer: Any) -> None:
+    """Refuse a trainer whose generation the rollout cannot stand in for."""
     if getattr(trainer, "use_vllm", False):
         raise ConfigError(
             "refine_rollout samples with transformers' generate: turn use_vllm off in GRPOConfig"
         )
-    return log_metric
 
 
 def _template_options(trainer: Any) -> dict[str, Any]:
@@ -247,13 +228,21 @@ def _template_options(trainer: Any) -> dict[str, Any]:
 
 
 def _prompt_ids(prompts: list[Any], tokenizer: Any, template: dict[str, Any]) -> list[list[int]]:
-    """The prompts' token ids, as the trainer's own generation would have them."""
-    if isinstance(prompts[0], str):
-        return [list(ids) for ids in tokenizer(text=prompts)["input_ids"]]
-    rendered = tokenizer.apply_chat_template(
-        prompts, add_generation_prompt=True, tokenize=True, return_dict=True, **template
-    )
-    return [list(ids) for ids in rendered["input_ids"]]
+    """The prompts' token ids, as the trainer's own generation would have them.
+
+    A string (TRL's standard format) is tokenized as it is; chat messages are rendered
+    with the chat template, ready for the answer.
+    """
+    ids = []
+    for prompt in prompts:
+        if isinstance(prompt, str):
+            ids.append(list(tokenizer(text=prompt)["input_ids"]))
+            continue
+        rendered = tokenizer.apply_chat_template(
+            prompt, add_generation_prompt=True, tokenize=True, return_dict=True, **template
+        )
+        ids.append(list(rendered["input_ids"]))
+    return ids
 
 
 def _generating(trainer: Any) -> AbstractContextManager[Any]:
@@ -295,10 +284,24 @@ def refine_rollout(
     `self_refine.training.samples`). `max_new_tokens` caps a refine reply (default:
     the trainer's `max_completion_length`). Each refined sample is appended to the
     JSONL file `log`. `settings` are the refine graph's other settings (its
-    `max_iterations` is 1: one refine turn).
+    `max_iterations` is 1: one refine turn; a rollout refines once with one
+    candidate, so `strategy` must stay "refine" and `candidates` 1). A critic model
+    string is made a chat model here. Every argument is checked here, before any
+    generation; what a rollout would ignore or fail on later raises ConfigError.
     """
     if train_on not in TRAIN_ON:
         raise ConfigError(f"train_on must be one of {', '.join(TRAIN_ON)}, got {train_on!r}")
+    rows = _check_dataset(dataset)
+    run_settings = _check_settings(settings)
+    _check_options(max_new_tokens, gather_seconds)
+    if isinstance(verifiers, str) or isinstance(critics, str):
+        which, given = (
+            ("verifiers", verifiers) if isinstance(verifiers, str) else ("critics", critics)
+        )
+        raise ConfigError(
+            f"{which} must be a list of names or callables, got the string {given!r}: "
+            f"write {which}=[{given!r}]"
+        )
     checks = list(
         verifiers
         if verifiers is not None
@@ -310,25 +313,107 @@ def refine_rollout(
             "'answer' or 'concepts', or (task, draft, reference) callables), the exact checks "
             "that tell a right sample from a wrong one"
         )
-    if max_new_tokens is not None and max_new_tokens < 1:
-        raise ConfigError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     told = list(critics) if critics is not None else list(checks)
     if "human" in told:
         raise ConfigError(
             "the human critic cannot critique inside a trainer: use verifiers or 'llm'"
         )
     resolve_critics(told)
-    check_model(critic_model)
+    log_path = _check_log(log)
     return RefineRollout(
-        references=References(dataset, reference, checks),
+        references=References(rows, reference, checks),
         verifiers=checks,
         critics=told,
-        critic_model=critic_model,
+        critic_model=_check_critic_model(critic_model, run_settings),
         train_on=train_on,
         max_new_tokens=max_new_tokens,
-        log=Path(log) if log is not None else None,
-        settings=dataclasses.replace(
-            settings or RefineContext(), profile=profile, max_iterations=1
-        ),
-        gather_seconds=gather_seconds,
+        log=log_path,
+        settings=dataclasses.replace(run_settings, profile=profile, max_iterations=1),
+        gather_seconds=float(gather_seconds),
+    )
+
+
+def _check_dataset(dataset: Any) -> Iterable[Mapping[str, Any]]:
+    """The training rows, refused unless they are rows (a list of dicts, a datasets.Dataset)."""
+    if (
+        dataset is None
+        or isinstance(dataset, str | bytes | Mapping)
+        or not isinstance(dataset, Iterable)
+    ):
+        raise ConfigError(
+            f"dataset must be the rows the trainer trains on (a list of dicts or a "
+            f"datasets.Dataset, each with 'prompt' and its reference), got "
+            f"{type(dataset).__name__}: pass refine_rollout(train_dataset, ...)"
+        )
+    return dataset
+
+
+def _check_settings(settings: Any) -> RefineContext:
+    """The graph's settings, refused where a rollout would not follow them."""
+    if settings is None:
+        return RefineContext()
+    if not isinstance(settings, RefineContext):
+        hint = "RefineContext(**{...})" if isinstance(settings, Mapping) else "RefineContext(...)"
+        raise ConfigError(
+            f"settings must be a RefineContext, got {type(settings).__name__}: pass settings={hint}"
+        )
+    if settings.strategy != "refine" or settings.candidates != 1:
+        raise ConfigError(
+            "a rollout refines each wrong sample once with one candidate, so settings must "
+            f"keep strategy='refine' and candidates=1 (got strategy={settings.strategy!r}, "
+            f"candidates={settings.candidates}): drop them from settings"
+        )
+    return settings
+
+
+def _check_options(max_new_tokens: Any, gather_seconds: Any) -> None:
+    if max_new_tokens is not None and (
+        isinstance(max_new_tokens, bool)
+        or not isinstance(max_new_tokens, int)
+        or max_new_tokens < 1
+    ):
+        raise ConfigError(
+            f"max_new_tokens must be a whole number of tokens >= 1 (or None: the trainer's "
+            f"max_completion_length), got {max_new_tokens!r}"
+        )
+    if (
+        isinstance(gather_seconds, bool)
+        or not isinstance(gather_seconds, int | float)
+        or not math.isfinite(gather_seconds)
+        or gather_seconds < 0
+    ):
+        raise ConfigError(
+            "gather_seconds must be a finite number of seconds >= 0 (how long the policy waits "
+            f"for concurrent calls to share a generate; default 0.05), got {gather_seconds!r}"
+        )
+
+
+def _check_log(log: str | Path | None) -> Path | None:
+    if log is None:
+        return None
+    path = Path(log)
+    if path.is_dir():
+        raise ConfigError(
+            f"log must name a JSONL file, got the directory {str(path)!r}: "
+            f"name a file inside it, such as {str(path / 'refined.jsonl')!r}"
+        )
+    return path
+
+
+def _check_critic_model(
+    critic_model: BaseChatModel | str | None, settings: RefineContext
+) -> BaseChatModel | str | None:
+    """The critic's model; a model string is made a chat model now, so a missing key shows here.
+
+    "local" strings stay strings: loading the GGUF model waits for the first step.
+    """
+    check_model(critic_model)
+    if not isinstance(critic_model, str) or critic_model.strip().split(":")[0] == "local":
+        return critic_model
+    return resolve_model(
+        critic_model,
+        base_url=settings.base_url,
+        api_key=settings.api_key,
+        timeout=settings.timeout,
+        max_retries=settings.max_retries,
     )

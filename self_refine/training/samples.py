@@ -13,7 +13,9 @@ cannot simply stand in for a sample of the prompt. Two ways, both from the liter
 - "refinement" (Critique-GRPO style): the sample is the trainer's prompt followed by the
   refinement's text. The policy learns to answer the prompt as the refinement does, but
   those tokens were sampled in another context, which the loss does not see: off-policy
-  tokens treated as on-policy (the training guide gives the measured gap).
+  tokens treated as on-policy (the training guide gives the measured gap). The
+  refinement ends with the end-of-sequence token its reply wrote; a reply cut at its
+  length cap gets none, so the policy is not taught to stop where it was stopped.
 
 Right drafts, and wrong ones whose refinement brought no new text, stay as sampled.
 """
@@ -76,7 +78,9 @@ def trainer_sample(outcome: Outcome, train_on: TrainOn, policy: PolicyChatModel)
     if train_on == "refinement":
         tokenizer = policy.tokenizer
         ids = list(tokenizer.encode(outcome.refinement, add_special_tokens=False))
-        ids.append(tokenizer.eos_token_id)
+        call = outcome.call
+        if call is not None and policy.finished(call.completion_ids):
+            ids.append(call.completion_ids[-1])  # the end it wrote; none after a cut reply
         return TrainerSample(outcome.prompt_ids, ids, [1] * len(ids))
     call = outcome.call
     if call is None:

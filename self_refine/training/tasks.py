@@ -18,8 +18,13 @@ from self_refine.errors import ConfigError
 __all__ = ["References", "completion_text", "task_of"]
 
 
-def task_of(prompt: Any) -> str:
-    """The task text of a TRL prompt: the string, or its last user message's text."""
+def task_of(prompt: Any, *, images: bool = False) -> str:
+    """The task text of a TRL prompt: the string, or its last user message's text.
+
+    A message with an image block is refused unless `images` is true, where its text
+    blocks alone are the task (a verifier reads text; the refine rollout's policy
+    would not see the image, so the rollout refuses it).
+    """
     if isinstance(prompt, str):
         if not prompt.strip():
             raise ConfigError("a prompt is empty: every prompt must ask something")
@@ -27,7 +32,7 @@ def task_of(prompt: Any) -> str:
     if isinstance(prompt, Sequence) and prompt and all(isinstance(m, Mapping) for m in prompt):
         users = [m for m in prompt if m.get("role") == "user"]
         if users:
-            return _content_text(users[-1].get("content"))
+            return _content_text(users[-1].get("content"), images)
     raise ConfigError(
         "a prompt must be a string or a list of chat messages with a user message "
         f"(TRL's standard or conversational format), got {str(prompt)[:80]!r}"
@@ -41,13 +46,22 @@ def completion_text(completion: Any) -> str:
     return "".join(_content_text(m.get("content")) for m in completion if isinstance(m, Mapping))
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: Any, images: bool = False) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        if any(isinstance(b, Mapping) and b.get("type") not in ("text", None) for b in content):
-            raise ConfigError("a prompt with images cannot be refined: the policy reads text")
-        return "".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping))
+        if not images and any(
+            isinstance(b, Mapping) and b.get("type") not in ("text", None) for b in content
+        ):
+            raise ConfigError(
+                "a prompt with images cannot be refined: refine_rollout's policy reads text "
+                "(train a vision-language model with TRL's own rollouts: rollout_func=None)"
+            )
+        return "".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") in ("text", None)
+        )
     raise ConfigError(f"a message's content must be text, got {type(content).__name__}")
 
 

@@ -37,41 +37,50 @@ def long_enough(task: str, draft: str, reference: Any) -> Critique:
 
 def _train_one_step(rollout: Any, tmp_path: Path, model: Any = None) -> tuple[Any, dict[str, Any]]:
     """Run one GRPO step; return the trainer and what the rollout gave it."""
-    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-
-    policy, tokenizer = tiny_policy()
     given: dict[str, Any] = {}
 
     def recorded(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         given.update(rollout(prompts, trainer))
         return given
 
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=4,
-        max_steps=1,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
-        bf16=False,
-        disable_tqdm=True,
-        seed=7,
-    )
-    trainer = GRPOTrainer(
+    trainer = tiny_trainer(recorded if rollout is not None else None, tmp_path, model=model)
+    trainer.train()
+    return trainer, given
+
+
+def tiny_trainer(
+    rollout: Any, tmp_path: Path, model: Any = None, callbacks: Any = (), **config: Any
+) -> Any:
+    """A GRPOTrainer of the tiny policy (or `model`) on ROWS: one CPU step unless `config` says."""
+    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    policy, tokenizer = tiny_policy()
+    options: dict[str, Any] = {
+        "output_dir": str(tmp_path / "out"),
+        "per_device_train_batch_size": 8,
+        "num_generations": 4,
+        "max_completion_length": 4,
+        "max_steps": 1,
+        "logging_steps": 1,
+        "report_to": "none",
+        "save_strategy": "no",
+        "use_cpu": True,
+        "bf16": False,
+        "disable_tqdm": True,
+        "seed": 7,
+        **config,
+    }
+    return GRPOTrainer(
         model=model or policy,
         processing_class=tokenizer,
         reward_funcs=[verifier_reward(long_enough)],
-        args=args,
+        args=GRPOConfig(**options),
         train_dataset=Dataset.from_list(ROWS),
-        rollout_func=recorded,
+        rollout_func=rollout,
+        callbacks=list(callbacks),
     )
-    trainer.train()
-    return trainer, given
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -117,6 +126,9 @@ def test_a_step_refines_only_the_wrong_samples_and_trains_on_the_exchange(tmp_pa
     assert logged["rewards/verifier_long_enough/mean"] == pytest.approx(
         logged["self_refine/acc_t2"]
     )
+    assert logged["self_refine/reward_t1/verifier_long_enough"] == pytest.approx(
+        logged["self_refine/acc_t1"]
+    )
 
     for index, outcome in enumerate(outcomes):
         ids, mask = given["completion_ids"][index], given["env_mask"][index]
@@ -142,11 +154,49 @@ def test_the_refinement_form_trains_the_refinement_after_the_trainer_prompt(
     outcomes = rollout.last or []
     refined = [i for i, o in enumerate(outcomes) if o.refinement is not None]
     assert refined
+    cut = 0
     for index in refined:
-        ids = given["completion_ids"][index]
+        ids, call = given["completion_ids"][index], outcomes[index].call
+        assert call is not None
         assert tokenizer.decode(ids, skip_special_tokens=True) == outcomes[index].refinement
-        assert ids[-1] == tokenizer.eos_token_id
+        wrote_end = call.completion_ids[-1] == tokenizer.eos_token_id
+        assert (ids[-1] == tokenizer.eos_token_id) == wrote_end
+        cut += not wrote_end and len(call.completion_ids) == 16
         assert given["prompt_ids"][index] == outcomes[index].prompt_ids
+    assert cut  # a refinement stopped at max_new_tokens, trained without an end token
+
+
+def test_a_plain_run_logs_the_turn_1_reward_under_the_refine_runs_name(tmp_path: Path) -> None:
+    trainer, _ = _train_one_step(None, tmp_path)
+    logged = trainer.state.log_history[0]
+    assert logged["self_refine/reward_t1/verifier_long_enough"] == pytest.approx(
+        logged["rewards/verifier_long_enough/mean"]
+    )
+    assert not {f"self_refine/{name}" for name in METRICS} & set(logged)
+
+
+def test_a_reward_function_of_ones_own_logs_the_refine_metrics_through_log_metric() -> None:
+    from self_refine.training import log_refine_metrics
+
+    logged: dict[str, float] = {}
+    entries = [
+        {"correct_before": True, "correct_after": True, "refine_tokens": 0},
+        {"correct_before": False, "correct_after": True, "refine_tokens": 12},
+        {"correct_before": False, "correct_after": False, "refine_tokens": 9},
+        {"correct_before": False, "correct_after": False, "refine_tokens": 5},
+    ]
+    for entry in entries:
+        entry["refine_seconds"] = 2.5
+    log_refine_metrics(entries, logged.__setitem__)
+    assert logged == {
+        "self_refine/acc_t1": 0.25,
+        "self_refine/acc_t2": 0.5,
+        "self_refine/wrong_to_right": 0.25,
+        "self_refine/right_to_wrong": 0.0,
+        "self_refine/refined": 0.75,
+        "self_refine/refine_tokens": 26.0,
+        "self_refine/refine_seconds": 2.5,
+    }
 
 
 def test_a_crash_in_a_refine_call_fails_the_step(tmp_path: Path) -> None:
@@ -186,3 +236,55 @@ def test_bad_settings_are_refused_before_any_model_runs() -> None:
     rollout = refine_rollout(ROWS, verifiers=[long_enough])
     with pytest.raises(ConfigError, match="not in the rollout's dataset"):
         rollout([[{"role": "user", "content": "Something else."}]], trainer=object())
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"settings": "search"}, r"strategy='refine' and candidates=1 \(got strategy='search'"),
+        ({"settings": "sample"}, r"strategy='refine' and candidates=1 \(got strategy='sample'"),
+        ({"settings": "candidates"}, r"candidates=1 \(got strategy='refine', candidates=3\)"),
+        ({"settings": {"max_tokens": 64}}, r"settings must be a RefineContext, got dict: pass "),
+        ({"verifiers": "concepts"}, r"verifiers must be a list .*write verifiers=\['concepts'\]"),
+        ({"max_new_tokens": "10"}, r"max_new_tokens must be a whole number .*got '10'"),
+        ({"max_new_tokens": float("nan")}, r"max_new_tokens must be a whole number .*got nan"),
+        ({"gather_seconds": -1}, r"gather_seconds must be a finite number of seconds >= 0"),
+        ({"log": "directory"}, r"log must name a JSONL file, got the directory .*refined\.jsonl"),
+        ({"critic_model": "gpt-4o-mini"}, r"'gpt-4o-mini' needs an API key: set OPENAI_API_KEY"),
+        ({"dataset": None}, r"dataset must be the rows the trainer trains on .*got NoneType"),
+    ],
+    ids=[
+        "strategy-search",
+        "strategy-sample",
+        "candidates",
+        "settings-dict",
+        "verifiers-string",
+        "max_new_tokens-string",
+        "max_new_tokens-nan",
+        "gather_seconds-negative",
+        "log-directory",
+        "critic_model-no-key",
+        "dataset-none",
+    ],
+)
+def test_a_rollout_refuses_what_it_would_ignore_or_fail_on_later(
+    options: dict[str, Any], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from self_refine import RefineContext
+    from self_refine.errors import ConfigError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    named = {
+        "search": RefineContext(strategy="search", candidates=2),
+        "sample": RefineContext(strategy="sample"),
+        "candidates": RefineContext(candidates=3),
+    }
+    given: dict[str, Any] = {"verifiers": [long_enough], **options}
+    if isinstance(given.get("settings"), str):
+        given["settings"] = named[given["settings"]]
+    if given.get("log") == "directory":
+        given["log"] = tmp_path
+    dataset = given.pop("dataset", ROWS)
+    with pytest.raises(ConfigError, match=message):
+        refine_rollout(dataset, **given)

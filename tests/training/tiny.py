@@ -100,3 +100,68 @@ def write_tiny_gguf(path: Path, seed: int = 0) -> Any:
     writer.write_tensors_to_file()
     writer.close()
     return model
+
+
+VISION_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if m['content'] is string %}"
+    "{{ m['content'] }}{% else %}{% for c in m['content'] %}{% if c['type'] == 'image' %}"
+    "<image>{% else %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def tiny_vision_policy(seed: int = 0) -> tuple[Any, Any]:
+    """A random LLaVA (a one-layer CLIP encoder of 28x28 images, two-layer Qwen2) and its processor.
+
+    The processor is built here: a CLIP image processor and the character-level tokenizer
+    with an `<image>` token, which the processor expands to the image's 5 features.
+    """
+    import torch
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        Qwen2Config,
+    )
+
+    _, tokenizer = tiny_policy()
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<image>"]})
+    torch.manual_seed(seed)
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            image_size=28,
+            patch_size=14,
+            projection_dim=32,
+        ),
+        text_config=Qwen2Config(
+            vocab_size=len(tokenizer),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        ),
+        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+        vision_feature_layer=-1,
+        vision_feature_select_strategy="full",
+    )
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessor(
+            size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28}
+        ),
+        tokenizer=tokenizer,
+        patch_size=14,
+        vision_feature_select_strategy="full",
+        num_additional_image_tokens=1,
+        chat_template=VISION_TEMPLATE,
+        image_token="<image>",
+    )
+    return LlavaForConditionalGeneration(config), processor
