@@ -1,6 +1,6 @@
 """The graph's nodes and routing functions, and what they share.
 
-- `plan.py`: `Parts` (what the factory was given) and `RunPlan` (what a run's
+- `parts.py`: `Parts` (what the factory was given) and `RunPlan` (what a run's
   settings come to: prompts, stop policies, critic, models), kept per settings;
 - `ranking.py`: which draft is kept (a run's answer, a step's candidate);
 - `runnable.py`: `Node`, a node's sync and async `(state, runtime)` bodies;
@@ -16,7 +16,7 @@ from self_refine.nodes.candidates import make_candidate, make_pick
 from self_refine.nodes.critique import make_critique
 from self_refine.nodes.finalize import make_finalize
 from self_refine.nodes.generate import make_generate
-from self_refine.nodes.plan import Parts, Role, RunPlan
+from self_refine.nodes.parts import Parts, Role, RunPlan
 from self_refine.nodes.ranking import best_attempt, best_candidate, chosen_attempt
 from self_refine.nodes.refine import make_refine
 from self_refine.nodes.routing import (

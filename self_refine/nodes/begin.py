@@ -15,7 +15,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from self_refine.context import RefineContext
-from self_refine.nodes.plan import Parts
+from self_refine.nodes.parts import Parts
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.search import initial_search, plan_step, step_width
 from self_refine.state import ANSWER_SCHEMA, RUN_CONTEXT, RefineState, start_over, starts_over

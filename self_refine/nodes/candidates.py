@@ -34,7 +34,7 @@ from self_refine.nodes.critique import critique_request, step_writes
 from self_refine.nodes.draft import DraftRequest
 from self_refine.nodes.first_verified import first_verified, first_verified_async
 from self_refine.nodes.generate import generate_request
-from self_refine.nodes.plan import Parts, RunPlan
+from self_refine.nodes.parts import Parts, RunPlan
 from self_refine.nodes.ranking import best_candidate, why_kept
 from self_refine.nodes.refine import refine_request
 from self_refine.nodes.runnable import Node

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from self_refine.context import RefineContext
 from self_refine.critics import CritiqueRequest, CritiqueResult
 from self_refine.models.calls import model_errors
-from self_refine.nodes.plan import Parts, RunPlan
+from self_refine.nodes.parts import Parts, RunPlan
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.search import (
     drafts_made,

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from self_refine.context import RefineContext
 from self_refine.critics.typed import ResponseFormat
-from self_refine.nodes.plan import Parts
+from self_refine.nodes.parts import Parts
 from self_refine.nodes.ranking import best_attempt, best_candidate
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.search import drafts_of

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from self_refine.context import RefineContext
 from self_refine.models.calls import aask_draft, ask_draft, asking_again
 from self_refine.nodes.draft import DraftRequest, draft_update, rejected_reply
-from self_refine.nodes.plan import Parts, RunPlan
+from self_refine.nodes.parts import Parts, RunPlan
 from self_refine.nodes.runnable import Node
 from self_refine.prompts import generate_messages
 from self_refine.state import RefineState

@@ -11,7 +11,7 @@ from self_refine.context import RefineContext
 from self_refine.models.calls import aask_draft, ask_draft, asking_again
 from self_refine.models.hygiene import DraftGuard, feedback_of
 from self_refine.nodes.draft import DraftRequest, draft_update, rejected_reply
-from self_refine.nodes.plan import Parts, RunPlan
+from self_refine.nodes.parts import Parts, RunPlan
 from self_refine.nodes.runnable import Node
 from self_refine.prompts import refine_messages
 from self_refine.prompts.render import RefineForm
