@@ -150,3 +150,36 @@ def test_a_seeded_sample_run_plans_the_pinned_tree() -> None:
 def test_a_seeded_search_from_a_given_draft_plans_the_pinned_tree() -> None:
     tree = _tree("search", draft="The train saw the lamp.", max_iterations=6)
     assert tree == GIVEN_DRAFT_TREE
+
+
+def _steps(strategy: str, draft: str = "") -> list[str]:
+    graph = create_self_refine_graph(SeededModel()).compile()
+    settings = {
+        "strategy": strategy,
+        "candidates": 2,
+        "max_iterations": 1,
+        "critics": ["concepts"],
+        "profile": "constrained_generation",
+    }
+    given = {"task": TASK, "reference": REFERENCE, **({"draft": draft} if draft else {})}
+    updates = graph.stream(given, context=settings, stream_mode="updates")
+    return [node for update in updates for node in update]
+
+
+def test_the_planner_plans_each_step_of_a_search_and_a_refine_run_never_meets_it() -> None:
+    step = ["candidate", "candidate", "pick", "planner"]
+    assert _steps("search") == ["begin", "planner", *step, *step, "finalize"]
+    assert _steps("sample", draft="The lamp.") == [
+        *["begin", "planner", "critique", "planner"],
+        *[*step, "finalize"],
+    ]
+    assert "planner" not in _steps("refine")
+    assert "planner" not in _steps("refine", draft="The lamp.")
+
+
+def test_studio_draws_the_planner_and_the_branches_it_sends() -> None:
+    from self_refine.graphs.studio import graph
+
+    drawn = graph.get_graph()
+    edges = {(edge.source, edge.target) for edge in drawn.edges}
+    assert {("pick", "planner"), ("planner", "candidate"), ("planner", "finalize")} <= edges
