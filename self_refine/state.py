@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, field_validator
 from typing_extensions import TypedDict
 
 from self_refine.content import TaskContent
+from self_refine.context import RefineForm
 
 __all__ = [
     "Attempt",
@@ -183,14 +184,12 @@ class Attempt(TypedDict):
     checked: NotRequired[float | None]
 
 
-class Branch(TypedDict):
-    """One reply of the next step of a run that samples or searches: the node it will be,
-    the node it refines (None: a fresh draft of the task), and how many times that node
-    was refined before (`refined`)."""
+class PlannedReply(TypedDict):
+    """One reply of the next step of a run that samples or searches, as the planner chose
+    it: the node it will be, and the node it refines (None: a fresh draft of the task)."""
 
     node: int
     parent: int | None
-    refined: int
 
 
 class Arm(TypedDict):
@@ -296,9 +295,12 @@ class RefineInput(TypedDict, total=False):
 class CandidateInput(TypedDict, total=False):
     """What one candidate branch is sent (`Send`): the state its draft step reads.
 
-    `candidate` is the branch's index among the step's replies. In a run that samples
-    or searches, `node` and `parent` say which draft it writes and which it refines;
-    `attempts` is then the chain of drafts it refines (none for a fresh draft).
+    `candidate` is the branch's index among the step's replies and `width` how many
+    the step has; `draw` says which draw of the model asks (0: the model as it samples,
+    `models.calls.candidate_model`) and `form` the refine form of its request (absent:
+    the run's). In a run that samples or searches, `node` and `parent` say which draft
+    it writes and which it refines; `attempts` is then the chain of drafts it refines
+    (none for a fresh draft).
     """
 
     task: Required[TaskContent]
@@ -308,9 +310,11 @@ class CandidateInput(TypedDict, total=False):
     attempts: list[Attempt]
     iteration: int
     candidate: Required[int]
+    width: int
+    draw: int
+    form: RefineForm
     node: int
     parent: int | None
-    refined: int
 
 
 class RefineState(TypedDict, total=False):
@@ -328,8 +332,9 @@ class RefineState(TypedDict, total=False):
     many replies the next draft step samples at once (the run's `candidates`),
     written by the node before it; `branches` collects those replies, judged, until
     the `pick` node takes one and records the step (the others in its attempt's
-    `candidates`). A run that samples or searches keeps the next step's `plan` (which
-    draft each reply refines) and what the search knows (`search`).
+    `candidates`). A run that samples or searches keeps what the search knows
+    (`search`) and the next step's replies as the `planner` node chose them
+    (`next_replies`: which draft each one refines).
     """
 
     # The task's text or content blocks (RefineInput says which): the channel is typed by
@@ -350,7 +355,7 @@ class RefineState(TypedDict, total=False):
     ask_again: bool
     fan_out: int
     branches: Annotated[list[Candidate], _add_candidates]
-    plan: list[Branch]
+    next_replies: list[PlannedReply]
     search: SearchState | None
     usage: Usage
     answer: str
@@ -407,6 +412,6 @@ def start_over() -> dict[str, Any]:
         "last": None,
         "iterations": 0,
         "score": None,
-        "plan": [],
+        "next_replies": [],
         "search": None,
     }

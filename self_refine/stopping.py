@@ -21,6 +21,8 @@ __all__ = [
     "DEFAULT_POLICIES",
     "policies_for",
     "first_stop",
+    "reply_cost",
+    "step_width",
 ]
 
 
@@ -39,6 +41,11 @@ StopPolicy = Callable[[StopView], "str | None"]
 
 def _scores(view: StopView) -> list[float]:
     return [a["critique"]["score"] for a in view.attempts if a["critique"].get("score") is not None]
+
+
+def _in_tree(attempt: Attempt) -> bool:
+    """Whether a step's drafts are nodes of a tree (a step of a run that samples or searches)."""
+    return "node" in attempt or any("node" in c for c in attempt.get("candidates", []))
 
 
 @dataclass(frozen=True)
@@ -122,18 +129,54 @@ class NoImprovement:
 
 @dataclass(frozen=True)
 class Unchanged:
-    """Stop when the refine step returned the draft it was given."""
+    """Stop when the refine step returned the draft it was given.
+
+    A step of a run that samples or searches (its drafts are nodes of a tree: `node`)
+    was given no one draft: its best being a draft the run had is no end, since
+    another branch may do better.
+    """
 
     def __call__(self, view: StopView) -> str | None:
-        if len(view.attempts) < 2:
+        if len(view.attempts) < 2 or _in_tree(view.attempts[-1]):
             return None
         same = view.attempts[-1]["draft"].strip() == view.attempts[-2]["draft"].strip()
         return "unchanged" if same else None
 
 
+def reply_cost(attempts: Sequence[Attempt]) -> float | None:
+    """What one reply of the next step is expected to cost, in tokens: the mean cost of a
+    reply of the steps after the first so far (a refine step's reply with its critique,
+    each candidate of a step), else of the first step's; None before any step.
+
+    The first step (a first draft, or a given draft's critique) reads the task alone; a
+    later step's request carries drafts and feedback, so it costs what later steps cost.
+    """
+    later = [a for a in attempts if a["iteration"] > 0] or list(attempts)
+    replies = sum(1 + len(a.get("candidates", [])) for a in later)
+    if not replies:
+        return None
+    return sum(int(a["usage"].get("total_tokens", 0)) for a in later) / replies
+
+
+def step_width(wanted: int, budget: int | None, spent: int, cost: float | None) -> int:
+    """How many of `wanted` replies the next step may ask for within a token `budget`
+    (None: all of them), `spent` tokens spent so far and `cost` the expected cost of a
+    reply (`reply_cost`): as many as what is left holds, 0 when not even one fits.
+
+    A run that has written nothing yet (`cost` None) asks for one reply, its cost
+    unknown: so a run overshoots its budget by one reply at most.
+    """
+    if budget is None:
+        return wanted
+    if cost is None:
+        return 1
+    return max(0, min(wanted, int((budget - spent) // max(cost, 1.0))))
+
+
 @dataclass(frozen=True)
 class TokenBudget:
-    """Stop when the run has used `max_tokens_total` tokens or more."""
+    """Stop when the run has used `max_tokens_total` tokens or more, or when what is left
+    would not pay for one reply of the next step (`step_width`)."""
 
     max_tokens_total: int
 
@@ -142,7 +185,11 @@ class TokenBudget:
             raise ConfigError(f"max_tokens_total must be >= 1, got {self.max_tokens_total}")
 
     def __call__(self, view: StopView) -> str | None:
-        return "token_budget" if view.usage["total_tokens"] >= self.max_tokens_total else None
+        spent = view.usage["total_tokens"]
+        if spent >= self.max_tokens_total:
+            return "token_budget"
+        cost = reply_cost(view.attempts)
+        return "token_budget" if step_width(1, self.max_tokens_total, spent, cost) == 0 else None
 
 
 DEFAULT_POLICIES: tuple[StopPolicy, ...] = (CriticDone(), Unchanged())

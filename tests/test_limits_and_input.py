@@ -20,6 +20,7 @@ from self_refine import (
 )
 from self_refine.cli.main import main
 from self_refine.input_checks import MAX_TASK_CHARS
+from self_refine.stopping import reply_cost
 from tests.openai_server import OpenAIServer, offline_responder
 from tests.scripted_responder import role_of
 
@@ -89,8 +90,11 @@ def test_a_token_budget_stops_the_run() -> None:
     result = refine(TASK, model="offline", context=RefineContext(max_tokens_total=budget))
 
     assert result["stop_reason"] == "token_budget"
-    assert result["usage"]["total_tokens"] >= budget
-    assert len(result["attempts"]) < len(unlimited["attempts"])
+    spent, attempts = result["usage"]["total_tokens"], result["attempts"]
+    # It stopped when what was left would not pay for one more reply, one reply over at most.
+    assert spent + (reply_cost(attempts) or 0) > budget
+    assert spent <= budget + max(a["usage"]["total_tokens"] for a in attempts)
+    assert len(attempts) < len(unlimited["attempts"])
 
 
 def test_the_cli_takes_a_token_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,6 +16,7 @@ from self_refine import (
     create_self_refine_graph,
     refine,
 )
+from self_refine.stopping import StopView
 from tests.fakes import FakeChatModel, critique
 
 DRAFTS = [f"draft {n}" for n in range(8)]
@@ -219,3 +220,17 @@ def test_an_empty_first_draft_is_asked_for_again() -> None:
     result = refine("task", model=model)
     assert result["answer"] == "draft 0"
     assert len(model.requests_for("generator")) == 2
+
+
+def test_unchanged_passes_over_a_step_of_a_tree() -> None:
+    """A step of a run that samples or searches whose best draft is one the run had is no
+    end (another branch may do better); the policy says so itself, for every strategy's
+    policies are the same."""
+    usage: Any = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    first: Any = {"iteration": 0, "draft": "same", "critique": {}, "usage": usage}
+    again: Any = {**first, "iteration": 1}
+    assert Unchanged()(StopView([first, again], 1, usage)) == "unchanged"
+    node: Any = {**again, "node": 3, "parent": None}
+    assert Unchanged()(StopView([first, node], 1, usage)) is None
+    rejected: Any = {**again, "candidates": [{"index": 0, "node": 4, "draft": ""}]}
+    assert Unchanged()(StopView([first, rejected], 1, usage)) is None  # every reply rejected

@@ -102,6 +102,9 @@ def record(tree: Path, out: Path, n: int, k: int) -> None:
     recorded: list[dict[str, Any]] = []
 
     class Recording(LocalChatModel):
+        def check_room(self, messages: Any) -> None:
+            """Nothing to measure the request with: there is no model file to tokenize."""
+
         def _generate(
             self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
         ) -> ChatResult:

@@ -20,7 +20,7 @@ from self_refine.content import has_images
 from self_refine.context import RESULT_FIELDS, RefineContext
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError
-from self_refine.nodes.plan import Parts, critic_specs
+from self_refine.nodes.parts import Parts, critic_specs
 
 __all__ = ["BatchJob"]
 

@@ -15,7 +15,7 @@ from self_refine.graphs.adapters import refine_node, reply_from_output
 from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph
 from self_refine.models.resolve import resolve_model
 from self_refine.models.roles import ModelLike, RoleModel
-from self_refine.nodes.plan import Role, RoleModels
+from self_refine.nodes.parts import Role, RoleModels
 from self_refine.nodes.runnable import Node
 from self_refine.state import RefineOutput
 

@@ -38,7 +38,7 @@ from self_refine.content import images_held
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.input_checks import validate_input
-from self_refine.nodes.plan import Parts
+from self_refine.nodes.parts import Parts
 from self_refine.persistence.locks import atry_lock, try_lock
 from self_refine.state import RUN_CONTEXT, RefineInput, RefineOutput, RefineState
 

@@ -27,10 +27,12 @@ from self_refine.nodes import (
     make_finalize,
     make_generate,
     make_pick,
+    make_planner,
     make_refine,
-    route_after_critique,
     route_after_generate,
+    route_after_planner,
     route_after_refine,
+    route_after_step,
     route_start,
 )
 from self_refine.prompts import PromptSet, get_profile
@@ -48,9 +50,10 @@ def recursion_limit(max_iterations: int) -> int:
 
     begin, generate (asked again once at most) and critique, then refine (the same)
     and critique per iteration, then finalize; a step of candidates takes two
-    (candidate, pick).
+    (candidate, pick), three in a run that samples or searches, which also plans before
+    its first step (begin, planner, then candidate, pick and planner per step, finalize).
     """
-    return 3 * max_iterations + 6
+    return 3 * max_iterations + 8
 
 
 @dataclass(frozen=True)
@@ -243,14 +246,18 @@ def create_self_refine_graph(
     builder.add_node("refine", make_refine(parts))
     builder.add_node("candidate", make_candidate(parts))
     builder.add_node("pick", make_pick(parts))
+    builder.add_node("planner", make_planner())
     builder.add_node("finalize", make_finalize(parts))
     builder.add_edge(START, "begin")
-    builder.add_conditional_edges("begin", route_start, ["generate", "critique", "candidate"])
+    first = ["generate", "critique", "candidate", "planner"]
+    builder.add_conditional_edges("begin", route_start, first)
     builder.add_conditional_edges("generate", route_after_generate, ["generate", "critique"])
-    after_step = ["refine", "finalize", "candidate"]
-    builder.add_conditional_edges("critique", route_after_critique, after_step)
+    after_step = ["refine", "finalize", "candidate", "planner"]
+    builder.add_conditional_edges("critique", route_after_step, after_step)
     builder.add_conditional_edges("refine", route_after_refine, ["refine", "critique"])
     builder.add_edge("candidate", "pick")
-    builder.add_conditional_edges("pick", route_after_critique, after_step)
+    builder.add_conditional_edges("pick", route_after_step, after_step)
+    planned = ["candidate", "critique", "finalize"]
+    builder.add_conditional_edges("planner", route_after_planner, planned)
     builder.add_edge("finalize", END)
     return builder

@@ -15,9 +15,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from self_refine.context import RefineContext
-from self_refine.nodes.plan import Parts
+from self_refine.nodes.parts import Parts
 from self_refine.nodes.runnable import Node
-from self_refine.nodes.search import initial_search, plan_step, step_width
+from self_refine.nodes.steps import first_width
 from self_refine.state import ANSWER_SCHEMA, RUN_CONTEXT, RefineState, start_over, starts_over
 
 __all__ = ["make_begin"]
@@ -29,25 +29,12 @@ def make_begin(parts: Parts) -> Node:
     def begin(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Keep the run's settings; clear an earlier run's results from the thread.
 
-        `fan_out` tells the routing how many replies the first draft step samples; a
-        run that samples or searches also plans that step (`plan`, `search`).
+        `fan_out` tells the routing how many replies the first draft step samples.
         """
         plan = parts.plan(runtime.context)
-        settings = plan.settings
         schema = plan.answer_format.schema if plan.answer_format is not None else None
         cleared = start_over() if starts_over(state) else {}
-        width = step_width(settings.candidates, settings.max_tokens_total, 0, 0)
-        writes = {**cleared, RUN_CONTEXT: settings.kept(), ANSWER_SCHEMA: schema, "fan_out": width}
-        if settings.strategy == "refine":
-            return writes
-        # A run that samples or searches starts with fresh drafts (none when the input
-        # brings the first draft, which the critique then judges as the first node).
-        search = initial_search()
-        first = (
-            []
-            if (state.get("draft") or "").strip()
-            else plan_step(search, width, strategy=settings.strategy, task=state["task"], step=0)
-        )
-        return {**writes, "search": search, "plan": first}
+        kept = plan.settings.kept()
+        return {**cleared, RUN_CONTEXT: kept, ANSWER_SCHEMA: schema, "fan_out": first_width(plan)}
 
     return Node(begin, name="begin")

@@ -1,15 +1,15 @@
 """Parallel candidates: a draft step that samples several replies at once, and the pick.
 
-With `candidates` > 1 a draft step (the first draft, or a refine step) is a fan-out:
+With `candidates` > 1 (or a run that samples or searches) a draft step is a fan-out:
 the routing sends one `candidate` branch per reply (`Send`), so LangGraph runs them
 as parallel tasks of one step, each checkpointed as it finishes, and Studio shows
-them side by side. A branch asks for its reply (candidate 0 as the model samples
-and, in a refine step, in the run's form; the others each a draw of their own,
-`models.calls.candidate_model`, in the fresh form), holds it to
-the draft rules (`models/hygiene.py`; a rejected reply is not asked again, the other
-branches stand in for that) and has the run's critic judge it. The `pick` node then
-takes the best (`best_candidate`), records it as the step's attempt with the others
-beside it, and names the stop reason, as the critique node does for a single reply.
+them side by side. A branch asks for its reply as its `Send` says (the draw of the
+model, `models.calls.candidate_model`, and the refine form; a first draft when it is
+sent no attempts), holds it to the draft rules (`models/hygiene.py`; a rejected reply
+is not asked again, the other branches stand in for that) and has the run's critic
+judge it. The `pick` node then takes the best (`best_candidate`), records it as the
+step's attempt with the others beside it, and names the stop reason, as the critique
+node does for a single reply (`nodes/steps.py`).
 """
 
 from __future__ import annotations
@@ -30,14 +30,13 @@ from self_refine.models.calls import (
     candidate_model,
     model_errors,
 )
-from self_refine.nodes.critique import critique_request, step_writes
 from self_refine.nodes.draft import DraftRequest
-from self_refine.nodes.first_verified import first_verified, first_verified_async
-from self_refine.nodes.generate import generate_request
-from self_refine.nodes.plan import Parts, RunPlan
+from self_refine.nodes.first_verified import StepStops, first_verified, first_verified_async
+from self_refine.nodes.parts import Parts, RunPlan
 from self_refine.nodes.ranking import best_candidate, why_kept
-from self_refine.nodes.refine import refine_request
+from self_refine.nodes.requests import critique_request, generate_request, refine_request
 from self_refine.nodes.runnable import Node
+from self_refine.nodes.steps import step_record
 from self_refine.state import (
     Attempt,
     Candidate,
@@ -54,27 +53,15 @@ NO_USABLE_REPLY = "Every reply was rejected, so there is no draft yet: write the
 
 
 def _request(plan: RunPlan, state: Mapping[str, Any]) -> DraftRequest:
-    """The branch's request: a refine step's after an attempt, else the first draft's.
-
-    Candidate 0 of a refine step asks in the run's form; the others in the fresh form
-    (the task and the feedback, no draft), which a small model cannot answer by copying
-    the draft: sampled again, an edit request mostly brings the same copy back.
-    """
-    warm = plan.settings.temperature is None  # a temperature the run set holds for all
-    if plan.settings.strategy != "refine":
-        # A planned reply: a fresh draft, or the refinement of the chain it was sent,
-        # each a draw of its own (node 0, the run's first draft, as the model samples).
-        ask = (
-            refine_request(plan, state) if state.get("attempts") else generate_request(plan, state)
-        )
-        draw = state.get("node", state["candidate"])
-        model = candidate_model(ask.model, draw, ask.config, warm=warm)
-        return ask._replace(model=model, config=_labelled(ask.config, state["candidate"]))
+    """The branch's request: a refinement of the attempts it was sent, in the form it was
+    sent (absent: the run's), else a first draft; asked by the draw it was sent."""
     if state.get("attempts"):
-        ask = refine_request(plan, state, "fresh" if state["candidate"] else None)
+        ask = refine_request(plan, state, state.get("form"))
     else:
         ask = generate_request(plan, state)
-    model = candidate_model(ask.model, state["candidate"], ask.config, warm=warm)
+    warm = plan.settings.temperature is None  # a temperature the run set holds for all
+    draw = state.get("draw", state["candidate"])
+    model = candidate_model(ask.model, draw, ask.config, warm=warm)
     return ask._replace(model=model, config=_labelled(ask.config, state["candidate"]))
 
 
@@ -134,7 +121,10 @@ def make_candidate(parts: Parts) -> Node:
                 judged = await plan.critic.ainvoke(request, _trace(plan, ask.iteration, state))
         return _candidate(state, reply, judged)
 
-    return Node(first_verified(candidate), first_verified_async(acandidate), name="candidate")
+    stops = StepStops()  # this graph's steps of candidates, each while its branches run
+    return Node(
+        first_verified(candidate, stops), first_verified_async(acandidate, stops), name="candidate"
+    )
 
 
 def _trace(plan: RunPlan, iteration: int, state: Mapping[str, Any]) -> Any:
@@ -183,7 +173,7 @@ def make_pick(parts: Parts) -> Node:
         candidates = sorted(state.get("branches") or [], key=lambda c: c["index"])
         attempt = _attempt(state, candidates)
         plan = parts.plan(runtime.context)
-        writes = step_writes(plan, state, attempt, attempt["usage"], candidates)
+        writes = step_record(plan, state, attempt, attempt["usage"])
         return {
             **writes,
             "draft": attempt["draft"],

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from self_refine.context import RefineContext
 from self_refine.critics.typed import ResponseFormat
-from self_refine.nodes.plan import Parts
+from self_refine.nodes.parts import Parts
 from self_refine.nodes.ranking import best_attempt, best_candidate
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.search import drafts_of
@@ -31,7 +31,8 @@ def _typed(form: ResponseFormat, chosen: Attempt | None, any_valid: bool) -> dic
 
 
 def _best_draft(attempts: list[Attempt], answer_format: ResponseFormat | None) -> Attempt | None:
-    """The best of every draft of a run that samples or searches, as an attempt.
+    """The best of every draft of a run that samples or searches, as an attempt (None
+    for a run whose drafts are no tree: one that refines).
 
     Not only each step's pick: a step's other replies are drafts of the tree too.
     """
@@ -77,9 +78,7 @@ def make_finalize(parts: Parts) -> Node:
             if answer_format
             else []
         )
-        best = best_attempt(valid or attempts)
-        if plan.settings.strategy != "refine":
-            best = _best_draft(attempts, answer_format) or best
+        best = _best_draft(attempts, answer_format) or best_attempt(valid or attempts)
         chosen = last if plan.settings.select == "last" else best
         answer = chosen["draft"] if chosen else state.get("draft", "")
         score = chosen["critique"].get("score") if chosen else None

@@ -1,23 +1,27 @@
 """A step of candidates that ends at its first verified candidate (`first_verified`).
 
-The branches of one step share a stop (a `threading.Event`, keyed by the step: the
-thread and the checkpoint the step runs from, which LangGraph gives every task of a
-step in `checkpoint_map`). A branch whose candidate the verifiers pass sets it; the
-model calls of the other branches then stop (`models/cancel.cancel_scope`: no call
-starts, the local model stops writing within a token), and each of those branches
-records its candidate as stopped instead of failing, with what its replies that came
-in wrote and cost (a draft whose critique never started). The kept candidate is the
-verified one (`nodes/ranking.best_candidate` ranks a verified reply first), so the
-step's answer is what waiting for every branch would have kept, short of a tie broken
-by the index. A call to a server already waiting for its reply is not cut short: its
-branch is stopped when the call returns.
+The branches of one step share a stop (a `threading.Event`): the graph's `StepStops`
+holds one per step (the thread and the checkpoint the step runs from, which LangGraph
+gives every task of a step in `checkpoint_map`) while its branches run, and lets it go
+when the last of them ends (each branch is sent its step's `width`) or when the
+graph's next step of candidates on that thread starts (one left by a run stopped
+midway). A branch whose candidate the verifiers pass
+sets it; the model calls of the other branches then stop (`models/cancel.cancel_scope`:
+no call starts, the local model stops writing within a token), and each of those
+branches records its candidate as stopped instead of failing, with what its replies
+that came in wrote and cost (a draft whose critique never started). The kept candidate
+is the verified one (`nodes/ranking.best_candidate` ranks a verified reply first), so
+the step's answer is what waiting for every branch would have kept, short of a tie
+broken by the index. A call to a server already waiting for its reply is not cut
+short: its branch is stopped when the call returns.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.config import get_config
@@ -33,28 +37,51 @@ from self_refine.models.cancel import (
 from self_refine.models.hygiene import rejected
 from self_refine.state import STOPPED, Candidate, add_usage
 
-__all__ = ["first_verified", "first_verified_async"]
+__all__ = ["StepStops", "first_verified", "first_verified_async"]
 
-_STEPS_KEPT = 256
-_STEPS: OrderedDict[tuple[Any, ...], threading.Event] = OrderedDict()
-_STEPS_LOCK = threading.Lock()
-
-Branch = Callable[[Any, Runtime[RefineContext]], dict[str, Any]]
-AsyncBranch = Callable[[Any, Runtime[RefineContext]], Awaitable[dict[str, Any]]]
+BranchBody = Callable[[Any, Runtime[RefineContext]], dict[str, Any]]
+AsyncBranchBody = Callable[[Any, Runtime[RefineContext]], Awaitable[dict[str, Any]]]
 
 
-def _step_stop() -> threading.Event:
-    """The stop the branches of the running step share."""
-    configurable = get_config().get("configurable") or {}
-    step = tuple(sorted((configurable.get("checkpoint_map") or {}).items()))
-    key = (configurable.get("thread_id"), step)
-    with _STEPS_LOCK:
-        stop = _STEPS.get(key)
-        if stop is None:
-            stop = _STEPS[key] = threading.Event()
-            while len(_STEPS) > _STEPS_KEPT:
-                _STEPS.popitem(last=False)
-        return stop
+@dataclass
+class _Step:
+    stop: threading.Event = field(default_factory=threading.Event)
+    left: int = 1
+    """The step's branches that have not ended yet."""
+
+
+class StepStops:
+    """The stops of one graph's steps of candidates, each held while its branches run."""
+
+    def __init__(self) -> None:
+        self._steps: dict[tuple[Any, ...], _Step] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    @contextmanager
+    def joined(self, width: int) -> Iterator[threading.Event]:
+        """The stop of the running step, which has `width` branches, while this one runs."""
+        configurable = get_config().get("configurable") or {}
+        thread = configurable.get("thread_id")
+        steps = configurable.get("checkpoint_map") or {}
+        graph = (thread, tuple(sorted(steps)))  # the thread and the graph (nested: its path)
+        key = (*graph, tuple(sorted(steps.items())))
+        with self._lock:
+            step = self._steps.get(key)
+            if step is None:
+                if thread is not None:  # a graph's thread runs one step at a time
+                    for over in [k for k in self._steps if k[:2] == graph]:
+                        del self._steps[over]
+                step = self._steps[key] = _Step(left=width)
+        try:
+            yield step.stop
+        finally:
+            with self._lock:
+                step.left -= 1
+                if step.left <= 0 and self._steps.get(key) is step:
+                    del self._steps[key]
 
 
 def _stopped(state: Any, scope: CallScope) -> dict[str, Any]:
@@ -81,44 +108,44 @@ def _verified(writes: dict[str, Any]) -> bool:
     return any(c.get("verified") is True for c in writes.get("branches") or ())
 
 
-def first_verified(branch: Branch) -> Branch:
+def first_verified(branch: BranchBody, stops: StepStops) -> BranchBody:
     """The candidate branch, ending early when another branch of its step verified first
     (with the run's `first_verified` setting), and stopping the others once it verifies."""
 
     def run(state: Any, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         if not runtime.context.first_verified:
             return branch(state, runtime)
-        stop = _step_stop()
-        try:
-            with cancel_scope(stop) as scope:
-                writes = branch(state, runtime)
-        except CallCancelled:
-            if not stop.is_set() or process_cancelled():
-                raise
-            return _stopped(state, scope)
-        if _verified(writes):
-            stop.set()
-        return writes
+        with stops.joined(state.get("width", 1)) as stop:
+            try:
+                with cancel_scope(stop) as scope:
+                    writes = branch(state, runtime)
+            except CallCancelled:
+                if not stop.is_set() or process_cancelled():
+                    raise
+                return _stopped(state, scope)
+            if _verified(writes):
+                stop.set()
+            return writes
 
     return run
 
 
-def first_verified_async(branch: AsyncBranch) -> AsyncBranch:
+def first_verified_async(branch: AsyncBranchBody, stops: StepStops) -> AsyncBranchBody:
     """Async twin of first_verified()."""
 
     async def run(state: Any, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         if not runtime.context.first_verified:
             return await branch(state, runtime)
-        stop = _step_stop()
-        try:
-            with cancel_scope(stop) as scope:
-                writes = await branch(state, runtime)
-        except CallCancelled:
-            if not stop.is_set() or process_cancelled():
-                raise
-            return _stopped(state, scope)
-        if _verified(writes):
-            stop.set()
-        return writes
+        with stops.joined(state.get("width", 1)) as stop:
+            try:
+                with cancel_scope(stop) as scope:
+                    writes = await branch(state, runtime)
+            except CallCancelled:
+                if not stop.is_set() or process_cancelled():
+                    raise
+                return _stopped(state, scope)
+            if _verified(writes):
+                stop.set()
+            return writes
 
     return run

@@ -2,52 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from self_refine.context import RefineContext
-from self_refine.models.calls import aask_draft, ask_draft, asking_again
-from self_refine.models.hygiene import DraftGuard, feedback_of
-from self_refine.nodes.draft import DraftRequest, draft_update, rejected_reply
-from self_refine.nodes.plan import Parts, RunPlan
+from self_refine.models.calls import aask_draft, ask_draft
+from self_refine.models.hygiene import DraftGuard
+from self_refine.nodes.draft import draft_update
+from self_refine.nodes.parts import Parts
+from self_refine.nodes.requests import refine_request
 from self_refine.nodes.runnable import Node
-from self_refine.prompts import refine_messages
-from self_refine.prompts.render import RefineForm
 from self_refine.state import RefineState
 
-__all__ = ["make_refine", "refine_request"]
-
-
-def refine_request(
-    plan: RunPlan, state: Mapping[str, Any], form: RefineForm | None = None
-) -> DraftRequest:
-    """The request for the next draft, from the critique and the earlier attempts.
-
-    Laid out in `form`, else the run's; a step that asks again after a reply that was
-    its draft unchanged asks in the fresh form (the task and the feedback, no draft to
-    copy), at a new draw.
-    """
-    attempts = state.get("attempts") or []
-    rejected = rejected_reply(state)
-    iteration = state.get("iteration", 0) + (0 if rejected else 1)
-    copied = rejected is not None and rejected["reason"] == "unchanged"
-    model = plan.model("refiner")
-    config = plan.trace("refine", "refiner", model, iteration)
-    messages = refine_messages(
-        plan.prompts,
-        state["task"],
-        attempts,
-        state.get("critique"),
-        plan.settings.history_window,
-        "fresh" if copied else form or plan.form,
-    )
-    if rejected is not None:
-        model, messages = asking_again(model, messages, rejected, config)
-    previous = attempts[-1]["draft"] if attempts else None
-    guard = plan.guard(state["task"], feedback_of(attempts, _items(state)), previous)
-    return DraftRequest(model, messages, config, guard, "refiner", iteration)
+__all__ = ["make_refine"]
 
 
 def make_refine(parts: Parts) -> Node:
@@ -66,12 +34,6 @@ def make_refine(parts: Parts) -> Node:
         return {**_update(state, reply, ask.guard), "iteration": ask.iteration}
 
     return Node(refine, arefine, name="refine")
-
-
-def _items(state: Mapping[str, Any]) -> list[str]:
-    """The feedback in the critique channel (a person may have edited it)."""
-    critique = state.get("critique") or {}
-    return [str(item) for item in critique.get("feedback") or []]
 
 
 def _update(state: RefineState, reply: Any, guard: DraftGuard) -> dict[str, Any]:

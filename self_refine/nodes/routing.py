@@ -1,38 +1,50 @@
 """Pure routing functions: they read the state and never call a model or raise.
 
-A draft step that samples several replies (`fan_out` > 1, the run's `candidates`)
-is routed as one `Send` per reply to the `candidate` node (see `nodes/candidates.py`).
+A run's `strategy` (in the settings the run began with, which `begin` keeps in the
+state) is read here and nowhere else among the nodes but for the search's arms
+(`nodes/search.py`): a run that samples or searches goes to the `planner` node
+after `begin` and after each judged step, and the planner's edge sends the replies
+it planned (or finalizes); a run that refines goes on to `refine`, or to one `candidate`
+branch per reply when a step samples several (`fan_out` > 1, see
+`nodes/candidates.py`).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal, cast
 
 from langgraph.types import Send
 
 from self_refine.content import by_reference
 from self_refine.nodes.search import chain_of
-from self_refine.state import Branch, CandidateInput, RefineState
+from self_refine.state import RUN_CONTEXT, CandidateInput, PlannedReply, RefineState
 
 __all__ = [
     "candidate_sends",
-    "route_after_critique",
     "route_after_generate",
+    "route_after_planner",
     "route_after_refine",
+    "route_after_step",
     "route_start",
 ]
 
 
-def candidate_sends(state: RefineState) -> list[Send]:
-    """One `candidate` branch per reply of the next draft step, each sent what it reads.
+def _planned(state: RefineState) -> bool:
+    """Whether the run's steps are planned (it samples or searches) or refine one draft."""
+    kept = cast(Mapping[str, Any], state.get(RUN_CONTEXT) or {})
+    return kept.get("strategy", "refine") != "refine"
 
-    A run that samples or searches sends each branch of its `plan` the chain of drafts
-    it refines (none for a fresh draft).
-    """
-    if state.get("plan"):
-        return [_planned(state, index, branch) for index, branch in enumerate(state["plan"])]
+
+def candidate_sends(state: RefineState) -> list[Send]:
+    """One `candidate` branch per reply of the next draft step of a run that refines:
+    candidate 0 as the model samples, in the run's form; each other one a draw of its
+    own, in the fresh form (the task and the feedback, no draft), which a small model
+    cannot answer by copying the draft (sampled again, an edit request mostly brings
+    the same copy back)."""
+    width = state.get("fan_out") or 1
     sends = []
-    for index in range(state.get("fan_out") or 1):
+    for index in range(width):
         branch: CandidateInput = {
             "task": by_reference(state["task"]),  # inline images: stored once, in `task`
             "reference": state.get("reference"),
@@ -41,13 +53,19 @@ def candidate_sends(state: RefineState) -> list[Send]:
             "attempts": state.get("attempts") or [],
             "iteration": state.get("iteration", 0),
             "candidate": index,
+            "width": width,
+            "draw": index,
         }
+        if index:
+            branch["form"] = "fresh"
         sends.append(Send("candidate", branch))
     return sends
 
 
-def _planned(state: RefineState, index: int, branch: Branch) -> Send:
-    chain = chain_of(branch["parent"], state.get("attempts") or [])
+def _planned_send(state: RefineState, index: int, width: int, reply: PlannedReply) -> Send:
+    """A planned reply's branch: the chain of drafts it refines (its ancestors and itself,
+    asked in the run's form) or none (a fresh draft), drawn as its node's own draw."""
+    chain = chain_of(reply["parent"], state.get("attempts") or [])
     refined = chain[-1] if chain else None
     sent: CandidateInput = {
         "task": by_reference(state["task"]),
@@ -57,23 +75,22 @@ def _planned(state: RefineState, index: int, branch: Branch) -> Send:
         "attempts": chain,
         "iteration": state.get("iteration", 0),
         "candidate": index,
-        "node": branch["node"],
-        "parent": branch["parent"],
-        "refined": branch.get("refined", 0),
+        "width": width,
+        "draw": reply["node"],
+        "node": reply["node"],
+        "parent": reply["parent"],
     }
     return Send("candidate", sent)
 
 
-def _fans_out(state: RefineState) -> bool:
-    return bool(state.get("plan")) or (state.get("fan_out") or 1) > 1
-
-
-def route_start(state: RefineState) -> Literal["generate", "critique"] | list[Send]:
-    """Start at the critique when the input brings a draft, else write the first draft:
-    one reply, or several at once."""
+def route_start(state: RefineState) -> Literal["generate", "critique", "planner"] | list[Send]:
+    """A run that samples or searches starts at the planner. Another starts at the critique
+    when the input brings a draft, else writes the first draft: one reply, or several."""
+    if _planned(state):
+        return "planner"
     if (state.get("draft") or "").strip():
         return "critique"
-    return candidate_sends(state) if _fans_out(state) else "generate"
+    return candidate_sends(state) if (state.get("fan_out") or 1) > 1 else "generate"
 
 
 def route_after_generate(state: RefineState) -> Literal["generate", "critique"]:
@@ -86,9 +103,24 @@ def route_after_refine(state: RefineState) -> Literal["refine", "critique"]:
     return "refine" if state.get("ask_again") else "critique"
 
 
-def route_after_critique(state: RefineState) -> Literal["refine", "finalize"] | list[Send]:
-    """Finalize once the critique (or pick) step has named a stop reason; else refine:
-    one reply, or several at once."""
+def route_after_step(state: RefineState) -> Literal["refine", "finalize", "planner"] | list[Send]:
+    """After a judged step (`critique`, `pick`): to the planner in a run that samples or
+    searches; else finalize once the step named a stop reason, or refine: one reply,
+    or several at once."""
+    if _planned(state):
+        return "planner"
     if state.get("stop_reason"):
         return "finalize"
-    return candidate_sends(state) if _fans_out(state) else "refine"
+    return candidate_sends(state) if (state.get("fan_out") or 1) > 1 else "refine"
+
+
+def route_after_planner(state: RefineState) -> Literal["critique", "finalize"] | list[Send]:
+    """Finalize once the last step named a stop reason; else send the planned replies,
+    each to a `candidate` branch, or the input's draft, which the planner made the
+    tree's first node, to the critique."""
+    if state.get("stop_reason"):
+        return "finalize"
+    if not state.get("attempts") and (state.get("draft") or "").strip():
+        return "critique"
+    replies = state.get("next_replies") or []
+    return [_planned_send(state, index, len(replies), r) for index, r in enumerate(replies)]

@@ -24,15 +24,13 @@ and the quality guide):
   made a small model refine half-right drafts its refinements almost never fixed).
 
 Each reply of a step takes the best draw, the arm it took counted as taken for the
-replies after it. A node's first refinement is asked in the run's refine form; every
-later one in the fresh form (the task and the node's feedback, no draft to copy),
-since a small model asked to edit the same draft again mostly brings the same copy
-back. `strategy="sample"` keeps the fresh arm only (best-of-N).
+replies after it. Every refinement is asked in the run's refine form, with the chain
+of drafts it refines. `strategy="sample"` keeps the fresh arm only (best-of-N).
 
-Everything the search decides is state the graph keeps (`SearchState` in the
-`search` channel, the next step's `plan`), so a run resumes, forks and is drawn
-as the tree it is; the draws are seeded by the task and the step, so a step
-planned again plans the same.
+The `planner` node (`nodes/planner.py`) calls these after each step. Everything the
+search decides is state the graph keeps (`SearchState` in the `search` channel, the
+next step's `next_replies`), so a run resumes, forks and is drawn as the tree it is;
+the draws are seeded by the task and the step, so a step planned again plans the same.
 """
 
 from __future__ import annotations
@@ -43,7 +41,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from self_refine.content import task_text
-from self_refine.state import Arm, Attempt, Branch, Candidate, SearchState, Spent
+from self_refine.state import (
+    Arm,
+    Attempt,
+    Candidate,
+    PlannedReply,
+    SearchState,
+    Spent,
+    Usage,
+    add_usage,
+)
 
 __all__ = [
     "REFINE_FLOOR",
@@ -51,14 +58,13 @@ __all__ = [
     "REFINE_WEIGHT",
     "SCORE_WEIGHT",
     "chain_of",
-    "drafts_made",
     "drafts_of",
     "graded",
     "initial_search",
     "plan_step",
     "record_step",
     "refine_chance",
-    "step_width",
+    "step_drafts",
 ]
 
 SCORE_WEIGHT = 20
@@ -130,6 +136,32 @@ def drafts_of(attempts: Iterable[Attempt]) -> list[Candidate]:
     return sorted(found, key=lambda c: c.get("node", 0))
 
 
+def step_drafts(attempt: Attempt) -> list[Candidate]:
+    """The drafts a step judged, each with what its calls cost: the kept one (its cost is
+    the step's less the others') and the others beside it; none but those when every
+    reply was rejected."""
+    others = list(attempt.get("candidates", []))
+    if "node" not in attempt:
+        return others
+    step, spent = add_usage(attempt["usage"]), add_usage(*(other["usage"] for other in others))
+    usage: Usage = {
+        "input_tokens": step["input_tokens"] - spent["input_tokens"],
+        "output_tokens": step["output_tokens"] - spent["output_tokens"],
+        "total_tokens": step["total_tokens"] - spent["total_tokens"],
+    }
+    kept: Candidate = {
+        "index": attempt.get("candidate", -1),
+        "node": attempt["node"],
+        "parent": attempt.get("parent"),
+        "draft": attempt["draft"],
+        "critique": attempt["critique"],
+        "usage": usage,
+        "verified": attempt["critique"].get("verified"),
+        "checked": attempt.get("checked"),
+    }
+    return [kept, *others]
+
+
 def record_step(
     search: SearchState, branches: Sequence[Candidate], earlier: Iterable[str] = ()
 ) -> SearchState:
@@ -192,7 +224,7 @@ def _seed(task: Any, step: int) -> int:
 
 def plan_step(
     search: SearchState, width: int, *, strategy: str, task: Any, step: int
-) -> list[Branch]:
+) -> list[PlannedReply]:
     """The next step's replies: `width` of them, each refining a node or writing afresh."""
     rng = random.Random(_seed(task, step))
     refined = {arm["node"]: arm["refined"] for arm in search["arms"]}
@@ -202,7 +234,7 @@ def plan_step(
     fresh_cost, refine_cost = _costs(search.get("spent", initial_search()["spent"]))
     arms = search["arms"] if strategy == "search" else []
     top = max((refine_chance(arm["h"]) for arm in arms), default=0.0)
-    plan: list[Branch] = []
+    plan: list[PlannedReply] = []
     for offset in range(width):
         node = search["nodes"] + offset
         fresh = rng.betavariate(1 + right, 1 + wrong) / fresh_cost
@@ -213,7 +245,7 @@ def plan_step(
             refine = rng.betavariate(a, b) / refine_cost
         if refine <= fresh:
             wrong += 1  # counted as taken: the next reply's draw knows it is being tried
-            plan.append({"node": node, "parent": None, "refined": 0})
+            plan.append({"node": node, "parent": None})
             continue
         best, best_draw = arms[0]["node"], -1.0
         for arm in arms:
@@ -223,7 +255,7 @@ def plan_step(
             )
             if draw > best_draw:
                 best, best_draw = arm["node"], draw
-        plan.append({"node": node, "parent": best, "refined": refined[best]})
+        plan.append({"node": node, "parent": best})
         refined[best] += 1
         refine_wrong += 1
     return plan
@@ -251,23 +283,3 @@ def chain_of(node: int | None, attempts: Sequence[Attempt]) -> list[Attempt]:
     for depth, attempt in enumerate(chain):
         attempt["iteration"] = depth
     return chain
-
-
-def drafts_made(attempts: Iterable[Attempt]) -> int:
-    """How many replies the run's steps have judged so far (a step of candidates: each)."""
-    return sum(1 + len(attempt.get("candidates", [])) for attempt in attempts)
-
-
-def step_width(wanted: int, budget: int | None, spent: int, made: int) -> int:
-    """How many replies the next step may ask for within a token `budget` (None: all).
-
-    A run that has made no reply yet asks for one (nothing says yet what one costs);
-    after that, as many as the budget left holds at the mean cost of a reply so far,
-    at least one: so a step overshoots the budget by about one reply at most.
-    """
-    if budget is None:
-        return wanted
-    if made == 0:
-        return 1
-    left = budget - spent
-    return max(1, min(wanted, int(left // max(1.0, spent / made))))

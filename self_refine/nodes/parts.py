@@ -35,7 +35,7 @@ from self_refine.nodes.critic_run import CriticRun
 from self_refine.prompts import PromptSet, generate_messages, get_profile
 from self_refine.prompts.phrases import instruction_phrases
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm
-from self_refine.stopping import StopPolicy, Unchanged, policies_for
+from self_refine.stopping import StopPolicy, policies_for
 
 __all__ = ["Parts", "Role", "RoleModels", "RunPlan", "critic_specs", "reply_cap"]
 
@@ -264,7 +264,7 @@ class Parts:
             policies=tuple(
                 policies_for(
                     self.stop,
-                    _defaults(prompts.stop, settings),
+                    prompts.stop,
                     max_iterations=settings.max_iterations,
                     score_threshold=settings.score_threshold,
                     patience=settings.patience,
@@ -276,14 +276,6 @@ class Parts:
             models=models,
             answer_format=answer_format,
         )
-
-
-def _defaults(policies: Sequence[StopPolicy], settings: RefineContext) -> list[StopPolicy]:
-    """The profile's stop policies for these settings: a run that samples or searches is
-    not over when a step's best draft is the one before (another branch may be better)."""
-    if settings.strategy == "refine":
-        return list(policies)
-    return [policy for policy in policies if not isinstance(policy, Unchanged)]
 
 
 def critic_specs(

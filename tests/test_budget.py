@@ -1,0 +1,74 @@
+"""Budgets that hold: a step starts only if what a reply of it is expected to cost fits in
+what is left of `max_tokens_total`, so a run overshoots its budget by one reply at most."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from self_refine import RefineContext, Roles, create_self_refine_graph
+from self_refine.state import Attempt
+from self_refine.stopping import StopView, TokenBudget, reply_cost, step_width
+from tests.fakes import FakeChatModel, critique
+
+TASK = "Write one sentence that uses the words: lamp, storm, gull, rope."
+
+
+def _attempt(iteration: int, tokens: int, candidates: int = 0) -> Attempt:
+    others: list[Any] = [{"usage": {"total_tokens": 0}}] * candidates
+    usage: Any = {"input_tokens": 0, "output_tokens": 0, "total_tokens": tokens}
+    return {
+        "iteration": iteration,
+        "draft": "d",
+        "critique": {},
+        "usage": usage,
+        "candidates": others,
+    }
+
+
+def test_a_reply_costs_what_a_reply_of_the_later_steps_cost_else_the_first_steps() -> None:
+    assert reply_cost([]) is None
+    assert reply_cost([_attempt(0, 448)]) == 448
+    # A step of four candidates that cost 400 in all: 100 a reply; the first step's 448
+    # no longer counts once a later step says what a later reply costs.
+    assert reply_cost([_attempt(0, 448), _attempt(1, 400, candidates=3)]) == 100
+    assert reply_cost([_attempt(0, 448), _attempt(1, 400, 3), _attempt(2, 600)]) == 200
+
+
+def test_a_step_is_as_wide_as_the_budget_left_holds() -> None:
+    assert step_width(8, None, 10_000, 100.0) == 8  # no budget: every candidate
+    assert step_width(8, 1000, 0, None) == 1  # nothing written yet: one reply, cost unknown
+    assert step_width(8, 1000, 300, 100.0) == 7
+    assert step_width(8, 1000, 300, 50.0) == 8
+    assert step_width(8, 1000, 900, 100.0) == 1
+    assert step_width(8, 1000, 990, 100.0) == 0  # not even one fits
+
+
+def test_the_budget_policy_stops_when_not_one_more_reply_fits() -> None:
+    usage: Any = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 448}
+    policy = TokenBudget(600)
+    assert policy(StopView([_attempt(0, 448)], 0, usage)) == "token_budget"  # 152 left
+    assert TokenBudget(896)(StopView([_attempt(0, 448)], 0, usage)) is None  # one fits
+    assert TokenBudget(900)(StopView([_attempt(0, 448)], 0, usage)) is None  # 452 left
+
+
+def test_the_reported_run_stops_before_a_refine_step_it_cannot_pay_for() -> None:
+    """The run the issue reports: 600 tokens, 8 candidates, the refine strategy; the first
+    step (draft and critique) cost 448, and with 152 left a refine step of 573 (refine
+    request and critique) started anyway, 1,021 in all."""
+    writer = FakeChatModel(script={"generator": ["The lamp."]}, input_tokens=180, output_tokens=20)
+    critic = FakeChatModel(
+        script={"critic": [critique(["Use the word storm."], score=0.3)]},
+        input_tokens=200,
+        output_tokens=48,
+    )
+    refiner = FakeChatModel(
+        script={"refiner": ["The lamp in the storm."]}, input_tokens=300, output_tokens=25
+    )
+    graph = create_self_refine_graph(writer, roles=Roles(critic=critic, refiner=refiner))
+    settings = RefineContext(max_tokens_total=600, candidates=8, critics=("llm",))
+    result = graph.compile().invoke({"task": TASK}, context=settings)
+
+    assert [a["usage"]["total_tokens"] for a in result["attempts"]] == [448]
+    assert result["stop_reason"] == "token_budget"
+    assert result["usage"]["total_tokens"] == 448
+    assert refiner.requests == []  # the refine step it could not pay for never started
