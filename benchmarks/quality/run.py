@@ -1,20 +1,25 @@
 """Does refinement help? `python -m benchmarks.quality.run` (or `make bench-quality`).
 
-The same items and model under six conditions, all through the project's batch path
-(`arefine_batch`) and judged by the exact checker of each set on the final answer text,
-an answer that echoes the task or the prompt's scaffolding counting as wrong:
+The same items (the reported part of each set; `--part tune` for the tuning part) and
+model under six conditions, all through the project's batch path (`arefine_batch`) and
+judged by the exact checker of each set on the final answer text against the item's
+grading data (`grade`), an answer that echoes the task or the prompt's scaffolding
+counting as wrong. A run checks drafts only with what the task gives (`feedback.py`,
+the main setting): the listed words, a code task's example asserts, for arithmetic no key
+(its verifier conditions then have the LLM critic alone):
 
 - first: the first draft only (generated once, then given to every other condition,
   so all of them start from the very same drafts);
 - intrinsic: the model critiques itself (critic "llm", no verifier in the loop);
-- verifier: the set's verifier first, its findings explained by the LLM critic;
-- trainer: as verifier, but only items whose first draft is wrong are refined;
+- verifier: the task's checks first, their findings explained by the LLM critic;
+- trainer: as verifier, but only items whose first draft fails the task's checks are
+  refined (every item, where the task gives none);
 - candidates: as verifier, each refine step sampling `--candidates` replies at once
-  (parallel branches), the verifier then the critic's score picking one;
+  (parallel branches), the task's checks then the critic's score picking one;
 - bestofn: best-of-N first drafts, no refinement: N replies to the task at once, the
-  verifier picking one; N (`--best-of`, else worked out) makes its mean tokens per
-  item at least those of the candidates condition (else of verifier-guided), so the
-  two compare at equal budgets.
+  task's checks (else the critic) picking one; N (`--best-of`, else worked out) makes
+  its mean tokens per item at least those of the candidates condition (else of
+  verifier-guided), so the two compare at equal budgets.
 
 Every refining condition's records are judged again for feedback wording (a draft
 that took over six words in a row of the feedback it was given counts wrong,
@@ -269,7 +274,7 @@ async def run(
             partial = document(args, model, results, examples)
             partial["unfinished_sets"] = args.sets[number:]
             write_results(partial, args.out, records, stem=args.stem)
-        items = load_items(name, args.n)
+        items = load_items(name, args.n, args.part)
         results[name] = {}
         print(f"[{name}] first drafts of {len(items)} items ...", file=sys.stderr, flush=True)
         start, calls = time.perf_counter(), counter.calls
@@ -317,6 +322,12 @@ def main() -> None:
     )
     add_model_options(parser)
     parser.add_argument("--n", type=int, default=10, help="items per set (default 10)")
+    parser.add_argument(
+        "--part",
+        choices=PARTS,
+        default="report",
+        help="the reported items (default) or the tuning part",
+    )
     parser.add_argument("--k", type=int, default=3, help="refine steps (default 3)")
     parser.add_argument("--max-tokens", type=int, default=512, help="per reply (default 512)")
     parser.add_argument(

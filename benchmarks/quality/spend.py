@@ -5,26 +5,35 @@ the one every strategy starts with) sets the item's budgets: 1x, 2x, 4x and 8x i
 tokens, prompt and reply (`--budgets`). Each strategy then runs once per item through
 `arefine_batch`, its token budget (`max_tokens_total`) the largest of these:
 
-- sample: best-of-N fresh first drafts, the set's verifier picking one;
+- sample: best-of-N fresh first drafts, the run's verifier (else its critic) picking one;
 - refine: one reply per step, the verifier's findings explained by the model's critic;
 - refine+candidates: as refine, `--candidates` replies per step (the first draft's too);
 - search: the library's search over attempts; skipped, with a note, when the library has
   no `strategy` setting.
 
+What a run may check its drafts with is `--feedback` (`feedback.py`): the checks the task
+gives (the default: the words a constrained task lists, the example asserts a code task
+shows, for arithmetic no key), the LLM critic only, or the answer key and hidden tests
+(`key`, an upper bound: never what a user gets, labelled so on every page). A run's
+checks read only an item's run-time `reference`; the grader reads only its `grade`.
+The items are the reported part of each set (`--part tune` runs the tuning part, where
+constants, defaults and forms are chosen).
+
 `strategies.py` says what each asks of the library. The answer at each budget is what
 the run would have answered had it stopped there (`anytime.py`), judged by the set's
-exact checker: an echo of the prompt, feedback wording taken over or a gamed form the
-checker fails counts wrong. Per set and strategy: accuracy at each budget with its 95%
-interval, its difference from sample's (paired bootstrap over items), the tokens spent,
-the share of refine replies rejected as unchanged, and answers turned from right to
-wrong (`curves.py`).
+exact checker on its grading data: an echo of the prompt, feedback wording taken over or
+a gamed form the checker fails counts wrong. Per set and strategy: accuracy at each
+budget with its 95% interval, its difference from sample's (paired bootstrap over items),
+the tokens spent, the share of refine replies rejected as unchanged, and answers turned
+from right to wrong (`curves.py`).
 
 Writes `budget-<model>-<date>-<hhmm>.json` (every figure), `.records.jsonl` (every item's
 run and readings), `.md` (a table per set) and `.png` (accuracy against budget) under
-`--out`, again after each strategy so a stopped run keeps what it finished; it never
-writes over existing files unless `--overwrite`. Replies are kept on disk by their exact
-request (`reply_cache.py`), so a rerun and the first drafts the strategies share cost no
-model call. Progress and the time left go to stderr.
+`--out` (`budget-critic-...`, `budget-key-...` for the other feedback settings, with
+`-tune` for the tuning part), again after each strategy so a stopped run keeps what it
+finished; it never writes over existing files unless `--overwrite`. Replies are kept on
+disk by their exact request (`reply_cache.py`), so a rerun and the first drafts the
+strategies share cost no model call. Progress and the time left go to stderr.
 """
 
 from __future__ import annotations
@@ -294,7 +303,9 @@ async def run(
                     done["asked"] = _asked(before, cache.counts())
                 firsts.append(done)
                 progress.item()
-            records += [{"set": name, "strategy": "first", **f} for f in firsts]
+            records += [
+                {"set": name, "strategy": "first", "feedback": args.feedback, **f} for f in firsts
+            ]
             results[name] = {"first": first_figures(firsts), "strategies": {}}
             continue
         done_runs = []

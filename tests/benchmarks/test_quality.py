@@ -226,6 +226,7 @@ def _args(**given: Any) -> argparse.Namespace:
         "base_url": None,
         "api_key": None,
         "n": 2,
+        "part": "report",
         "k": 2,
         "max_tokens": 64,
         "refine_form": None,

@@ -280,8 +280,45 @@ async def test_a_missing_matplotlib_is_said_loudly_not_skipped(
     assert not paths["png"].exists() and "no plot" in paths["md"].read_text()
 
 
+async def test_the_feedback_setting_and_the_part_are_recorded_and_labelled(
+    tmp_path: Path,
+) -> None:
+    from benchmarks.quality.feedback import LABELS
+    from benchmarks.quality.run import load_items
+
+    model = FakeChatModel(script={"*": ["The train left."]})
+    given = ["--n", "2", "--sets", "constrained", "--no-cache", "--strategies", "sample"]
+    given += ["--resamples", "100", "--out", str(tmp_path)]
+    for feedback, part in (("key", "tune"), ("critic", "report")):
+        document, records, paths = await run(
+            arguments([*given, "--feedback", feedback, "--part", part]), model
+        )
+        assert document["feedback"] == feedback and document["part"] == part
+        assert {r["feedback"] for r in records} == {feedback}
+        assert {r["id"] for r in records} == {i["id"] for i in load_items("constrained", 2, part)}
+        page = paths["md"].read_text()
+        assert LABELS[feedback] in page and f"the {part} part" in page
+        assert "picked the answer" in page
+    assert paths["md"].name.startswith("budget-critic-")  # the last run's files
+    key_page = next(tmp_path.glob("budget-key-tune-*.md")).read_text()
+    assert "(upper bound)" in key_page.splitlines()[0] and "UPPER BOUND" in key_page
+
+
+def test_without_a_verifier_every_strategy_has_the_critic_alone() -> None:
+    ask = {"profile": "math", "budget": 800, "first_tokens": 100, "candidates": 3}
+    for strategy in strategies.STRATEGIES:
+        settings = strategies.settings_for(strategy, verifier=None, **ask)
+        assert settings["critics"] == ("llm",), strategy
+
+
 def test_bad_options_are_refused_before_any_model_is_loaded() -> None:
-    for wrong in (["--strategies", "sample,guess"], ["--budgets", "0,2"], ["--candidates", "1"]):
+    for wrong in (
+        ["--strategies", "sample,guess"],
+        ["--budgets", "0,2"],
+        ["--candidates", "1"],
+        ["--feedback", "answer"],
+        ["--part", "all"],
+    ):
         with pytest.raises(SystemExit):
             arguments(wrong)
 
