@@ -149,6 +149,7 @@ async def _anytime(
         "task": item["task"],
         "feedback": args.feedback,
         "run_checks": {"verifier": checks.verifier, "reference": checks.reference},
+        "grade": item["grade"],
         "first_tokens": unit,
         "settings": settings,
         "budgets": readings,

@@ -304,6 +304,26 @@ async def test_the_feedback_setting_and_the_part_are_recorded_and_labelled(
     assert "(upper bound)" in key_page.splitlines()[0] and "UPPER BOUND" in key_page
 
 
+async def test_a_draft_the_examples_pass_is_graded_by_the_hidden_tests(tmp_path: Path) -> None:
+    pytest.importorskip("self_refine.critics.sandbox.host")
+    from benchmarks.quality.run import load_items
+
+    assert "mean(numbers)" in load_items("code", 1)[0]["task"]
+    # Right on the examples the task shows; wrong on an empty list, as the spec says.
+    draft = "```python\ndef mean(numbers):\n    return sum(numbers) / len(numbers)\n```"
+    given = ["--n", "1", "--sets", "code", "--no-cache", "--strategies", "sample"]
+    given += ["--resamples", "100", "--budgets", "1", "--out", str(tmp_path)]
+    verdicts = {}
+    for feedback in ("task", "key"):
+        model = FakeChatModel(script={"generator": [draft]})
+        _, records, _ = await run(arguments([*given, "--feedback", feedback]), model)
+        first, sample = records
+        assert first["correct_first"] is False  # the grader runs the hidden tests
+        assert sample["budgets"][0]["correct"] is False
+        verdicts[feedback] = sample["attempts"][0]["critique"].get("verified")
+    assert verdicts == {"task": True, "key": False}  # the run's own check passed it
+
+
 def test_without_a_verifier_every_strategy_has_the_critic_alone() -> None:
     ask = {"profile": "math", "budget": 800, "first_tokens": 100, "candidates": 3}
     for strategy in strategies.STRATEGIES:
