@@ -642,14 +642,17 @@ REPORTED: tuple[Function, ...] = (
         ],
     ),
     (
-        "mask(number) that replaces every character of a string but the last four with '*' "
-        "(a string of four characters or fewer is returned unchanged)",
-        "def mask(number):\n    return '*' * max(len(number) - 4, 0) + number[-4:]",
+        "mask(card) that replaces every digit of a card number but its last four digits "
+        "with '*', leaving the other characters (spaces, dashes) as they are",
+        "def mask(card):\n    digits = sum(c.isdigit() for c in card)\n    out, seen = [], 0\n"
+        "    for c in card:\n        if c.isdigit():\n            seen += 1\n"
+        "            c = '*' if seen <= digits - 4 else c\n        out.append(c)\n"
+        "    return ''.join(out)",
         ["assert mask('1234567890') == '******7890'", "assert mask('12345') == '*2345'"],
         [
-            "assert mask('1234') == '1234'",
+            "assert mask('1234 5678 9012 3456') == '**** **** **** 3456'",
+            "assert mask('12-34') == '12-34'",
             "assert mask('') == ''",
-            "assert mask('ab') == 'ab'",
         ],
     ),
     (
