@@ -39,6 +39,15 @@ _BEFORE_THE_SPLIT = (
 )
 
 
+_PARTS = {
+    "report": "the reported part of each set (the tuning part, where constants, defaults and "
+    "forms are chosen, is apart)",
+    "tune": "the tuning part of each set (where constants, defaults and forms are chosen; not "
+    "reported)",
+}
+_NO_PART = "not recorded (a run from before the sets had a tuning part)"
+
+
 def feedback_label(document: dict[str, Any]) -> str:
     """What the run's checks were, as its page and plot name them."""
     return str(document.get("feedback_label") or _BEFORE_THE_SPLIT)
@@ -52,16 +61,7 @@ def _head(document: dict[str, Any]) -> list[str]:
         f"# How to spend a token budget: {model.get('name')} ({document['date']}){upper}",
         "",
         f"- **feedback**: {feedback_label(document)}",
-        (
-            f"- **items**: the {part} part of each set"
-            + (
-                " (the tuning part, where constants, defaults and forms are chosen, is apart)"
-                if part == "report"
-                else " (where constants, defaults and forms are chosen; not reported)"
-            )
-            if part
-            else "- **items**: not recorded (a run from before the sets had a tuning part)"
-        ),
+        f"- **items**: {_PARTS.get(str(part), _NO_PART)}",
         f"- command: `{document['command']}`"
         + (f" at commit {document['commit']}" if document.get("commit") else ""),
         f"- model: `{model.get('model')}`"

@@ -34,7 +34,7 @@ LABELS = {
 
 _PICKS = {
     "constrained": "the concepts check on the words the task lists",
-    "code": "the example asserts the task shows, run in the sandbox",
+    "code": "the example asserts the task shows (run in the sandbox)",
 }
 _JUDGES = {
     "constrained": "the concepts check on the same words",

@@ -297,7 +297,8 @@ async def test_the_feedback_setting_and_the_part_are_recorded_and_labelled(
         assert {r["feedback"] for r in records} == {feedback}
         assert {r["id"] for r in records} == {i["id"] for i in load_items("constrained", 2, part)}
         page = paths["md"].read_text()
-        assert LABELS[feedback] in page and f"the {part} part" in page
+        named = {"tune": "the tuning part", "report": "the reported part"}[part]
+        assert LABELS[feedback] in page and named in page
         assert "picked the answer" in page
     assert paths["md"].name.startswith("budget-critic-")  # the last run's files
     key_page = next(tmp_path.glob("budget-key-tune-*.md")).read_text()
