@@ -10,7 +10,7 @@ from typing import Any
 
 from benchmarks.quality.outputs import PLOT_MISSING, pyplot, warn_no_plot
 
-__all__ = ["markdown", "plot", "write_files"]
+__all__ = ["feedback_label", "markdown", "plot", "write_files"]
 
 
 def _pct(value: float) -> str:
@@ -33,11 +33,35 @@ def _num(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+_BEFORE_THE_SPLIT = (
+    "not recorded: a run from before the sets kept run and grading data apart, where the "
+    "answer key and the graded tests picked the answer (an upper bound)"
+)
+
+
+_PARTS = {
+    "report": "the reported part of each set (the tuning part, where constants, defaults and "
+    "forms are chosen, is apart)",
+    "tune": "the tuning part of each set (where constants, defaults and forms are chosen; not "
+    "reported)",
+}
+_NO_PART = "not recorded (a run from before the sets had a tuning part)"
+
+
+def feedback_label(document: dict[str, Any]) -> str:
+    """What the run's checks were, as its page and plot name them."""
+    return str(document.get("feedback_label") or _BEFORE_THE_SPLIT)
+
+
 def _head(document: dict[str, Any]) -> list[str]:
     model, cache = document["model"], document.get("cache") or {}
+    part = document.get("part")
+    upper = " (upper bound)" if document.get("feedback") == "key" else ""
     lines = [
-        f"# How to spend a token budget: {model.get('name')} ({document['date']})",
+        f"# How to spend a token budget: {model.get('name')} ({document['date']}){upper}",
         "",
+        f"- **feedback**: {feedback_label(document)}",
+        f"- **items**: {_PARTS.get(str(part), _NO_PART)}",
         f"- command: `{document['command']}`"
         + (f" at commit {document['commit']}" if document.get("commit") else ""),
         f"- model: `{model.get('model')}`"
@@ -57,8 +81,9 @@ def _head(document: dict[str, Any]) -> list[str]:
         + f"refine+candidates and search sample up to {document['candidates']} replies a step, "
         "as many as the budget left holds at the mean cost of a reply so far (the library's "
         "`step_width`; a first step, its cost unknown, one)",
-        "- judged by each set's exact checker; an echo of the prompt, feedback wording taken "
-        "over, or a gamed form the checker fails counts wrong",
+        "- judged by each set's exact checker on its grading data (never given to the run); an "
+        "echo of the prompt, feedback wording taken over, or a gamed form the checker fails "
+        "counts wrong",
         "- accuracy intervals: Wilson 95%; differences against sample: paired bootstrap over "
         f"items, {document['resamples']:,} resamples, seed {document['seed']} (points; **bold** "
         "when the interval excludes 0)",
@@ -78,12 +103,15 @@ def _head(document: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _set_tables(name: str, result: dict[str, Any], multiples: list[int]) -> list[str]:
+def _set_tables(
+    name: str, result: dict[str, Any], multiples: list[int], said: str | None
+) -> list[str]:
     first, runs = result["first"], result["strategies"]
     strategies = list(runs)
     lines = [
         f"## {name} ({first['items']} items)",
         "",
+        *([f"What picked and what judged: {said}", ""] if said else []),
         f"First draft alone: {_share(first['accuracy'])}, "
         f"{_num(first['tokens_per_item'])} tokens per item (the 1x budget).",
         "",
@@ -140,8 +168,9 @@ def _set_tables(name: str, result: dict[str, Any], multiples: list[int]) -> list
 def markdown(document: dict[str, Any], plot_name: str | None = None) -> str:
     """The run as a Markdown page."""
     lines = _head(document)
+    said = document.get("picked_and_judged") or {}
     for name, result in document["results"].items():
-        lines += _set_tables(name, result, list(document["budgets"]))
+        lines += _set_tables(name, result, list(document["budgets"]), said.get(name))
     if plot_name:
         lines += [f"![accuracy against token budget]({plot_name})", ""]
     return "\n".join(lines)
@@ -177,7 +206,7 @@ def plot(document: dict[str, Any], path: Path) -> bool:
         axis.set_ylabel("accuracy (%)")
         axis.set_ylim(-2, 102)
     axes[0].legend(fontsize=8)
-    figure.suptitle(str(document["model"].get("name")), fontsize=10)
+    figure.suptitle(f"{document['model'].get('name')}: {feedback_label(document)}", fontsize=10)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)

@@ -54,7 +54,7 @@ def _reply(record: dict[str, Any], draft: dict[str, Any], parent: dict[str, Any]
         "parent_h": None if parent is None else graded(parent),
         "parent_form": None
         if parent is None
-        else _form(record["task"], parent, record.get("reference")),
+        else _form(record["task"], parent, record.get("grade", record.get("reference"))),
         "verified": bool(draft.get("verified")),
         "rejected": rejected,
     }

@@ -73,6 +73,7 @@ def document(
         "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0]},
         "model": model_meta(model, args.model),
         "items_per_set": args.n,
+        "part": args.part,
         "items": {name: f["first"]["items"] for name, f in results.items() if "first" in f},
         "cost_includes_first_draft": True,
         "k": args.k,

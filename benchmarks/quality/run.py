@@ -1,20 +1,25 @@
 """Does refinement help? `python -m benchmarks.quality.run` (or `make bench-quality`).
 
-The same items and model under six conditions, all through the project's batch path
-(`arefine_batch`) and judged by the exact checker of each set on the final answer text,
-an answer that echoes the task or the prompt's scaffolding counting as wrong:
+The same items (the reported part of each set; `--part tune` for the tuning part) and
+model under six conditions, all through the project's batch path (`arefine_batch`) and
+judged by the exact checker of each set on the final answer text against the item's
+grading data (`grade`), an answer that echoes the task or the prompt's scaffolding
+counting as wrong. A run checks drafts only with what the task gives (`feedback.py`,
+the main setting): the listed words, a code task's example asserts, for arithmetic no key
+(its verifier conditions then have the LLM critic alone):
 
 - first: the first draft only (generated once, then given to every other condition,
   so all of them start from the very same drafts);
 - intrinsic: the model critiques itself (critic "llm", no verifier in the loop);
-- verifier: the set's verifier first, its findings explained by the LLM critic;
-- trainer: as verifier, but only items whose first draft is wrong are refined;
+- verifier: the task's checks first, their findings explained by the LLM critic;
+- trainer: as verifier, but only items whose first draft fails the task's checks are
+  refined (every item, where the task gives none);
 - candidates: as verifier, each refine step sampling `--candidates` replies at once
-  (parallel branches), the verifier then the critic's score picking one;
+  (parallel branches), the task's checks then the critic's score picking one;
 - bestofn: best-of-N first drafts, no refinement: N replies to the task at once, the
-  verifier picking one; N (`--best-of`, else worked out) makes its mean tokens per
-  item at least those of the candidates condition (else of verifier-guided), so the
-  two compare at equal budgets.
+  task's checks (else the critic) picking one; N (`--best-of`, else worked out) makes
+  its mean tokens per item at least those of the candidates condition (else of
+  verifier-guided), so the two compare at equal budgets.
 
 Every refining condition's records are judged again for feedback wording (a draft
 that took over six words in a row of the feedback it was given counts wrong,
@@ -46,10 +51,11 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 
 from benchmarks.quality.document import add_model_options, document, examples_of
+from benchmarks.quality.feedback import Grader, run_checks
 from benchmarks.quality.figures import condition_figures
 from benchmarks.quality.honesty import answer_forms, rejudge
 from benchmarks.quality.outputs import dated_stem, refuse_existing
-from benchmarks.quality.sets import PROFILE, SETS_DIR, VERIFIER
+from benchmarks.quality.sets import PARTS, PROFILE, SETS_DIR
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, REFINE_FORMS
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -66,34 +72,47 @@ class _Calls(BaseCallbackHandler):
         self.calls += 1
 
 
-def load_items(name: str, n: int | None) -> list[dict[str, Any]]:
-    """The first `n` items of a set (None: all of them)."""
+def load_items(name: str, n: int | None, part: str = "report") -> list[dict[str, Any]]:
+    """The first `n` items (None: all of them) of one part of a set (`report` or `tune`)."""
+    if part not in PARTS:
+        raise ValueError(f"unknown part {part!r}; choose from {', '.join(PARTS)}")
     lines = (SETS_DIR / f"{name}.jsonl").read_text().splitlines()
-    items = [json.loads(line) for line in lines if line.strip()][:n]
+    items = [json.loads(line) for line in lines if line.strip()]
+    items = [item for item in items if item["split"] == part][:n]
     if n is not None and len(items) < n:
-        print(f"[{name}] the set has {len(items)} items: using all of them", file=sys.stderr)
+        print(
+            f"[{name}] its {part} part has {len(items)} items: using all of them", file=sys.stderr
+        )
     return items
 
 
 async def first_drafts(model: Any, name: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each item's first draft, through the graph's generate step, judged by the checker."""
+    """Each item's first draft, the graph's generate step alone (it sees the task and
+    nothing else), judged by the grader on the item's grading reference."""
     from langgraph.checkpoint.memory import InMemorySaver
 
     from self_refine import RefineContext, create_self_refine_graph
-    from self_refine.batch.judge import VerifierJudge, is_echo
+    from self_refine.batch.judge import is_echo
 
-    judge = VerifierJudge([VERIFIER[name]])
+    grader = Grader(name)
     graph = create_self_refine_graph(
-        model,
-        critics=[VERIFIER[name]],
-        settings=RefineContext(profile=PROFILE[name], max_iterations=1),
-    ).compile(checkpointer=InMemorySaver(), interrupt_before=["refine"])
+        model, critics=["llm"], settings=RefineContext(profile=PROFILE[name], max_iterations=1)
+    ).compile(checkpointer=InMemorySaver(), interrupt_before=["critique"])
     records = []
     for item in items:
         config: Any = {"configurable": {"thread_id": item["id"]}}
-        await graph.ainvoke({"task": item["task"], "reference": item["reference"]}, config)
-        attempt = (await graph.aget_state(config)).values["attempts"][0]
-        right = judge(item["task"], attempt["draft"], item["reference"])
+        await graph.ainvoke({"task": item["task"]}, config)
+        values = (await graph.aget_state(config)).values
+        attempt: dict[str, Any] = {
+            "iteration": 0,
+            "draft": values["draft"],
+            "critique": {},
+            "usage": values["draft_usage"],
+        }
+        for key, field in (("problems", "draft_problems"), ("rejected", "draft_rejected")):
+            if values.get(field):
+                attempt[key] = list(values[field])
+        right = grader(item, attempt["draft"])
         records.append(
             {
                 "id": item["id"],
@@ -106,10 +125,25 @@ async def first_drafts(model: Any, name: str, items: list[dict[str, Any]]) -> li
                 "attempts": [attempt],
                 "stop_reason": "first_draft",
                 "echo_final": is_echo(item["task"], attempt["draft"]),
-                "forms": answer_forms(item["task"], attempt["draft"], item["reference"]),
+                "forms": answer_forms(item["task"], attempt["draft"], item["grade"]),
             }
         )
     return records
+
+
+def _graded(record: dict[str, Any], item: dict[str, Any], grader: Grader) -> dict[str, Any]:
+    """The record with every attempt, its first draft and its answer judged by the grader
+    (the run judged them, if at all, by its own checks only)."""
+    attempts = [
+        {**a, "correct": grader(item, str(a.get("draft", "")))}
+        for a in record.get("attempts") or []
+    ]
+    graded = {**record, "attempts": attempts}
+    if attempts:
+        graded["correct_first"] = attempts[0]["correct"]
+    if "answer" in record:
+        graded["correct_final"] = grader(item, str(record["answer"]))
+    return graded
 
 
 async def _condition(
@@ -123,43 +157,50 @@ async def _condition(
     from self_refine import arefine_batch
     from self_refine.batch.judge import is_echo
 
-    verifier = VERIFIER[name]
+    checks = [run_checks(name, item, "task") for item in items]
+    verifier = checks[0].verifier  # the same for every item of a set
     best_of = condition == "bestofn"
+    guided = [verifier, "llm"] if verifier else ["llm"]
     options: dict[str, Any] = {
-        "critics": ["llm"] if condition == "intrinsic" else [verifier, "llm"],
+        "critics": ["llm"] if condition == "intrinsic" else guided,
         "max_iterations": args.k,
     }
     if condition == "candidates":
         options["candidates"] = args.candidates
     if best_of:
-        options.update(critics=[verifier], candidates=args.best_of, max_iterations=0)
+        options.update(critics=guided[:1], candidates=args.best_of, max_iterations=0)
     if args.refine_form:
         options["refine_form"] = args.refine_form
     result = await arefine_batch(
         [item["task"] for item in items],
         model=model,
         answers=None if best_of else firsts,
-        references=[item["reference"] for item in items],
+        references=[c.reference for c in checks],
         ids=[item["id"] for item in items],
-        verifiers=[verifier],
+        verifiers=[verifier] if verifier else [],
         refine_only_incorrect=condition == "trainer",
         concurrency=1,
         profile=PROFILE[name],
         **options,
     )
+    grader = Grader(name)
     records = []
     for item, record, answer, error in zip(
         items, result.records, result.answers, _errors(result.errors, len(items)), strict=True
     ):
         record = rejudge(
-            dict(record or {"id": item["id"], "answer": answer, "correct_first": False})
+            _graded(
+                dict(record or {"id": item["id"], "answer": answer, "correct_first": False}),
+                item,
+                grader,
+            )
         )
         if error:
             record["error"] = error
         final = str(record.get("answer", ""))
         record["echo_final"] = is_echo(item["task"], final)
         worded = bool(record.get("feedback_wording_final"))
-        record["forms"] = answer_forms(item["task"], final, item["reference"], worded)
+        record["forms"] = answer_forms(item["task"], final, item["grade"], worded)
         records.append(record)
     return records
 
@@ -233,7 +274,7 @@ async def run(
             partial = document(args, model, results, examples)
             partial["unfinished_sets"] = args.sets[number:]
             write_results(partial, args.out, records, stem=args.stem)
-        items = load_items(name, args.n)
+        items = load_items(name, args.n, args.part)
         results[name] = {}
         print(f"[{name}] first drafts of {len(items)} items ...", file=sys.stderr, flush=True)
         start, calls = time.perf_counter(), counter.calls
@@ -281,6 +322,12 @@ def main() -> None:
     )
     add_model_options(parser)
     parser.add_argument("--n", type=int, default=10, help="items per set (default 10)")
+    parser.add_argument(
+        "--part",
+        choices=PARTS,
+        default="report",
+        help="the reported items (default) or the tuning part",
+    )
     parser.add_argument("--k", type=int, default=3, help="refine steps (default 3)")
     parser.add_argument("--max-tokens", type=int, default=512, help="per reply (default 512)")
     parser.add_argument(

@@ -5,26 +5,35 @@ the one every strategy starts with) sets the item's budgets: 1x, 2x, 4x and 8x i
 tokens, prompt and reply (`--budgets`). Each strategy then runs once per item through
 `arefine_batch`, its token budget (`max_tokens_total`) the largest of these:
 
-- sample: best-of-N fresh first drafts, the set's verifier picking one;
+- sample: best-of-N fresh first drafts, the run's verifier (else its critic) picking one;
 - refine: one reply per step, the verifier's findings explained by the model's critic;
 - refine+candidates: as refine, `--candidates` replies per step (the first draft's too);
 - search: the library's search over attempts; skipped, with a note, when the library has
   no `strategy` setting.
 
+What a run may check its drafts with is `--feedback` (`feedback.py`): the checks the task
+gives (the default: the words a constrained task lists, the example asserts a code task
+shows, for arithmetic no key), the LLM critic only, or the answer key and hidden tests
+(`key`, an upper bound: never what a user gets, labelled so on every page). A run's
+checks read only an item's run-time `reference`; the grader reads only its `grade`.
+The items are the reported part of each set (`--part tune` runs the tuning part, where
+constants, defaults and forms are chosen).
+
 `strategies.py` says what each asks of the library. The answer at each budget is what
 the run would have answered had it stopped there (`anytime.py`), judged by the set's
-exact checker: an echo of the prompt, feedback wording taken over or a gamed form the
-checker fails counts wrong. Per set and strategy: accuracy at each budget with its 95%
-interval, its difference from sample's (paired bootstrap over items), the tokens spent,
-the share of refine replies rejected as unchanged, and answers turned from right to
-wrong (`curves.py`).
+exact checker on its grading data: an echo of the prompt, feedback wording taken over or
+a gamed form the checker fails counts wrong. Per set and strategy: accuracy at each
+budget with its 95% interval, its difference from sample's (paired bootstrap over items),
+the tokens spent, the share of refine replies rejected as unchanged, and answers turned
+from right to wrong (`curves.py`).
 
 Writes `budget-<model>-<date>-<hhmm>.json` (every figure), `.records.jsonl` (every item's
 run and readings), `.md` (a table per set) and `.png` (accuracy against budget) under
-`--out`, again after each strategy so a stopped run keeps what it finished; it never
-writes over existing files unless `--overwrite`. Replies are kept on disk by their exact
-request (`reply_cache.py`), so a rerun and the first drafts the strategies share cost no
-model call. Progress and the time left go to stderr.
+`--out` (`budget-critic-...`, `budget-key-...` for the other feedback settings, with
+`-tune` for the tuning part), again after each strategy so a stopped run keeps what it
+finished; it never writes over existing files unless `--overwrite`. Replies are kept on
+disk by their exact request (`reply_cache.py`), so a rerun and the first drafts the
+strategies share cost no model call. Progress and the time left go to stderr.
 """
 
 from __future__ import annotations
@@ -42,22 +51,23 @@ from benchmarks.quality.anytime import answer_at, tokens_of
 from benchmarks.quality.budget_page import write_files
 from benchmarks.quality.curves import differences, first_figures, strategy_figures
 from benchmarks.quality.document import add_model_options, model_meta, shown_arguments
+from benchmarks.quality.feedback import FEEDBACKS, LABELS, Grader, picked_and_judged, run_checks
 from benchmarks.quality.honesty import answer_forms, feedback_wording
 from benchmarks.quality.intervals import PairedBootstrap
 from benchmarks.quality.outputs import dated_stem, refuse_existing
 from benchmarks.quality.progress import Progress
 from benchmarks.quality.reply_cache import DEFAULT_FOLDER, ReplyCache, with_reply_cache
 from benchmarks.quality.run import RESULTS, first_drafts, load_items
-from benchmarks.quality.sets import PROFILE, SETS, VERIFIER
+from benchmarks.quality.sets import PARTS, PROFILE, SETS
 from benchmarks.quality.strategies import STRATEGIES, Unavailable, settings_for
 
 BUDGETS = (1, 2, 4, 8)
 
 
 def _reading(
-    item: dict[str, Any], attempts: list[dict[str, Any]], budget: int, judge: Any
+    item: dict[str, Any], attempts: list[dict[str, Any]], budget: int, grader: Grader
 ) -> dict[str, Any]:
-    """The answer at one budget, judged."""
+    """The answer at one budget, judged by the grader on the item's grading reference."""
     from self_refine.batch.judge import is_echo
 
     read = answer_at(attempts, budget)
@@ -72,9 +82,7 @@ def _reading(
         for said in (a.get("critique") or {}).get("feedback") or []
     ]
     worded = feedback_wording(draft, given, item["task"])
-    right = (
-        bool(draft.strip()) and judge(item["task"], draft, item["reference"]) is True and not worded
-    )
+    right = bool(draft.strip()) and grader(item, draft) is True and not worded
     return {
         **found,
         "answer": draft,
@@ -82,7 +90,7 @@ def _reading(
         "candidate": read.answer.get("candidate"),
         "correct": right,
         "feedback_wording": worded,
-        "forms": answer_forms(item["task"], draft, item["reference"], worded),
+        "forms": answer_forms(item["task"], draft, item["grade"], worded),
         "echo": is_echo(item["task"], draft),
     }
 
@@ -94,10 +102,13 @@ async def _anytime(
     first: dict[str, Any],
     strategy: str,
     args: argparse.Namespace,
-    judge: Any,
+    grader: Grader,
     cache: ReplyCache | None,
 ) -> dict[str, Any]:
     """One run of the strategy on the item at the largest budget, read at every budget.
+
+    The run checks drafts only with what `args.feedback` allows (`run_checks`: under the
+    main setting, the item's run-time reference); the grader alone reads its `grade`.
 
     With a cache, `asked` says what the run's misses took the model (the work a run on
     a cold cache repeats: its time left aside, the figure estimates are made from).
@@ -105,9 +116,10 @@ async def _anytime(
     from self_refine import RefineContext, arefine_batch
 
     unit = max(int(first["first_tokens"]), 1)
+    checks = run_checks(name, item, args.feedback)
     settings = settings_for(
         strategy,
-        verifier=VERIFIER[name],
+        verifier=checks.verifier,
         profile=PROFILE[name],
         budget=max(args.budgets) * unit,
         first_tokens=unit,
@@ -121,9 +133,9 @@ async def _anytime(
         [item["task"]],
         model=draft_model,
         critic_model=critic_model,
-        references=[item["reference"]],
+        references=[checks.reference],
         ids=[item["id"]],
-        verifiers=[VERIFIER[name]],
+        verifiers=[],  # the run judges nothing beyond its checks: the grader reads the result
         refine_only_incorrect=False,
         concurrency=1,
         context=RefineContext(**settings),
@@ -131,11 +143,13 @@ async def _anytime(
     seconds = time.perf_counter() - start
     record = result.records[0] or {}
     attempts = list(record.get("attempts") or [])
-    readings = [{"multiple": m, **_reading(item, attempts, m * unit, judge)} for m in args.budgets]
+    readings = [{"multiple": m, **_reading(item, attempts, m * unit, grader)} for m in args.budgets]
     done = {
         "id": item["id"],
         "task": item["task"],
-        "reference": item["reference"],
+        "feedback": args.feedback,
+        "run_checks": {"verifier": checks.verifier, "reference": checks.reference},
+        "grade": item["grade"],
         "first_tokens": unit,
         "settings": settings,
         "budgets": readings,
@@ -160,21 +174,6 @@ def _asked(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
         "cached": after["hits"] - before["hits"],
         **{k: v - before["asked"][k] for k, v in after["asked"].items()},
     }
-
-
-def _judge(name: str) -> Any:
-    """The set's exact checker, each draft of a task judged once."""
-    from self_refine.batch.judge import VerifierJudge
-
-    check = VerifierJudge([VERIFIER[name]])
-    seen: dict[tuple[str, str], bool | None] = {}
-
-    def judge(task: str, draft: str, reference: Any) -> bool | None:
-        if (task, draft) not in seen:
-            seen[(task, draft)] = check(task, draft, reference)
-        return seen[(task, draft)]
-
-    return judge
 
 
 def capped_roles(model: Any, profile: str, max_tokens: int | None) -> tuple[Any, Any]:
@@ -227,7 +226,9 @@ def _skipped(args: argparse.Namespace) -> dict[str, str]:
     skipped = {}
     for strategy in args.strategies:
         try:
-            settings_for(strategy, verifier="", profile="", budget=1, first_tokens=1, candidates=2)
+            settings_for(
+                strategy, verifier=None, profile="", budget=1, first_tokens=1, candidates=2
+            )
         except Unavailable as why:
             skipped[strategy] = str(why)
             print(f"NOTE: {why}", file=sys.stderr, flush=True)
@@ -249,6 +250,10 @@ def _document(
         "commit": _git_commit(),
         "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0]},
         "model": {k: v for k, v in meta.items() if k != "cache"},
+        "feedback": args.feedback,
+        "feedback_label": LABELS[args.feedback],
+        "part": args.part,
+        "picked_and_judged": {name: picked_and_judged(name, args.feedback) for name in args.sets},
         "budgets": list(args.budgets),
         "strategies": list(args.strategies),
         "candidates": args.candidates,
@@ -269,21 +274,23 @@ async def run(
     `chat_model`, when given, is used instead of resolving `args.model` (a scripted model).
     """
     model, meta, cache = _model(args, chat_model)
-    stem = args.name or dated_stem("budget", str(meta.get("name")), datetime.datetime.now())
+    prefix = "budget" + ("" if args.feedback == "task" else f"-{args.feedback}")
+    prefix += "" if args.part == "report" else f"-{args.part}"
+    stem = args.name or dated_stem(prefix, str(meta.get("name")), datetime.datetime.now())
     suffixes = {"json": ".json", "md": ".md", "png": ".png", "records": ".records.jsonl"}
     paths = {kind: args.out / f"{stem}{suffix}" for kind, suffix in suffixes.items()}
     refuse_existing(list(paths.values()), args.overwrite)
     skipped = _skipped(args)
     strategies = [s for s in args.strategies if s not in skipped]
-    sizes = {name: len(load_items(name, args.n)) for name in args.sets}
+    sizes = {name: len(load_items(name, args.n, args.part)) for name in args.sets}
     plan = [(name, phase, sizes[name]) for name in args.sets for phase in ["first", *strategies]]
     progress = Progress(plan, cache)
     results: dict[str, Any] = {}
     records: list[dict[str, Any]] = []
     for index, (name, phase, _) in enumerate(plan):
-        items = load_items(name, args.n)
+        items = load_items(name, args.n, args.part)
         progress.begin(index)
-        judge = _judge(name)
+        grader = Grader(name)
         if phase == "first":
             firsts, runs = [], {}
             for item in items:
@@ -297,12 +304,14 @@ async def run(
                     done["asked"] = _asked(before, cache.counts())
                 firsts.append(done)
                 progress.item()
-            records += [{"set": name, "strategy": "first", **f} for f in firsts]
+            records += [
+                {"set": name, "strategy": "first", "feedback": args.feedback, **f} for f in firsts
+            ]
             results[name] = {"first": first_figures(firsts), "strategies": {}}
             continue
         done_runs = []
         for item, first in zip(items, firsts, strict=True):
-            done_runs.append(await _anytime(model, name, item, first, phase, args, judge, cache))
+            done_runs.append(await _anytime(model, name, item, first, phase, args, grader, cache))
             progress.item()
         runs[phase] = done_runs
         records += [{"set": name, "strategy": phase, **r} for r in done_runs]
@@ -338,6 +347,21 @@ def parser() -> argparse.ArgumentParser:
     add_model_options(parser)
     parser.add_argument("--sets", default=",".join(SETS), help="default: every set")
     parser.add_argument("--n", type=int, help="first N items per set (default: all)")
+    parser.add_argument(
+        "--part",
+        choices=PARTS,
+        default="report",
+        help="the items the figures report (default) or the tuning part, where constants, "
+        "defaults and forms are chosen",
+    )
+    parser.add_argument(
+        "--feedback",
+        choices=FEEDBACKS,
+        default="task",
+        help="what a run may check drafts with: the checks the task gives (default), the "
+        "LLM critic only, or the answer key and hidden tests (an upper bound, never what a "
+        "user gets)",
+    )
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="default: all four")
     parser.add_argument(
         "--budgets",

@@ -3,11 +3,15 @@
 A strategy is a `RefineContext` (the library's settings, given to `arefine_batch`) with
 the run's token budget as `max_tokens_total`:
 
-- sample: fresh first drafts, no refinement, the set's verifier picking one;
+- sample: fresh first drafts, no refinement, the run's verifier picking one;
 - refine: one reply per step, the verifier's findings explained by the model's critic;
 - refine+candidates: as refine, `candidates` replies per step (the first draft's too);
 - search: the library's search over the tree of attempts, on the verifier's findings
   alone (no explaining critic: its tokens would come out of the budget).
+
+The run's verifier is what the feedback setting allows (`feedback.run_checks`); where it
+allows none (critic only, or arithmetic, whose run has no key), every strategy has the
+LLM critic alone: its score picks sample's draft and ranks the search's.
 
 Where `RefineContext` has a `strategy` setting, each strategy is that setting (the
 library's sample spends the budget by itself). Where it has none, sample is one step of
@@ -50,7 +54,7 @@ def has_strategy_setting() -> bool:
 def settings_for(
     strategy: str,
     *,
-    verifier: str,
+    verifier: str | None,
     profile: str,
     budget: int,
     first_tokens: int,
@@ -58,9 +62,10 @@ def settings_for(
 ) -> dict[str, Any]:
     """The `RefineContext` fields that run `strategy` on one item within `budget` tokens.
 
-    `first_tokens` is what the item's first draft cost (prompt and reply); `candidates`
-    the replies per step of refine+candidates (and of search). Raises `Unavailable` for
-    a strategy this library cannot run.
+    `verifier` is the run's verifier (None: the LLM critic alone); `first_tokens` is what
+    the item's first draft cost (prompt and reply); `candidates` the replies per step of
+    refine+candidates (and of search). Raises `Unavailable` for a strategy this library
+    cannot run.
     """
     from self_refine.context import CANDIDATES_LIMIT, MAX_ITERATIONS_LIMIT
 
@@ -72,17 +77,18 @@ def settings_for(
         "max_tokens_total": budget,
         "max_iterations": MAX_ITERATIONS_LIMIT,
     }
-    refining = {**common, "critics": (verifier, "llm")}
+    checked = (verifier,) if verifier else ("llm",)
+    refining = {**common, "critics": (verifier, "llm") if verifier else ("llm",)}
     if has_strategy_setting():
         if strategy == "sample":
-            return {**common, "strategy": "sample", "critics": (verifier,)}
+            return {**common, "strategy": "sample", "critics": checked}
         if strategy == "refine":
             return {**refining, "strategy": "refine"}
         if strategy == "refine+candidates":
             return {**refining, "strategy": "refine", "candidates": candidates}
         # The search runs on the verifier's exact findings alone: an explaining critic's
         # tokens come out of the budget its replies spend.
-        search = {**refining, "critics": (verifier,)}
+        search = {**refining, "critics": checked}
         return {**search, "strategy": "search", "candidates": candidates}
     if strategy == "search":
         raise Unavailable(
@@ -92,7 +98,7 @@ def settings_for(
     if strategy == "sample":
         drafts = math.ceil(_SAMPLE_MARGIN * budget / max(first_tokens, 1))
         drafts = max(2, min(CANDIDATES_LIMIT, drafts))
-        return {**common, "critics": (verifier,), "candidates": drafts, "max_iterations": 0}
+        return {**common, "critics": checked, "candidates": drafts, "max_iterations": 0}
     if strategy == "refine":
         return refining
     return {**refining, "candidates": candidates}

@@ -16,7 +16,7 @@ from benchmarks.quality.document import shown_arguments
 from benchmarks.quality.figures import PLAIN_TEXT_FALLBACK, condition_figures, correct_at
 from benchmarks.quality.report import markdown, readings
 from benchmarks.quality.run import _condition, run
-from benchmarks.quality.sets import SETS, VERIFIER, make_set
+from benchmarks.quality.sets import CANARY, SETS, make_set
 from self_refine.batch.judge import VerifierJudge
 from self_refine.critics import judge_draft
 from tests.fakes import FakeChatModel, critique
@@ -76,7 +76,7 @@ def test_a_given_first_draft_is_no_reply_of_the_model() -> None:
 
 def test_an_answer_that_echoes_the_task_is_wrong_though_it_holds_every_word() -> None:
     item = make_set("constrained", 1, seed=1)[0]
-    echo = f"{item['task']} " + " ".join(item["reference"]["concepts"])
+    echo = f"{item['task']} " + " ".join(item["grade"]["concepts"])
     assert VerifierJudge(["concepts"])(item["task"], echo, item["reference"]) is False
     scaffolding = f"<draft>{_sentence(item)}</draft>"
     assert judge_draft(item["task"], scaffolding, item["reference"], ["concepts"]) is True
@@ -97,36 +97,70 @@ def test_sets_are_the_same_for_a_seed_and_differ_across_seeds(name: str) -> None
 
 def test_every_arithmetic_answer_is_checked_by_the_answer_verifier() -> None:
     for item in make_set("arithmetic", 10, seed=2026):
-        right = f"Step by step.\nThe answer is {item['reference']['answer']}."
-        wrong = f"The answer is {int(item['reference']['answer']) + 1}."
-        assert judge_draft(item["task"], right, item["reference"], ["answer"]) is True
-        assert judge_draft(item["task"], wrong, item["reference"], ["answer"]) is False
-        assert int(item["reference"]["answer"]) >= 0
+        key = item["grade"]
+        right = f"Step by step.\nThe answer is {key['answer']}."
+        wrong = f"The answer is {int(key['answer']) + 1}."
+        assert judge_draft(item["task"], right, key, ["answer"]) is True
+        assert judge_draft(item["task"], wrong, key, ["answer"]) is False
+        assert int(key["answer"]) >= 0
+        assert item["reference"] == {}, "a run on arithmetic holds no answer key"
 
 
 def test_every_constrained_item_is_satisfiable() -> None:
     for item in make_set("constrained", 10, seed=2026):
         words = item["reference"]["concepts"]
         assert 4 <= len(words) <= 8 and len(set(words)) == len(words)
-        assert judge_draft(item["task"], _sentence(item), item["reference"], ["concepts"]) is True
+        assert all(word in item["task"] for word in words), "the run's words are the task's"
+        assert item["grade"]["concepts"] == words
+        assert judge_draft(item["task"], _sentence(item), item["grade"], ["concepts"]) is True
 
 
-def test_every_reference_solution_passes_its_hidden_tests_and_a_stub_fails() -> None:
+def test_a_code_task_shows_exactly_the_tests_its_run_may_check() -> None:
+    for item in make_set("code", None, seed=2026):
+        shown = item["reference"]["tests"]
+        assert 1 <= len(shown) <= 3 and all(test in item["task"] for test in shown)
+        graded = item["grade"]["tests"]
+        hidden = graded[len(shown) :]
+        assert graded[: len(shown)] == shown and len(hidden) >= 3
+        assert all(CANARY in test and test not in item["task"] for test in hidden)
+        assert CANARY not in json.dumps(item["reference"])
+
+
+def test_every_reference_solution_passes_all_its_tests_and_a_stub_fails() -> None:
     pytest.importorskip("self_refine.critics.sandbox.host")
-    for item in make_set("code", 15, seed=2026):
+    items = make_set("code", None, seed=2026)
+    assert len({item["solution"].split("(")[0] for item in items}) == len(items)
+    for item in items:
         solution = f"```python\n{item['solution']}\n```"
-        assert judge_draft(item["task"], solution, item["reference"], ["python_tests"]) is True
+        for reference in (item["reference"], item["grade"]):
+            assert judge_draft(item["task"], solution, reference, ["python_tests"]) is True
         name = item["solution"].split("(")[0].removeprefix("def ")
         stub = f"```python\ndef {name}(*args):\n    return None\n```"
-        assert judge_draft(item["task"], stub, item["reference"], ["python_tests"]) is False
+        assert judge_draft(item["task"], stub, item["grade"], ["python_tests"]) is False
 
 
-def test_the_committed_sets_match_the_generator() -> None:
+def test_the_committed_sets_match_the_generator_and_are_split() -> None:
     for name in SETS:
         path = ROOT / "benchmarks" / "quality" / "sets" / f"{name}.jsonl"
         lines = [json.loads(line) for line in path.read_text().splitlines()]
-        assert lines == make_set(name, len(lines), seed=2026)
-        assert VERIFIER[name] in {"concepts", "answer", "python_tests"}
+        assert lines == make_set(name, None, seed=2026)
+        parts = [item["split"] for item in lines]
+        assert parts == sorted(parts, key=("tune", "report").index), "the tuning part first"
+        assert parts.count("report") >= (40 if name == "code" else 60)
+        assert parts.count("tune") >= 15
+        assert all(item["grade"]["canary"] == CANARY for item in lines)
+        assert all(CANARY not in item["task"] + json.dumps(item["reference"]) for item in lines)
+
+
+def test_a_part_is_loaded_alone() -> None:
+    from benchmarks.quality.run import load_items
+
+    for name in SETS:
+        report, tune = load_items(name, None), load_items(name, None, "tune")
+        assert {item["split"] for item in report} == {"report"}
+        assert {item["split"] for item in tune} == {"tune"}
+        assert not {item["id"] for item in report} & {item["id"] for item in tune}
+    assert len(load_items("code", 3, "tune")) == 3
 
 
 def test_the_runner_writes_its_tables_with_the_offline_model(tmp_path: Path) -> None:
@@ -192,6 +226,7 @@ def _args(**given: Any) -> argparse.Namespace:
         "base_url": None,
         "api_key": None,
         "n": 2,
+        "part": "report",
         "k": 2,
         "max_tokens": 64,
         "refine_form": None,

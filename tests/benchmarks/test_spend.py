@@ -280,8 +280,66 @@ async def test_a_missing_matplotlib_is_said_loudly_not_skipped(
     assert not paths["png"].exists() and "no plot" in paths["md"].read_text()
 
 
+async def test_the_feedback_setting_and_the_part_are_recorded_and_labelled(
+    tmp_path: Path,
+) -> None:
+    from benchmarks.quality.feedback import LABELS
+    from benchmarks.quality.run import load_items
+
+    model = FakeChatModel(script={"*": ["The train left."]})
+    given = ["--n", "2", "--sets", "constrained", "--no-cache", "--strategies", "sample"]
+    given += ["--resamples", "100", "--out", str(tmp_path)]
+    for feedback, part in (("key", "tune"), ("critic", "report")):
+        document, records, paths = await run(
+            arguments([*given, "--feedback", feedback, "--part", part]), model
+        )
+        assert document["feedback"] == feedback and document["part"] == part
+        assert {r["feedback"] for r in records} == {feedback}
+        assert {r["id"] for r in records} == {i["id"] for i in load_items("constrained", 2, part)}
+        page = paths["md"].read_text()
+        named = {"tune": "the tuning part", "report": "the reported part"}[part]
+        assert LABELS[feedback] in page and named in page
+        assert "picked the answer" in page
+    assert paths["md"].name.startswith("budget-critic-")  # the last run's files
+    key_page = next(tmp_path.glob("budget-key-tune-*.md")).read_text()
+    assert "(upper bound)" in key_page.splitlines()[0] and "UPPER BOUND" in key_page
+
+
+async def test_a_draft_the_examples_pass_is_graded_by_the_hidden_tests(tmp_path: Path) -> None:
+    pytest.importorskip("self_refine.critics.sandbox.host")
+    from benchmarks.quality.run import load_items
+
+    assert "mean(numbers)" in load_items("code", 1)[0]["task"]
+    # Right on the examples the task shows; wrong on an empty list, as the spec says.
+    draft = "```python\ndef mean(numbers):\n    return sum(numbers) / len(numbers)\n```"
+    given = ["--n", "1", "--sets", "code", "--no-cache", "--strategies", "sample"]
+    given += ["--resamples", "100", "--budgets", "1", "--out", str(tmp_path)]
+    verdicts = {}
+    for feedback in ("task", "key"):
+        model = FakeChatModel(script={"generator": [draft]})
+        _, records, _ = await run(arguments([*given, "--feedback", feedback]), model)
+        first, sample = records
+        assert first["correct_first"] is False  # the grader runs the hidden tests
+        assert sample["budgets"][0]["correct"] is False
+        verdicts[feedback] = sample["attempts"][0]["critique"].get("verified")
+    assert verdicts == {"task": True, "key": False}  # the run's own check passed it
+
+
+def test_without_a_verifier_every_strategy_has_the_critic_alone() -> None:
+    ask = {"profile": "math", "budget": 800, "first_tokens": 100, "candidates": 3}
+    for strategy in strategies.STRATEGIES:
+        settings = strategies.settings_for(strategy, verifier=None, **ask)
+        assert settings["critics"] == ("llm",), strategy
+
+
 def test_bad_options_are_refused_before_any_model_is_loaded() -> None:
-    for wrong in (["--strategies", "sample,guess"], ["--budgets", "0,2"], ["--candidates", "1"]):
+    for wrong in (
+        ["--strategies", "sample,guess"],
+        ["--budgets", "0,2"],
+        ["--candidates", "1"],
+        ["--feedback", "answer"],
+        ["--part", "all"],
+    ):
         with pytest.raises(SystemExit):
             arguments(wrong)
 

@@ -1,0 +1,94 @@
+"""What a benchmark run may check its drafts with, and what grades its answers: kept apart.
+
+A run's checks are built here from an item's run-time `reference` alone (what a user
+asking the task would have), under one of three feedback settings:
+
+- task (the main one): the checks the task gives: the words a constrained task lists,
+  the example asserts a code task shows; for arithmetic nothing yet (no key: the LLM
+  critic alone, until a key-free check is named in `sets.RUN_CHECK`);
+- critic: no verifier at all, the LLM critic's score ranking and judging drafts (the
+  Self-Refine paper's setting);
+- key: the grading data itself (answer key, hidden tests) as the run's verifier: an upper
+  bound, never what a user gets, and labelled so wherever it is shown.
+
+The grader reads only an item's `grade`, after the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.quality.sets import GRADER, RUN_CHECK
+
+__all__ = ["FEEDBACKS", "LABELS", "Grader", "RunChecks", "picked_and_judged", "run_checks"]
+
+FEEDBACKS = ("task", "critic", "key")
+"""The feedback settings, the main one first."""
+
+LABELS = {
+    "task": "the checks the task gives",
+    "critic": "critic only (no verifier: the LLM critic's score picks)",
+    "key": "answer key and hidden tests (UPPER BOUND: grading data picks the answer)",
+}
+
+_PICKS = {
+    "constrained": "the concepts check on the words the task lists",
+    "code": "the example asserts the task shows (run in the sandbox)",
+}
+_JUDGES = {
+    "constrained": "the concepts check on the same words",
+    "arithmetic": "the answer key",
+    "code": "the examples and the hidden edge-case tests",
+}
+
+
+@dataclass(frozen=True)
+class RunChecks:
+    """What one run may check drafts with: a verifier and the reference it reads, or none
+    (then the LLM critic alone)."""
+
+    verifier: str | None
+    reference: dict[str, Any] | None
+
+
+def run_checks(name: str, item: dict[str, Any], feedback: str) -> RunChecks:
+    """The run's checks for `item` of set `name` under `feedback` (see `FEEDBACKS`)."""
+    if feedback == "task":
+        verifier = RUN_CHECK[name]
+        return RunChecks(verifier, dict(item["reference"]) if verifier else None)
+    if feedback == "critic":
+        return RunChecks(None, None)
+    if feedback == "key":
+        return RunChecks(GRADER[name], dict(item["grade"]))
+    raise ValueError(f"unknown feedback {feedback!r}; choose from {', '.join(FEEDBACKS)}")
+
+
+def picked_and_judged(name: str, feedback: str) -> str:
+    """One sentence: what picked the set's answers under `feedback`, and what judged them."""
+    if feedback == "key":
+        picks = f"the grading data itself ({_JUDGES[name]}; an upper bound)"
+    elif feedback == "critic" or RUN_CHECK[name] is None:
+        picks = "the LLM critic's score" + (
+            " (the run has no answer key)" if name == "arithmetic" else ""
+        )
+    else:
+        picks = _PICKS.get(name, f"the {RUN_CHECK[name]} check on what the task gives")
+    return f"{picks} picked the answer; {_JUDGES[name]} judged it."
+
+
+class Grader:
+    """The set's exact checker on an item's `grade`, each draft of a task judged once."""
+
+    def __init__(self, name: str) -> None:
+        from self_refine.batch.judge import VerifierJudge
+
+        self._check = VerifierJudge([GRADER[name]])
+        self._seen: dict[tuple[str, str], bool | None] = {}
+
+    def __call__(self, item: dict[str, Any], draft: str) -> bool | None:
+        """True when `draft` passes the item's grading reference."""
+        key = (item["task"], draft)
+        if key not in self._seen:
+            self._seen[key] = self._check(item["task"], draft, item["grade"])
+        return self._seen[key]
