@@ -1,0 +1,126 @@
+"""A run that samples or searches, as a user sees it: each draft's node, parent and kind,
+the values a step's pick compared, the steps by kind and which draft is the answer."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from self_refine.cli.main import main
+
+TASK = "Write a sentence using dog, park and zebra"
+VERIFIED_BY = ["--reference", '{"concepts": ["dog", "park", "zebra"]}', "--critics", "concepts"]
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out
+
+
+def _search(capsys: pytest.CaptureFixture[str]) -> tuple[str, dict[str, Any]]:
+    """A search run with the offline model: its first refinement verifies better than any
+    fresh draft, so the run both refines and samples."""
+    run = _cli(
+        capsys,
+        *("run", TASK, *VERIFIED_BY, "--strategy", "search", "--candidates", "4"),
+        *("--max-iterations", "3", "--thread-id", "tree"),
+    )
+    values = json.loads(_cli(capsys, "show", "tree", "--json"))
+    return run, values
+
+
+def _drafts(values: dict[str, Any]) -> list[tuple[int, dict[str, Any], bool]]:
+    """(step, draft, kept) of every draft of the run."""
+    return [
+        (attempt["iteration"], draft, draft is attempt)
+        for attempt in values["attempts"]
+        for draft in [attempt, *attempt.get("candidates", [])]
+    ]
+
+
+def _kind(draft: dict[str, Any]) -> str:
+    parent = draft["parent"]
+    return "fresh draft" if parent is None else f"refinement of node {parent}"
+
+
+@pytest.mark.usefixtures("workdir")
+def test_show_gives_each_draft_its_node_parent_and_kind_and_the_values_compared(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run, values = _search(capsys)
+    drafts = _drafts(values)
+    parents = [d["parent"] for _, d, _ in drafts]
+    assert None in parents and any(p is not None for p in parents), "a fresh draft and a refinement"
+    table = _cli(capsys, "show", "tree")
+    for step, draft, kept in drafts:
+        # One comparison row per reply: its candidate, node, kind and the values ranked.
+        row = re.search(
+            rf"^ +candidate {draft['index'] if not kept else draft['candidate']} +"
+            rf"node {draft['node']} +{_kind(draft)} +(.*)$",
+            table,
+            flags=re.M,
+        )
+        assert row, f"no row for node {draft['node']}"
+        if draft.get("rejected"):
+            assert row.group(1) == f"rejected ({draft['rejected']['reason']})"
+        else:
+            checked = draft["checked"]
+            score = draft["critique"]["score"]
+            assert row.group(1).startswith(f"verified no, lowest {checked:.2f}, critic {score:.2f}")
+        assert row.group(1).endswith("  kept") == kept
+        if kept:
+            assert f"node {draft['node']}, a {_kind(draft)}; step {step} wrote " in table
+    assert table.splitlines()[3].split()[0] == "step"
+    # The final lines: the steps by kind, and which draft is the answer.
+    fresh = sum(1 for p in parents if p is None)
+    steps = f"{len(values['attempts'])} steps ({len(parents) - fresh} refinement"
+    answer = next(d for _, d, _ in drafts if d["node"] == values["best"]["node"])
+    assert answer["draft"] == values["answer"] and answer["parent"] is not None
+    said = f"candidate {answer.get('candidate', answer.get('index'))}: node {answer['node']}, a "
+    assert f"stop reason: max_iterations after {steps}" in table
+    assert f"answer (step {values['best']['iteration']}, {said}{_kind(answer)}):" in table
+    assert f"Stopped: max_iterations after {steps}" in run
+    assert f"Answer (step {values['best']['iteration']}, {said}{_kind(answer)}):" in run
+    assert "refine step" not in run + table
+
+
+@pytest.mark.usefixtures("workdir")
+def test_each_candidate_line_of_a_search_run_says_fresh_or_refined_from_which_node(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run, values = _search(capsys)
+    lines = re.findall(r"^\[candidate (\d+)\] node (\d+), (fresh|refined from node \d+)", run, re.M)
+    by_node = {d["node"]: d for _, d, _ in _drafts(values)}
+    assert len(lines) == len(by_node)
+    for index, node, made in lines:
+        draft = by_node[int(node)]
+        assert int(index) == draft.get("index", draft.get("candidate"))
+        parent = draft["parent"]
+        assert made == ("fresh" if parent is None else f"refined from node {parent}")
+    assert re.search(r"^\[pick\] step 1 \(1 refinement, 3 fresh drafts\)", run, re.M)
+
+
+@pytest.mark.usefixtures("workdir")
+def test_a_sample_run_says_steps_of_fresh_drafts_not_refine_steps(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    run = _cli(
+        capsys,
+        *("run", TASK, *VERIFIED_BY, "--strategy", "sample", "--candidates", "3"),
+        *("--max-iterations", "1", "--thread-id", "sample"),
+    )
+    assert "refine step" not in run
+    assert "Stopped: max_iterations after 2 steps (6 fresh drafts); score 0.33" in run
+    assert re.search(r"^Answer \(step 0, candidate 0: node 0, a fresh draft\):$", run, re.M)
+    assert re.search(r"^\[pick\] step 1 \(3 fresh drafts\)  candidate 0 of 3 ", run, re.M)
+    assert "    kept node 3, a fresh draft: it ties with candidate 1" in run
+    table = _cli(capsys, "show", "sample")
+    assert "refine step" not in table
+    assert "stop reason: max_iterations after 2 steps (6 fresh drafts)\n" in table
+    assert "node 3, a fresh draft; step 1 wrote 3 fresh drafts" in table
