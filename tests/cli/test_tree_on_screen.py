@@ -124,3 +124,44 @@ def test_a_sample_run_says_steps_of_fresh_drafts_not_refine_steps(
     assert "refine step" not in table
     assert "stop reason: max_iterations after 2 steps (6 fresh drafts)\n" in table
     assert "node 3, a fresh draft; step 1 wrote 3 fresh drafts" in table
+
+
+@pytest.mark.usefixtures("workdir")
+def test_the_thread_page_of_a_search_run_draws_the_tree_and_diffs_a_refinement_with_its_parent(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    _, values = _search(capsys)
+    code = main(["show", "tree", "--html", "tree.html"])
+    capsys.readouterr()
+    assert code == 0
+    page = (workdir / "tree.html").read_text()
+    drafts = _drafts(values)
+    by_node = {d["node"]: d for _, d, _ in drafts}
+    # The tree: one entry per draft, under the draft it refined.
+    shown = dict(
+        re.findall(r'<li class="tree-node[^"]*" data-node="(\d+)" data-parent="(\d*)"', page)
+    )
+    assert {int(n): (int(p) if p else None) for n, p in shown.items()} == {
+        n: d["parent"] for n, d in by_node.items()
+    }
+    # Each step: headed by what it wrote, its kept draft diffed against its parent or new.
+    steps = re.split(r'<li class="attempt', page)[1:]
+    assert len(steps) == len(values["attempts"])
+    for step, attempt in zip(steps, values["attempts"], strict=True):
+        head = re.search(r'data-node="(\d+)" data-parent="(\d*)">\n<h3>(.*?)\n<span', step)
+        assert head, step[:200]
+        assert int(head.group(1)) == attempt["node"]
+        assert (int(head.group(2)) if head.group(2) else None) == attempt["parent"]
+        assert head.group(3).startswith(f"step {attempt['iteration']}: ")
+        assert "refine step" not in head.group(3)
+        kept = step.split('<details class="candidates"')[0]
+        if attempt["parent"] is None:
+            assert "shown as new</p>" in kept and 'class="draft diff"' not in kept
+        else:
+            parent = by_node[attempt["parent"]]["draft"]
+            assert f"changes from node {attempt['parent']}</p>" in kept
+            assert 'class="draft diff" title="changes from node' in kept
+            added = "".join(re.findall(r"<ins>(.*?)</ins>", kept, re.S))
+            assert added and added not in parent and parent.split()[0] in kept
+    assert "refine step" not in page
+    assert f"max_iterations after {len(values['attempts'])} steps (" in page
