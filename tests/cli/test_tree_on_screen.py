@@ -165,3 +165,34 @@ def test_the_thread_page_of_a_search_run_draws_the_tree_and_diffs_a_refinement_w
             assert added and added not in parent and parent.split()[0] in kept
     assert "refine step" not in page
     assert f"max_iterations after {len(values['attempts'])} steps (" in page
+
+
+def test_a_sample_batch_summary_and_page_count_steps_of_fresh_drafts_not_refine_steps(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    items = [
+        {"id": "a", "task": TASK, "reference": {"concepts": ["dog", "park", "zebra"]}},
+        {
+            "id": "b",
+            "task": "Write about a cat in a hat",
+            "reference": {"concepts": ["cat", "hat"]},
+        },
+    ]
+    (workdir / "in.jsonl").write_text("".join(json.dumps(item) + "\n" for item in items))
+    args = ["--strategy", "sample", "--candidates", "3", "--critics", "concepts"]
+    code = main(["batch", "in.jsonl", "-o", "out.jsonl", *args, "--max-iterations", "2"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    said = out + err
+    # Each item: 3 steps of 3 fresh drafts (the offline model never satisfies the verifier).
+    assert "mean steps: 3.00 (per item: 9.00 fresh drafts, 0.00 refinements)" in said
+    assert "accuracy after step k: 0: 0.0%  1: 0.0%  2: 0.0%" in said
+    assert "refine step" not in said
+    assert main(["report", "out.jsonl", "--html", "report.html"]) == 0
+    capsys.readouterr()
+    page = (workdir / "report.html").read_text()
+    assert (
+        "<div><b>mean steps</b>3.00 (per item: 9.00 fresh drafts, 0.00 refinements)</div>" in page
+    )
+    assert "max_iterations · 3 steps (9 fresh drafts) · score" in page
+    assert "accuracy (%) after step k" in page and "refine step" not in page
