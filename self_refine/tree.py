@@ -152,7 +152,8 @@ def ranking_values(draft: Mapping[str, Any]) -> str:
 
     `verified` and `checked` (the verifiers' verdict and lowest score) are a candidate's
     own fields; a kept reply's are on its attempt (its critique's verdict, and `checked`
-    in a run that samples or searches). "-": no verifier judged it, or no score.
+    in a run that samples or searches: a refine run's attempt does not record it, "not
+    recorded"). "-": no verifier judged it, or no score.
     """
     rejected = draft.get("rejected")
     if rejected:
@@ -160,8 +161,8 @@ def ranking_values(draft: Mapping[str, Any]) -> str:
     critique = draft.get("critique") or {}
     verified = draft["verified"] if "verified" in draft else critique.get("verified")
     said = "-" if verified is None else "yes" if verified else "no"
-    score = critique.get("score")
-    return f"verified {said}, lowest {_value(draft.get('checked'))}, critic {_value(score)}"
+    lowest = _value(draft["checked"]) if "checked" in draft else "not recorded"
+    return f"verified {said}, lowest {lowest}, critic {_value(critique.get('score'))}"
 
 
 def _value(value: Any) -> str:

@@ -129,9 +129,7 @@ def _print_candidate(candidate: Candidate, out: TextIO) -> None:
         reason = terminal_safe(str(rejected.get("reason", "rejected")))
         print(f"{head}reply rejected ({reason})", file=out)
         return
-    score = _score(candidate["critique"].get("score"))
-    ranked = "" if "node" in candidate else f"score {score}; "
-    print(f"{head}{ranked}{ranking_values(candidate)}:\n{_indent(candidate['draft'])}", file=out)
+    print(f"{head}{ranking_values(candidate)}:\n{_indent(candidate['draft'])}", file=out)
 
 
 def print_result(result: dict[str, Any], out: TextIO) -> None:

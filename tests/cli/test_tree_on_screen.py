@@ -196,3 +196,57 @@ def test_a_sample_batch_summary_and_page_count_steps_of_fresh_drafts_not_refine_
     )
     assert "max_iterations · 3 steps (9 fresh drafts) · score" in page
     assert "accuracy (%) after step k" in page and "refine step" not in page
+
+
+def test_a_pick_the_critic_s_scores_cannot_explain_shows_the_verifiers_lowest_scores() -> None:
+    """Four replies the critic scored 0.00; the verifiers' lowest scores decided."""
+    from self_refine.cli.console import attempts_table
+
+    def reply(index: int, checked: float) -> dict[str, Any]:
+        critique = {"score": 0.0, "feedback": ["a test fails"], "verified": False}
+        return {"index": index, "node": 4 + index, "parent": None if index else 1,
+                "draft": f"draft {index}", "critique": critique, "usage": {},
+                "verified": False, "checked": checked}  # fmt: skip
+
+    kept = reply(1, 0.5)
+    attempt = {
+        **{k: kept[k] for k in ("draft", "critique", "usage", "node", "parent", "checked")},
+        "iteration": 1,
+        "candidate": 1,
+        "kept_because": "it ties with candidate 3; ties go to the lower index",
+        "candidates": [reply(0, 0.2), reply(2, 0.25), reply(3, 0.5)],
+    }
+    table = attempts_table([attempt])  # type: ignore[list-item]
+    rows = re.findall(r"^ +candidate (\d) +node (\d) +(.+?) {2,}(verified.*)$", table, re.M)
+    assert rows == [
+        ("0", "4", "refinement of node 1", "verified no, lowest 0.20, critic 0.00"),
+        ("1", "5", "fresh draft", "verified no, lowest 0.50, critic 0.00  kept"),
+        ("2", "6", "fresh draft", "verified no, lowest 0.25, critic 0.00"),
+        ("3", "7", "fresh draft", "verified no, lowest 0.50, critic 0.00"),
+    ]
+
+
+@pytest.mark.usefixtures("workdir")
+def test_a_refine_run_with_candidates_shows_the_values_each_reply_was_ranked_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = _cli(
+        capsys,
+        *("run", TASK, "--reference", '{"concepts": ["dog", "park", "zebra"]}'),
+        *("--critics", "concepts,llm", "--candidates", "3", "--max-iterations", "1"),
+        *("--thread-id", "rc"),
+    )
+    assert "Stopped: max_iterations after 1 refine step(s); score 0.50" in run
+    assert "\nAnswer (refine step 1, candidate 0):\n" in run
+    values = json.loads(_cli(capsys, "show", "rc", "--json"))
+    table = _cli(capsys, "show", "rc")
+    for attempt in values["attempts"]:
+        for other in attempt["candidates"]:
+            said = "yes" if other["verified"] else "no"
+            values_ranked = (
+                f"verified {said}, lowest {other['checked']:.2f}, "
+                f"critic {other['critique']['score']:.2f}"
+            )
+            assert f"        candidate {other['index']}  {values_ranked}" in table
+        # A refine run's attempt does not record its kept reply's lowest verifier score.
+        assert f"candidate {attempt['candidate']}  verified no, lowest not recorded, " in table
