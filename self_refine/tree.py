@@ -16,11 +16,11 @@ __all__ = [
     "RANKED_ON",
     "Found",
     "answer_draft",
-    "count",
     "draft_kind",
     "drafts_by_node",
     "is_tree",
     "ranking_values",
+    "replies_by_kind",
     "step_kinds",
     "steps_taken",
 ]
@@ -32,9 +32,9 @@ RANKED_ON = (
 """The order in which a step's pick compares its replies (`nodes/ranking.best_candidate`)."""
 
 
-def count(number: int, one: str, many: str | None = None) -> str:
-    """ "1 step", "3 steps": a number and the noun that fits it."""
-    return f"{number} {one if number == 1 else (many or one + 's')}"
+def _count(number: int, noun: str) -> str:
+    """A number and its noun: "1 step", "3 steps"."""
+    return f"{number} {noun if number == 1 else noun + 's'}"
 
 
 def is_tree(attempts: Sequence[Mapping[str, Any]]) -> bool:
@@ -64,9 +64,9 @@ def step_kinds(attempt: Mapping[str, Any]) -> str:
 
 
 def _kinds(fresh: int, refined: int) -> str:
-    parts = [count(refined, "refinement")] if refined else []
+    parts = [_count(refined, "refinement")] if refined else []
     if fresh or not refined:
-        parts.append(count(fresh, "fresh draft"))
+        parts.append(_count(fresh, "fresh draft"))
     return ", ".join(parts)
 
 
@@ -76,9 +76,15 @@ def steps_taken(values: Mapping[str, Any]) -> str:
     attempts = values.get("attempts") or []
     if not is_tree(attempts):
         return f"{values.get('iterations', 0)} refine step(s)"
+    return f"{_count(len(attempts), 'step')} ({_kinds(*replies_by_kind(attempts))})"
+
+
+def replies_by_kind(attempts: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """How many fresh drafts and how many refinements a run's steps asked for (a rejected
+    or stopped reply counted by what it was asked to be)."""
     drafts = [d for a in attempts for d in [a, *(a.get("candidates") or [])] if "node" in d]
     refined = sum(1 for d in drafts if d.get("parent") is not None)
-    return f"{count(len(attempts), 'step')} ({_kinds(len(drafts) - refined, refined)})"
+    return len(drafts) - refined, refined
 
 
 def drafts_by_node(attempts: Sequence[Mapping[str, Any]]) -> dict[int, Mapping[str, Any]]:

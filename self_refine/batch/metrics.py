@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from self_refine.redact import terminal_safe
-from self_refine.tree import is_tree
+from self_refine.tree import is_tree, replies_by_kind
 
 __all__ = [
     "TRANSITIONS",
@@ -111,10 +111,9 @@ class Summary:
         if is_tree(attempts):
             self.tree_runs += 1
             self.steps += len(attempts)
-            drafts = [d for a in attempts for d in [a, *(a.get("candidates") or [])] if "node" in d]
-            refined = sum(1 for d in drafts if d.get("parent") is not None)
+            fresh, refined = replies_by_kind(attempts)
+            self.fresh += fresh
             self.refined += refined
-            self.fresh += len(drafts) - refined
         else:
             self.refine_runs += 1
             self.iterations += int(record.get("iterations") or 0)
