@@ -137,8 +137,8 @@ def answer_draft(values: Mapping[str, Any]) -> Found | None:
     if is_tree(attempts):
         nodes = [chosen["node"] for chosen in named if "node" in chosen]
         by_node = drafts_by_node(attempts)
-        if not nodes:
-            nodes = [n for n, d in sorted(by_node.items()) if d.get("draft") == answer][-1:]
+        if not nodes:  # a batch record keeps no `best`: the earliest draft of the answer's text
+            nodes = [n for n, d in sorted(by_node.items()) if d.get("draft") == answer][:1]
         for attempt in attempts:
             for draft in [attempt, *(attempt.get("candidates") or [])]:
                 if nodes and draft.get("node") == nodes[0]:

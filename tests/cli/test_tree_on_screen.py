@@ -196,6 +196,8 @@ def test_a_sample_batch_summary_and_page_count_steps_of_fresh_drafts_not_refine_
     )
     assert "max_iterations · 3 steps (9 fresh drafts) · score" in page
     assert "accuracy (%) after step k" in page and "refine step" not in page
+    # Every draft of item a is the same text, scored the same: the earliest is the answer.
+    assert page.count("<b>answer</b>step 0, candidate 0: node 0, a fresh draft; the best") == 2
 
 
 def test_a_pick_the_critic_s_scores_cannot_explain_shows_the_verifiers_lowest_scores() -> None:
