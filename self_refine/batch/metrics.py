@@ -13,8 +13,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from self_refine.redact import terminal_safe
+from self_refine.tree import is_tree, replies_by_kind
 
-__all__ = ["TRANSITIONS", "Summary", "format_summary", "summarize"]
+__all__ = [
+    "TRANSITIONS",
+    "Summary",
+    "curve_label",
+    "format_summary",
+    "only_steps",
+    "steps_lines",
+    "summarize",
+]
 
 TRANSITIONS = (
     "incorrect->correct",
@@ -77,7 +86,9 @@ class Summary:
         self.scores = _Curve()
         self.first_scores: array[float] = array("d")
         self.final_scores: array[float] = array("d")
-        self.iterations = 0
+        self.iterations = self.refine_runs = 0
+        # Runs that sample or search: their steps, and their replies of each kind.
+        self.tree_runs = self.steps = self.fresh = self.refined = 0
         self.reasons: Counter[str] = Counter()
         self.usage = dict.fromkeys(("input_tokens", "output_tokens", "total_tokens"), 0)
 
@@ -96,7 +107,16 @@ class Summary:
             self.first_scores.append(first_score)
             self.final_scores.append(float(record["score"]))
         self.scores.add(record.get("score_at") or [])
-        self.iterations += int(record.get("iterations") or 0)
+        attempts = record.get("attempts") or []
+        if is_tree(attempts):
+            self.tree_runs += 1
+            self.steps += len(attempts)
+            fresh, refined = replies_by_kind(attempts)
+            self.fresh += fresh
+            self.refined += refined
+        else:
+            self.refine_runs += 1
+            self.iterations += int(record.get("iterations") or 0)
         self.reasons[str(record.get("stop_reason"))] += 1
         usage = record.get("usage") or {}
         for key in self.usage:
@@ -117,7 +137,16 @@ class Summary:
             "mean_score_first": _mean(self.first_scores),
             "mean_score_final": _mean(self.final_scores),
             "mean_score_by_iteration": self.scores.means(),
-            "mean_iterations": round(self.iterations / self.items, 4) if self.items else None,
+            "mean_iterations": _per(self.iterations, self.refine_runs),
+            "mean_steps": _per(self.steps, self.tree_runs),
+            "mean_drafts": (
+                {
+                    "fresh": _per(self.fresh, self.tree_runs),
+                    "refined": _per(self.refined, self.tree_runs),
+                }
+                if self.tree_runs
+                else None
+            ),
             "stop_reasons": dict(sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
             "usage": dict(self.usage),
         }
@@ -126,12 +155,19 @@ class Summary:
         return round(right / self.judged, 4) if self.judged else None
 
 
+def _per(total: int, runs: int) -> float | None:
+    return round(total / runs, 4) if runs else None
+
+
 def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Summarize result records.
 
     Accuracy and transitions count the items judged at both ends
     (`correct_first` and `correct_final` not None); `accuracy_by_iteration[k]`
-    is the accuracy had every run stopped after at most k refine steps.
+    is the accuracy had every run stopped after at most k refine steps (in runs that
+    sample or search, after step k). `mean_iterations` counts the refine steps of the
+    runs that refine; `mean_steps` and `mean_drafts` (fresh and refined replies per run)
+    the steps of those that sample or search (None when there are none).
     """
     summary = Summary()
     for record in records:
@@ -163,7 +199,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         )
         curve = summary["accuracy_by_iteration"]
         lines.append(
-            "accuracy after k refine steps: "
+            f"{curve_label('accuracy', summary)}: "
             + "  ".join(f"{k}: {_percent(v)}" for k, v in enumerate(curve))
         )
     if summary["mean_score_first"] is not None:
@@ -171,8 +207,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"mean score: first draft {summary['mean_score_first']:.3f} -> final "
             f"{summary['mean_score_final']:.3f}"
         )
-    if summary["mean_iterations"] is not None:
-        lines.append(f"mean refine steps: {summary['mean_iterations']:.2f}")
+    lines.extend(steps_lines(summary))
     # A stop reason is any text a person or a Studio edit set: shown, never acted on.
     reasons = ", ".join(f"{terminal_safe(k)} {v}" for k, v in summary["stop_reasons"].items())
     lines.append(f"stop reasons: {reasons or '-'}")
@@ -190,3 +225,38 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 _SKIPPED_SHOWN = 10
+
+
+def only_steps(summary: dict[str, Any]) -> bool:
+    """Whether every run of a summary sampled or searched (none refined step by step)."""
+    return summary.get("mean_iterations") is None and summary.get("mean_steps") is not None
+
+
+def curve_label(measure: str, summary: dict[str, Any]) -> str:
+    """What a per-step curve plots: "accuracy after k refine steps", or "accuracy after
+    step k" when every run sampled or searched (each of its steps is a step of drafts),
+    or both when the summary holds runs of both kinds."""
+    if only_steps(summary):
+        return f"{measure} after step k"
+    if summary.get("mean_steps") is not None:
+        return f"{measure} after k refine steps (after step k, items that sample or search)"
+    return f"{measure} after k refine steps"
+
+
+def steps_lines(summary: dict[str, Any]) -> list[str]:
+    """The mean steps of the runs, by kind: "mean refine steps: 2.33" for runs that refine,
+    "mean steps: 4.00 (per item: 13.00 fresh drafts, 3.00 refinements)" for those that
+    sample or search; both, each with its count of items, when a summary holds both."""
+    refine, steps = summary.get("mean_iterations"), summary.get("mean_steps")
+    both = refine is not None and steps is not None
+    lines = []
+    if refine is not None:
+        lines.append(f"mean refine steps: {refine:.2f}" + (" (items that refine)" if both else ""))
+    if steps is not None:
+        drafts = summary.get("mean_drafts") or {}
+        lines.append(
+            f"mean steps: {steps:.2f} (per item: {drafts.get('fresh', 0):.2f} fresh drafts, "
+            f"{drafts.get('refined', 0):.2f} refinements"
+            + ("; items that sample or search)" if both else ")")
+        )
+    return lines

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from self_refine.batch.metrics import TRANSITIONS
+from self_refine.batch.metrics import TRANSITIONS, only_steps
 from self_refine.batch.output import result_record
 from self_refine.content import task_problem
 from self_refine.errors import ConfigError, install_hint
@@ -145,7 +145,8 @@ def _check_fields(record: dict[str, Any], where: str, fix: str) -> None:
 
 
 def plot_summary(summary: dict[str, Any], path: str | Path, *, title: str = "") -> None:
-    """Draw accuracy (or mean score) after k refine steps, and the transitions, into `path`.
+    """Draw accuracy (or mean score) after k refine steps (after step k when every run sampled
+    or searched), and the transitions, into `path`.
 
     The file type follows the extension (.png, .svg, .pdf).
     """
@@ -186,7 +187,7 @@ def _draw_curve(axes: Any, summary: dict[str, Any]) -> None:
             xytext=(0, 6),
             ha="center",
         )
-    axes.set_xlabel("refine steps (k)")
+    axes.set_xlabel("step (k)" if only_steps(summary) else "refine steps (k)")
     axes.set_ylabel(label)
     axes.set_xticks(steps)
     axes.set_title(f"{label} if stopped after k steps")

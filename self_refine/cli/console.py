@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import zip_longest
 from typing import Any, TextIO
 
 from self_refine.redact import terminal_safe
 from self_refine.state import STOPPED, Attempt, Candidate
+from self_refine.tree import (
+    RANKED_ON,
+    answer_draft,
+    draft_kind,
+    is_tree,
+    ranking_values,
+    step_kinds,
+    steps_taken,
+)
 
 __all__ = ["attempts_table", "candidate_lines", "print_result", "print_update", "shown_feedback"]
 
@@ -61,14 +70,20 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
             if "candidate" in attempt
             else ""
         )
+        step = f"iteration {attempt['iteration']}"
+        kept = "kept"
+        if is_tree([attempt]):
+            step = f"step {attempt['iteration']} ({step_kinds(attempt)})"
+            if "node" in attempt:
+                kept += f" node {attempt['node']}, a {draft_kind(attempt, attempt['iteration'])}"
         print(
-            f"[{node}] iteration {attempt['iteration']}{picked}  score "
+            f"[{node}] {step}{picked}  score "
             f"{_score(critique.get('score'))}  done {str(critique.get('done', False)).lower()}"
             f"  ({critique.get('source')})",
             file=out,
         )
         if attempt.get("kept_because"):
-            print(f"    kept: {terminal_safe(attempt['kept_because'])}", file=out)
+            print(f"    {kept}: {terminal_safe(attempt['kept_because'])}", file=out)
         empty = "(every verifier passed)" if critique.get("verified") else "(no feedback items)"
         for item in shown_feedback(critique.get("feedback") or [empty]):
             print(
@@ -93,31 +108,41 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
     out.flush()
 
 
+def _origin(candidate: Candidate) -> str:
+    """ "node 5, refined from node 0: " or "node 6, fresh: " in a run that samples or searches."""
+    if "node" not in candidate:
+        return ""
+    parent = candidate.get("parent")
+    made = "fresh" if parent is None else f"refined from node {parent}"
+    return f"node {candidate['node']}, {made}: "
+
+
 def _print_candidate(candidate: Candidate, out: TextIO) -> None:
-    """One sampled reply of a draft step: its score and text, or why it was rejected."""
+    """One sampled reply of a draft step: where it came from, the values its step's pick
+    compares and its text, or why it was rejected."""
+    head = f"[candidate {candidate['index']}] {_origin(candidate)}"
     rejected = candidate.get("rejected")
     if rejected is not None and rejected.get("reason") == STOPPED:
-        print(f"[candidate {candidate['index']}] stopped: {_stopped_text(rejected)}", file=out)
+        print(f"{head}stopped: {_stopped_text(rejected)}", file=out)
         return
     if rejected is not None:
         reason = terminal_safe(str(rejected.get("reason", "rejected")))
-        print(f"[candidate {candidate['index']}] reply rejected ({reason})", file=out)
+        print(f"{head}reply rejected ({reason})", file=out)
         return
-    score = _score(candidate["critique"].get("score"))
-    print(
-        f"[candidate {candidate['index']}] score {score}:\n{_indent(candidate['draft'])}", file=out
-    )
+    print(f"{head}{ranking_values(candidate)}:\n{_indent(candidate['draft'])}", file=out)
 
 
 def print_result(result: dict[str, Any], out: TextIO) -> None:
     """Print the final answer with its stop reason."""
     print(
-        f"\nStopped: {result.get('stop_reason')} after {result.get('iterations', 0)} "
-        f"refine step(s); score {_score(result.get('score'))}; "
+        f"\nStopped: {result.get('stop_reason')} after {steps_taken(result)}; "
+        f"score {_score(result.get('score'))}; "
         f"tokens {result.get('usage', {}).get('total_tokens', 0)}",
         file=out,
     )
-    print(f"Answer:\n{_indent(result.get('answer', ''))}", file=out)
+    found = answer_draft(result)
+    which = f" ({found.words()})" if found else ""
+    print(f"Answer{which}:\n{_indent(result.get('answer', ''))}", file=out)
     if result.get("structured_error"):
         print(f"Response format: {terminal_safe(result['structured_error'])}", file=out)
     elif "structured_response" in result:
@@ -125,9 +150,12 @@ def print_result(result: dict[str, Any], out: TextIO) -> None:
 
 
 def attempts_table(attempts: Sequence[Attempt], width: int = 100) -> str:
-    """The attempts as a plain-text table: iteration, score, draft, feedback."""
+    """The attempts as a plain-text table: iteration (a step, in a run that samples or
+    searches, with the node it kept and what it wrote), score, draft, feedback."""
     text_width = max(20, (width - 18) // 2)
-    header = f"{'it':>3}  {'score':>5}  {'draft':<{text_width}}  feedback"
+    tree = is_tree(attempts)
+    label, col = ("step", 4) if tree else ("it", 3)
+    header = f"{label:>{col}}  {'score':>5}  {'draft':<{text_width}}  feedback"
     rows = [header, "-" * len(header.rstrip()) + "-" * (text_width - 8)]
     for attempt in attempts:
         critique = attempt["critique"]
@@ -142,9 +170,11 @@ def attempts_table(attempts: Sequence[Attempt], width: int = 100) -> str:
             it = str(attempt["iteration"]) if first else ""
             score = _score(critique.get("score")) if first else ""
             rows.append(
-                f"{it:>3}  {score:>5}  {draft_line:<{text_width}}  {feedback_line}".rstrip()
+                f"{it:>{col}}  {score:>5}  {draft_line:<{text_width}}  {feedback_line}".rstrip()
             )
             first = False
+        if tree:
+            rows.extend(_wrapped(_made(attempt), width))
         rows.extend(_rejected_lines(attempt, text_width * 2))
         rows.extend(candidate_lines(attempt, width))
         rows.append("")
@@ -163,11 +193,43 @@ def candidate_lines(attempt: Attempt, width: int = 100) -> list[str]:
         kept = f"kept candidate {attempt['candidate']} of {total}" + (f": {why}" if why else "")
     else:
         kept = f"no candidate of {total} kept: every reply was rejected"
-    lines = textwrap.wrap(terminal_safe(kept), width - 6, initial_indent="      ")
-    lines[1:] = ["        " + line.strip() for line in lines[1:]]
+    lines = _wrapped(kept, width)
+    lines += _wrapped(f"compared: {RANKED_ON}", width)
+    replies: list[Mapping[str, Any]] = [*([attempt] if "candidate" in attempt else []), *others]
+    for reply in sorted(replies, key=lambda r: _index(attempt, r)):
+        lines.append(_compared(attempt, reply))
     for candidate in others:
         lines.extend(_other_candidate(candidate, width))
     return lines
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    lines = textwrap.wrap(terminal_safe(text), width - 6, initial_indent="      ")
+    return lines[:1] + ["        " + line.strip() for line in lines[1:]]
+
+
+def _made(attempt: Attempt) -> str:
+    """What a step of a run that samples or searches kept, and what it wrote."""
+    kept = (
+        f"node {attempt['node']}, a {draft_kind(attempt, attempt['iteration'])}"
+        if "node" in attempt
+        else "no draft kept"
+    )
+    return f"{kept}; step {attempt['iteration']} wrote {step_kinds(attempt)}"
+
+
+def _index(attempt: Attempt, reply: Mapping[str, Any]) -> int:
+    return int(attempt["candidate"] if reply is attempt else reply["index"])
+
+
+def _compared(attempt: Attempt, reply: Mapping[str, Any]) -> str:
+    """One row of a step's comparison: the reply, what it was, the values ranked, kept or not."""
+    row = f"        candidate {_index(attempt, reply):<3}"
+    if "node" in reply:
+        kind = draft_kind(reply, attempt["iteration"])
+        row += f"node {reply['node']:<4} {kind:<22} "
+    row += ranking_values(reply)
+    return row + ("  kept" if reply is attempt else "")
 
 
 def _other_candidate(candidate: Candidate, width: int) -> list[str]:

@@ -12,6 +12,7 @@ from self_refine.content import describe_task
 from self_refine.errors import ConfigError
 from self_refine.pages.render import is_page
 from self_refine.redact import shell_command, terminal_safe
+from self_refine.tree import answer_draft, steps_taken
 
 __all__ = ["cmd_show", "require_db"]
 
@@ -69,7 +70,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(attempts_table(values.get("attempts") or []))
     if values.get("stop_reason"):
         answer = terminal_safe(values.get("answer") or "")
-        print(f"stop reason: {values['stop_reason']}; answer:\n    {answer}")
+        found = answer_draft(values)
+        which = f" ({found.words()})" if found else ""
+        print(
+            f"stop reason: {values['stop_reason']} after {steps_taken(values)}\n"
+            f"answer{which}:\n    {answer}"
+        )
         if values.get("structured_error"):
             print(f"response format: {terminal_safe(values['structured_error'])}")
     else:

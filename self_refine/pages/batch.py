@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from self_refine.batch.metrics import summarize
+from self_refine.batch.metrics import curve_label, steps_lines, summarize
 from self_refine.pages.charts import bar_chart, line_chart
 from self_refine.pages.thread import thread_view
 
@@ -30,11 +30,11 @@ def _charts(summary: dict[str, Any]) -> list[Any]:
     accuracy = summary["accuracy_by_iteration"]
     if accuracy:
         charts.append(
-            line_chart("accuracy (%) after k refine steps", [100 * v for v in accuracy], top=100)
+            line_chart(curve_label("accuracy (%)", summary), [100 * v for v in accuracy], top=100)
         )
     elif summary["mean_score_by_iteration"]:
         charts.append(
-            line_chart("mean score after k refine steps", summary["mean_score_by_iteration"])
+            line_chart(curve_label("mean score", summary), summary["mean_score_by_iteration"])
         )
     if summary["judged"]:
         charts.append(bar_chart("transitions (first -> final)", summary["transitions"]))
@@ -70,6 +70,7 @@ def batch_view(records: Sequence[dict[str, Any]], *, title: str) -> dict[str, An
     return {
         "title": title,
         "summary": summary,
+        "steps": [line.split(": ", 1) for line in steps_lines(summary)],
         "charts": _charts(summary),
         "items": items,
         "outcomes": {k: v for k, v in counts.items() if v},

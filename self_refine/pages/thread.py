@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from self_refine.content import describe_task, image_source
 from self_refine.pages.charts import line_chart
 from self_refine.pages.diff import compare_drafts
+from self_refine.tree import (
+    RANKED_ON,
+    answer_draft,
+    draft_kind,
+    drafts_by_node,
+    is_tree,
+    ranking_values,
+    step_kinds,
+    steps_taken,
+)
 
 __all__ = [
     "PERSON_OR_MODEL",
@@ -19,6 +29,7 @@ __all__ = [
     "step_times",
     "task_images",
     "thread_view",
+    "tree_view",
 ]
 
 PERSON_OR_MODEL = ("llm", "human")
@@ -39,15 +50,16 @@ def _items(critique: dict[str, Any]) -> list[tuple[str, str]]:
     return items
 
 
-def _fate(source: str, by_verifier: bool, following: dict[str, Any] | None) -> str:
+def _fate(source: str, by_verifier: bool, following: Mapping[str, Any] | None, none: str) -> str:
     """Whether a verifier's item was fixed in the next draft; "unknown" for a person or model.
 
-    The next attempt's verifier result tells: it passed (fixed) or it still
-    reports items (not fixed). A critique that no verifier judged (`verified`
-    None, as from the offline model or an LLM) cannot tell.
+    The next draft's verifier result tells (in a run that samples or searches, the
+    draft's first refinement): it passed (fixed) or it still reports items (not fixed).
+    A critique that no verifier judged (`verified` None, as from the offline model or an
+    LLM) cannot tell. `none` is said when there is no next draft.
     """
     if following is None:
-        return "no next draft"
+        return none
     if source in PERSON_OR_MODEL or not by_verifier:
         return "unknown"
     critique = following.get("critique") or {}
@@ -95,18 +107,27 @@ def _rejected(given: Any) -> list[dict[str, str]]:
 
 
 def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One entry per attempt: draft diffed against the previous one, items, rejected replies."""
+    """One entry per attempt: its heading, draft diffed against the draft it refined (none
+    for a fresh one), items, rejected replies and the step's candidates."""
+    tree = is_tree(attempts)
+    by_node = drafts_by_node(attempts)
     views = []
     for index, attempt in enumerate(attempts):
-        following = attempts[index + 1] if index + 1 < len(attempts) else None
-        before = attempts[index - 1]["draft"] if index else None
+        if tree:
+            before = _parent_draft(attempt, by_node)
+            following = _first_child(attempt.get("node"), by_node)
+        else:
+            before = attempts[index - 1]["draft"] if index else None
+            following = attempts[index + 1] if index + 1 < len(attempts) else None
         critique = attempt.get("critique") or {}
         problems = [str(p) for p in attempt.get("problems") or []]
         by_verifier = critique.get("verified") is not None
         compared = compare_drafts(before, attempt["draft"]) if before is not None else None
+        none = "not refined" if tree else "no next draft"
         views.append(
             {
                 "iteration": attempt["iteration"],
+                **_heading(attempt, tree),
                 "draft": attempt["draft"],
                 "diff": compared.segments if compared else None,
                 "diff_note": compared.coarse if compared else None,
@@ -115,7 +136,7 @@ def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "verified": critique.get("verified"),
                 "source": critique.get("source") or "llm",
                 "feedback": [
-                    {"source": s, "text": t, "fate": _fate(s, by_verifier, following)}
+                    {"source": s, "text": t, "fate": _fate(s, by_verifier, following, none)}
                     for s, t in _items(critique)
                 ],
                 "problems": problems,
@@ -123,44 +144,100 @@ def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "rejected": _rejected(attempt.get("rejected")),
                 "tokens": int((attempt.get("usage") or {}).get("total_tokens", 0)),
                 "correct": attempt.get("correct"),
-                **candidate_views(attempt),
+                **candidate_views(attempt, by_node),
             }
         )
     return views
 
 
-def candidate_views(attempt: dict[str, Any]) -> dict[str, Any]:
+def _heading(attempt: Mapping[str, Any], tree: bool) -> dict[str, Any]:
+    """What a step did (its heading) and what its kept draft is (`kept_as`)."""
+    step = attempt["iteration"]
+    if not tree:
+        heading = "first draft" if step == 0 else f"refine step {step}"
+        return {"heading": heading, "kept_as": None, "node": None, "parent": None}
+    kept_as = (
+        f"kept node {attempt['node']}, a {draft_kind(attempt, step)}"
+        if "node" in attempt
+        else "no draft kept: every reply was rejected"
+    )
+    return {
+        "heading": f"step {step}: {step_kinds(attempt)}",
+        "kept_as": kept_as,
+        "node": attempt.get("node"),
+        "parent": attempt.get("parent"),
+    }
+
+
+def _parent_draft(draft: Mapping[str, Any], by_node: Mapping[int, Mapping[str, Any]]) -> str | None:
+    """The text of the draft `draft` refined; None for a fresh draft (shown as new)."""
+    parent = draft.get("parent")
+    found = by_node.get(parent) if parent is not None else None
+    return None if found is None else str(found.get("draft") or "")
+
+
+def _first_child(
+    node: int | None, by_node: Mapping[int, Mapping[str, Any]]
+) -> Mapping[str, Any] | None:
+    children = [
+        d for n, d in sorted(by_node.items()) if node is not None and d.get("parent") == node
+    ]
+    usable = [d for d in children if not d.get("rejected")]
+    return usable[0] if usable else None
+
+
+def candidate_views(
+    attempt: dict[str, Any], by_node: Mapping[int, Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
     """A step's candidates as the page shows them, the kept one first, and why it was kept.
 
-    Empty (`candidates` None) for an attempt that was one reply.
+    Empty (`candidates` None) for an attempt that was one reply. In a run that samples or
+    searches (`by_node`: its drafts by node), a refinement is diffed against its parent.
     """
     others = sorted(attempt.get("candidates") or [], key=lambda c: c["index"])
     if not others:
-        return {"candidates": None, "kept": None, "kept_because": None}
+        return {"candidates": None, "kept": None, "kept_because": None, "ranked_on": None}
     views = []
+    step = attempt["iteration"]
     if "candidate" in attempt:
-        kept = {
+        kept: dict[str, Any] = {
             "index": attempt["candidate"],
             "draft": attempt["draft"],
             "critique": attempt.get("critique") or {},
             "usage": attempt.get("usage") or {},
+            **{k: attempt[k] for k in ("node", "parent", "checked") if k in attempt},
         }
-        views.append(_candidate_view(kept, kept=True))
-    views += [_candidate_view(c, kept=False) for c in others]
+        views.append(_candidate_view(kept, step, by_node or {}, kept=True))
+    views += [_candidate_view(c, step, by_node or {}, kept=False) for c in others]
     return {
         "candidates": views,
         "kept": attempt.get("candidate"),
         "kept_because": attempt.get("kept_because"),
+        "ranked_on": RANKED_ON,
     }
 
 
-def _candidate_view(candidate: dict[str, Any], *, kept: bool) -> dict[str, Any]:
+def _candidate_view(
+    candidate: dict[str, Any],
+    step: int,
+    by_node: Mapping[int, Mapping[str, Any]],
+    *,
+    kept: bool,
+) -> dict[str, Any]:
     critique = candidate.get("critique") or {}
     rejected = candidate.get("rejected")
+    before = _parent_draft(candidate, by_node) if "node" in candidate else None
+    draft = candidate.get("draft") or ""
+    compared = compare_drafts(before, draft) if before is not None and not rejected else None
     return {
         "index": candidate["index"],
         "kept": kept,
-        "draft": candidate.get("draft") or "",
+        "node": candidate.get("node"),
+        "kind": draft_kind(candidate, step) if "node" in candidate else None,
+        "draft": draft,
+        "diff": compared.segments if compared else None,
+        "diff_note": compared.coarse if compared else None,
+        "ranked": ranking_values(candidate),
         "score": critique.get("score"),
         "verified": critique.get("verified"),
         "source": critique.get("source") or "",
@@ -170,6 +247,34 @@ def _candidate_view(candidate: dict[str, Any], *, kept: bool) -> dict[str, Any]:
         # a kept candidate's tokens are the step's, counted on the attempt
         "tokens": None if kept else int((candidate.get("usage") or {}).get("total_tokens", 0)),
     }
+
+
+def tree_view(attempts: Sequence[dict[str, Any]], answer_node: int | None) -> list[dict[str, Any]]:
+    """The drafts of a run that samples or searches as a tree: each root a fresh draft, each
+    child a refinement of its parent (empty for a refine run)."""
+    entries: dict[int, dict[str, Any]] = {}
+    for attempt in attempts:
+        for draft in [attempt, *(attempt.get("candidates") or [])]:
+            if "node" not in draft:
+                continue
+            rejected = draft.get("rejected")
+            entries[int(draft["node"])] = {
+                "node": draft["node"],
+                "parent": draft.get("parent"),
+                "step": attempt["iteration"],
+                "candidate": attempt.get("candidate") if draft is attempt else draft["index"],
+                "kept": draft is attempt,
+                "answer": draft["node"] == answer_node,
+                "ranked": ranking_values(draft),
+                "rejected": rejected.get("reason") if rejected else None,
+                "children": [],
+            }
+    roots: list[dict[str, Any]] = []
+    for node in sorted(entries):
+        entry = entries[node]
+        parent = entries.get(entry["parent"]) if entry["parent"] is not None else None
+        (parent["children"] if parent else roots).append(entry)
+    return roots
 
 
 def task_images(task: Any) -> list[str]:
@@ -212,6 +317,12 @@ def thread_view(
     attempts = list(values.get("attempts") or [])
     answer = values.get("answer")
     picked = _answer_iteration(attempts, answer) if answer is not None else None
+    why = _why(attempts, picked) if attempts and answer is not None else None
+    tree = is_tree(attempts)
+    found = answer_draft(values) if tree else None
+    if found is not None:
+        picked = found.step
+        why = f"{found.words()}; the best of the run's drafts, ranked as each step's pick ranks"
     scores = [a["critique"].get("score") for a in attempts]
     usage = values.get("usage") or {}
     return {
@@ -220,15 +331,21 @@ def thread_view(
         "images": task_images(values.get("task")),
         "reference": values.get("reference"),
         "attempts": attempt_views(attempts),
+        "tree": tree_view(attempts, found.node if found else None) if tree else None,
+        "steps_taken": steps_taken(values) if attempts else None,
         "score_chart": (
-            line_chart("score per iteration", [float(s) for s in scores])
+            line_chart(
+                "score of each step's kept draft" if tree else "score per iteration",
+                [float(s) for s in scores],
+            )
             if attempts and all(s is not None for s in scores)
             else None
         ),
         "stop_reason": values.get("stop_reason"),
         "answer": answer,
         "picked": picked,
-        "why": _why(attempts, picked) if attempts and answer is not None else None,
+        "why": why,
+        "answer_node": found.node if found else None,
         "tokens": {
             k: int(usage.get(k, 0)) for k in ("input_tokens", "output_tokens", "total_tokens")
         },

@@ -139,3 +139,37 @@ def test_a_summary_built_one_record_at_a_time_equals_the_summary_of_the_list() -
     for record in RECORDS[2:]:
         summary.add(record)
     assert summary.result() == summarize(RECORDS)
+
+
+def _drafts(step: int, parents: list[int | None], first: int) -> dict[str, Any]:
+    """A step of a run that samples or searches: its kept draft and the others, numbered."""
+    drafts = [
+        {"index": i, "node": first + i, "parent": p, "draft": "x", "critique": {}}
+        for i, p in enumerate(parents)
+    ]
+    kept, *others = drafts
+    return {**kept, "iteration": step, "candidate": 0, "usage": {}, "candidates": others}
+
+
+def test_runs_that_sample_or_search_count_steps_and_drafts_by_kind_not_refine_steps() -> None:
+    search = _record("s", [False, False, True], reason="verified")
+    search["attempts"] = [
+        _drafts(0, [None, None], 0),
+        _drafts(1, [0, None], 2),
+        _drafts(2, [2, 1], 4),
+    ]
+    sample = _record("p", [False, False], reason="max_iterations")
+    sample["attempts"] = [_drafts(0, [None, None], 0), _drafts(1, [None, None], 2)]
+    summary = summarize([search, sample])
+    assert summary["mean_iterations"] is None
+    assert summary["mean_steps"] == 2.5
+    assert summary["mean_drafts"] == {"fresh": 3.5, "refined": 1.5}
+    text = format_summary(summary)
+    assert "mean steps: 2.50 (per item: 3.50 fresh drafts, 1.50 refinements)" in text
+    assert "accuracy after step k: 0: 0.0%  1: 0.0%  2: 50.0%" in text
+    assert "refine step" not in text
+    # With runs that refine in the same summary, each kind is counted over its own items.
+    both = format_summary(summarize([search, sample, RECORDS[1]]))
+    assert "mean refine steps: 1.00 (items that refine)" in both
+    assert "mean steps: 2.50 (per item: 3.50 fresh drafts, 1.50 refinements; items that" in both
+    assert summarize(RECORDS)["mean_steps"] is None

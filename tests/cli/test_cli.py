@@ -51,7 +51,7 @@ def test_run_prints_each_step_then_the_answer(capsys: pytest.CaptureFixture[str]
     assert "[refine] draft 1:\n    This is a very rough draft about dog." in out
     assert "    -> stop: critic_done" in out
     assert "Stopped: critic_done after 3 refine step(s); score 1.00" in out
-    answer = out.split("Answer:\n", 1)[1]
+    answer = out.split("Answer (refine step 3):\n", 1)[1]
     assert all(word in answer for word in ("dog", "frisbee", "park", "catch"))
     assert Path(".self-refine/checkpoints.sqlite").is_file()
 
@@ -147,7 +147,7 @@ def test_show_prints_the_attempts_as_a_table(capsys: pytest.CaptureFixture[str])
     assert "this is a very rough draft about dog" in rows[0]
     assert '- Mention "catch", which the task' in out, "long feedback items wrap"
     assert "- (none)" in rows[-1]
-    assert "stop reason: critic_done; answer:" in out
+    assert "stop reason: critic_done after 3 refine step(s)\nanswer (refine step 3):" in out
 
 
 @pytest.mark.usefixtures("workdir")

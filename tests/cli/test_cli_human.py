@@ -41,7 +41,7 @@ def test_run_asks_at_the_terminal_and_resume_asks_again(
     assert code == 0
     assert 'earlier draft 0: Replace "rough" with "short"' in out
     assert "Stopped: critic_done after 1 refine step(s)" in out
-    assert "Answer:\n    this is a very short draft about dog" in out
+    assert "Answer (refine step 1):\n    this is a very short draft about dog" in out
 
 
 def test_bad_answers_are_asked_again(
@@ -171,7 +171,7 @@ def test_new_input_on_a_thread_waiting_for_a_person_leaves_it_as_it_was(
 
     code, out, _ = _run(["resume", "t", "--db", db], "\n\ny\n", monkeypatch, capsys)
     assert code == 0
-    assert "Answer:\n    this is a very rough draft about dog" in out
+    assert "Answer (the first draft):\n    this is a very rough draft about dog" in out
 
 
 def _run_with_reader_leaving(tmp_path: Path, leave_after: str) -> tuple[int, str]:

@@ -46,13 +46,17 @@ def test_a_task_of_your_own_runs_plain() -> None:
 
 _STEP_LINES = (
     re.compile(r"thread: \S+  \(db: \.self-refine/checkpoints\.sqlite\)"),
-    re.compile(r"\[candidate \d\] score \d\.\d\d:"),
     re.compile(
-        r"\[pick\] iteration 0  candidate \d of 4  score \d\.\d\d  done (true|false)  \(\S+\)"
+        r"\[candidate \d\] node \d+, fresh: verified (yes|no|-), lowest (\d\.\d\d|-), "
+        r"critic (\d\.\d\d|-):"
+    ),
+    re.compile(
+        r"\[pick\] step 0 \(4 fresh drafts\)  candidate \d of 4  score \d\.\d\d  "
+        r"done (true|false)  \(\S+\)"
     ),
     re.compile(r"\[finalize\] answer chosen.*"),
-    re.compile(r"Stopped: \w+ after \d+ refine step\(s\); score \d\.\d\d; tokens \d+"),
-    re.compile(r"Answer:"),
+    re.compile(r"Stopped: \w+ after \d+ steps? \(\d+ fresh drafts?\); score \d\.\d\d; tokens \d+"),
+    re.compile(r"Answer \(step \d+, candidate \d: node \d+, a fresh draft\):"),
 )
 
 

@@ -221,3 +221,34 @@ def test_thread_page_of_a_run_with_candidates_shows_each_step_s_candidates(
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     _screenshot(visit, "thread-page-candidates-narrow.png")
     assert visit.errors == [] and visit.outside == []
+
+
+def test_thread_page_of_a_search_run_draws_its_tree(browser: Any, tmp_path: Path) -> None:
+    concepts = '{"concepts": ["dog", "park", "zebra"]}'
+    task = "Write a sentence using dog, park and zebra"
+    subprocess.run(
+        [sys.executable, "-m", "self_refine.cli", "run", task, "--model", "offline",
+         "--candidates", "4", "--max-iterations", "3", "--strategy", "search",
+         "--critics", "concepts", "--reference", concepts, "--thread-id", "s", "--db", "t.db"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+        env={**os.environ, "LANGSMITH_TRACING": "false"},
+    )  # fmt: skip
+    _cli("show", "s", "--db", "t.db", "--html", "thread.html", cwd=tmp_path)
+    visit = Visit(browser, tmp_path / "thread.html", width=420)  # a phone-sized screen
+    page = visit.page
+    nested = page.locator("ul.tree li.tree-node li.tree-node")
+    assert nested.count() >= 1 and nested.first.is_visible()
+    child = nested.first
+    parent = child.locator("xpath=ancestor::li[1]")
+    assert child.get_attribute("data-parent") == parent.get_attribute("data-node")
+    assert page.locator("ul.tree li.answer").count() == 1
+    refined = page.locator(".attempt[data-parent]:not([data-parent=''])").first
+    assert "changes from node" in refined.locator(".kept-as").inner_text()
+    assert refined.locator(".draft.diff ins").count() >= 1
+    fresh = page.locator(".attempt[data-parent='']").first
+    assert "shown as new" in fresh.locator(".kept-as").inner_text()
+    assert fresh.locator(".draft.diff").count() == 0
+    assert "fresh draft" in page.locator("tr.candidate .draft-of").first.inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    _screenshot(visit, "thread-page-search-narrow.png")
+    assert visit.errors == [] and visit.outside == []
