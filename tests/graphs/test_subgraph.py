@@ -22,6 +22,7 @@ from self_refine import (
     create_self_refine_graph,
     refine_node,
 )
+from self_refine.nodes import plan as plan_module
 
 WORDS = "dog, frisbee, park"
 TASK = f"Write one sentence using the words: {WORDS}."
@@ -281,3 +282,26 @@ def test_example_chat_agent_drafts_then_refines() -> None:
         messages[-1].text
         == "This is a rough draft about dog. It also covers frisbee. It also covers park."
     )
+
+
+def test_the_chat_agent_drafts_with_the_refine_graph_s_settings_and_models_made_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    caps: list[Any] = []  # the reply cap of each model made for a run, in order
+    resolve = plan_module.resolve_model
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        caps.append(kwargs["max_tokens"])
+        return resolve(*args, **kwargs)
+
+    monkeypatch.setattr(plan_module, "resolve_model", counted)
+    refiner = create_self_refine_graph("offline", settings=RefineContext(max_tokens=77)).compile()
+    agent = create_refined_chat_graph("offline", refiner=refiner).compile()
+
+    first = agent.invoke({"messages": [("user", TASK)]})
+    made = len(caps)
+    second = agent.invoke({"messages": [("user", TASK)]})
+
+    assert caps[0] == 77  # the draft's model, capped as the refine graph's settings say
+    assert len(caps) == made  # the same settings again: no model made again
+    assert second["messages"][-1].text == first["messages"][-1].text
