@@ -49,7 +49,7 @@ from benchmarks.quality.progress import Progress
 from benchmarks.quality.reply_cache import DEFAULT_FOLDER, ReplyCache, with_reply_cache
 from benchmarks.quality.run import RESULTS, first_drafts, load_items
 from benchmarks.quality.sets import PROFILE, SETS, VERIFIER
-from benchmarks.quality.strategies import STRATEGIES, Unavailable, settings_for
+from benchmarks.quality.strategies import STRATEGIES, Unavailable, strategy_settings
 
 BUDGETS = (1, 2, 4, 8)
 
@@ -105,7 +105,7 @@ async def _anytime(
     from self_refine import RefineContext, arefine_batch
 
     unit = max(int(first["first_tokens"]), 1)
-    settings = settings_for(
+    settings = strategy_settings(
         strategy,
         verifier=VERIFIER[name],
         profile=PROFILE[name],
@@ -227,7 +227,9 @@ def _skipped(args: argparse.Namespace) -> dict[str, str]:
     skipped = {}
     for strategy in args.strategies:
         try:
-            settings_for(strategy, verifier="", profile="", budget=1, first_tokens=1, candidates=2)
+            strategy_settings(
+                strategy, verifier="", profile="", budget=1, first_tokens=1, candidates=2
+            )
         except Unavailable as why:
             skipped[strategy] = str(why)
             print(f"NOTE: {why}", file=sys.stderr, flush=True)

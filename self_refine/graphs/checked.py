@@ -12,11 +12,13 @@ before anything is read or written, it reads the thread once and:
 - works the call's settings out, once (`Parts.settings_for`: the call's context over
   the settings the run began with when it continues one, else over the graph's; a
   nested run's, the parent's context), and streams the run with them as its context,
-  so every node reads them as `runtime.context`;
-- checks that they suit the graph (`RunPlan.check_settings`: the human critic), and
-  for new input its shape (`validate_input`), the thread it lands on (an unfinished
-  run is continued with None, not replaced) and whether a run can start on it
-  (`RunPlan.check_start`: critics for the reference, models, images).
+  so every node reads them as `runtime.context`, and with the recursion limit they
+  need (`recursion_limit`; a limit the caller gave is kept);
+- checks that they suit the graph (`RunPlan.check_settings`: the human critic), that a
+  continued run keeps the settings that shape its tree (`FIXED_SETTINGS`), and for new
+  input its shape (`validate_input`), the thread it lands on (an unfinished run,
+  `run_finished`, is continued with None, not replaced) and whether a run can start on
+  it (`RunPlan.check_start`: critics for the reference, models, images).
 
 `CheckedStateGraph.compile` builds the subclass the way LangGraph's own
 `Pregel.copy` makes a copy: the compiled graph's attributes, given to the
