@@ -115,7 +115,7 @@ def _limited(config: RunnableConfig | None, own: Any, settings: RefineContext) -
     gets at least what it needs.
     """
     needed = recursion_limit(settings.max_iterations)
-    given = (config or {}).get("recursion_limit") or (own or {}).get("recursion_limit")
+    given = (config or {}).get("recursion_limit", (own or {}).get("recursion_limit"))
     if given is None:
         limit = needed
     elif _is_nested(config):
