@@ -22,7 +22,7 @@ from self_refine import (
     create_self_refine_graph,
     refine_node,
 )
-from self_refine.nodes import plan as plan_module
+from tests.openai_server import OpenAIServer
 
 WORDS = "dog, frisbee, park"
 TASK = f"Write one sentence using the words: {WORDS}."
@@ -284,24 +284,19 @@ def test_example_chat_agent_drafts_then_refines() -> None:
     )
 
 
-def test_the_chat_agent_drafts_with_the_refine_graph_s_settings_and_models_made_once(
+def test_the_chat_agent_drafts_with_the_refine_graph_s_settings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    caps: list[Any] = []  # the reply cap of each model made for a run, in order
-    resolve = plan_module.resolve_model
+    with OpenAIServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        settings = RefineContext(max_tokens=77, max_iterations=1)
+        refiner = create_self_refine_graph("openai:test-model", settings=settings).compile()
+        agent = create_refined_chat_graph("openai:test-model", refiner=refiner).compile()
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        caps.append(kwargs["max_tokens"])
-        return resolve(*args, **kwargs)
+        agent.invoke({"messages": [("user", TASK)]})
+        agent.invoke({"messages": [("user", TASK)]}, context={"max_tokens": 55})
 
-    monkeypatch.setattr(plan_module, "resolve_model", counted)
-    refiner = create_self_refine_graph("offline", settings=RefineContext(max_tokens=77)).compile()
-    agent = create_refined_chat_graph("offline", refiner=refiner).compile()
-
-    first = agent.invoke({"messages": [("user", TASK)]})
-    made = len(caps)
-    second = agent.invoke({"messages": [("user", TASK)]})
-
-    assert caps[0] == 77  # the draft's model, capped as the refine graph's settings say
-    assert len(caps) == made  # the same settings again: no model made again
-    assert second["messages"][-1].text == first["messages"][-1].text
+        sent = server.chat_requests()
+    drafts = [r.body["max_tokens"] for r in sent if r.role not in ("critic", "refiner")]
+    assert drafts == [77, 55]  # the refine graph's settings, or the call's over them
