@@ -103,7 +103,6 @@ def one_run(task: str, reference: Any, seed: int, first_verified: bool) -> dict[
     from langgraph.checkpoint.memory import InMemorySaver
 
     from self_refine import RefineContext, create_self_refine_graph
-    from self_refine.graphs import recursion_limit
 
     settings = RefineContext(
         candidates=4,
@@ -117,7 +116,6 @@ def one_run(task: str, reference: Any, seed: int, first_verified: bool) -> dict[
     config: Any = {
         "configurable": {"thread_id": f"seed-{seed}"},
         "callbacks": [replies],
-        "recursion_limit": recursion_limit(settings.max_iterations),
     }
     _cold()
     start = time.perf_counter()

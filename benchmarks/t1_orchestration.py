@@ -29,7 +29,7 @@ from benchmarks.scripted import ScriptedModel
 from benchmarks.timing import Clock, Timed, alternate
 from self_refine import RefineContext
 from self_refine.critics.llm import CritiqueReply
-from self_refine.graphs import create_self_refine_graph, recursion_limit
+from self_refine.graphs import create_self_refine_graph
 from self_refine.persistence.storage import open_checkpointer
 from self_refine.prompts import feedback_messages, generate_messages, get_profile, refine_messages
 from self_refine.state import Attempt, add_usage
@@ -69,10 +69,7 @@ def graph_run(saver: Saver, iterations: int) -> Timed:
         graph = create_self_refine_graph(
             ScriptedModel(), settings=RefineContext(max_iterations=iterations)
         ).compile(checkpointer=checkpointer)
-        config: Any = {
-            "configurable": {"thread_id": "bench"},
-            "recursion_limit": recursion_limit(iterations),
-        }
+        config: Any = {"configurable": {"thread_id": "bench"}}
         durability: Any = "sync" if checkpointer is not None else None
         clock = Clock()
         steps = asked_again = 0

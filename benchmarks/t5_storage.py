@@ -38,7 +38,7 @@ from benchmarks.pg import PostgresUnavailable, throwaway_postgres
 from benchmarks.report import Row, median, suite_main
 from benchmarks.scripted import ScriptedModel
 from self_refine import RefineContext
-from self_refine.graphs import create_self_refine_graph, recursion_limit
+from self_refine.graphs import create_self_refine_graph
 from self_refine.persistence.storage import open_checkpointer
 
 LIBRARY, DEFAULT_CADENCE, NAIVE = "library", "default cadence", "operator.add"
@@ -66,10 +66,7 @@ def _builder(layout: str, iterations: int) -> StateGraph[Any, Any, Any, Any]:
 def _run(saver: BaseCheckpointSaver[Any], layout: str, iterations: int) -> dict[str, float]:
     """Run one thread; return its raw history bytes and the times to read it back, in ms."""
     graph = _builder(layout, iterations).compile(checkpointer=saver)
-    config: Any = {
-        "configurable": {"thread_id": "bench"},
-        "recursion_limit": recursion_limit(iterations),
-    }
+    config: Any = {"configurable": {"thread_id": "bench"}}
     result = graph.invoke({"task": "Write a two-kilobyte essay on the topic given."}, config)
     attempts = result["attempts"]
     if len(attempts) != iterations + 1:

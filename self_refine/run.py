@@ -14,12 +14,7 @@ from self_refine.content import TaskContent
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.graphs.checked import CheckedCompiledGraph
-from self_refine.graphs.self_refine import (
-    GRAPH_NAME,
-    create_self_refine_graph,
-    group_options,
-    recursion_limit,
-)
+from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph, group_options
 from self_refine.state import RefineInput, RefineOutput
 
 __all__ = ["arefine", "refine"]
@@ -49,11 +44,7 @@ def _prepare(
     graph = create_self_refine_graph(model, **options).compile(
         checkpointer=checkpointer, name=GRAPH_NAME
     )
-    settings = graph.builder.parts.settings_for(context)
-    config: RunnableConfig = {
-        "recursion_limit": recursion_limit(settings.max_iterations),
-        "tags": ["self-refine"],
-    }
+    config: RunnableConfig = {"tags": ["self-refine"]}
     if checkpointer is not None:
         config["configurable"] = {"thread_id": thread_id or str(uuid.uuid4())}
     return graph, payload, config

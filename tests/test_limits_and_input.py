@@ -8,7 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_config
+from langgraph.errors import GraphRecursionError
+from langgraph.graph import END, START, MessagesState, StateGraph
 
 from self_refine import (
     GRAPH_NAME,
@@ -17,9 +21,11 @@ from self_refine import (
     create_self_refine_graph,
     recursion_limit,
     refine,
+    refine_node,
 )
 from self_refine.cli.main import main
 from self_refine.input_checks import MAX_TASK_CHARS
+from self_refine.state import Critique
 from self_refine.stopping import reply_cost
 from tests.openai_server import OpenAIServer, offline_responder
 from tests.scripted_responder import role_of
@@ -81,6 +87,56 @@ def test_the_recursion_limit_follows_the_largest_iteration_cap(where: dict[str, 
 
     assert result["stop_reason"] == "max_iterations"
     assert result["iterations"] == 50
+
+
+def _limit_seen(seen: list[int]) -> Any:
+    """A verifier that passes every draft, noting the recursion limit of the run it is in."""
+
+    def limit_seen(task: str, draft: str, reference: Any) -> Critique:
+        seen.append(get_config()["recursion_limit"])
+        return Critique(feedback=[], score=1.0, done=True)
+
+    return limit_seen
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [(None, recursion_limit(7)), ({"recursion_limit": 40}, 40)],
+    ids=["worked-out", "the-caller-s"],
+)
+def test_a_run_s_recursion_limit_is_worked_out_from_its_settings_unless_the_caller_gives_one(
+    config: Any, expected: int
+) -> None:
+    seen: list[int] = []
+    graph = create_self_refine_graph("offline", critics=[_limit_seen(seen)]).compile()
+
+    graph.invoke({"task": TASK}, config, context={"max_iterations": 7})
+    graph.with_config(config or {}).invoke({"task": TASK}, context={"max_iterations": 7})
+
+    assert seen == [expected, expected]
+
+
+def test_a_recursion_limit_the_caller_gives_bounds_the_run() -> None:
+    graph = create_self_refine_graph("offline", stop=[]).compile()
+
+    with pytest.raises(GraphRecursionError, match="Recursion limit of 4 reached"):
+        graph.invoke({"task": TASK}, {"recursion_limit": 4}, context={"max_iterations": 50})
+
+
+def test_a_refine_run_in_a_parent_gets_what_its_settings_need_whatever_the_parent_s_limit() -> None:
+    seen: list[int] = []
+    refiner = create_self_refine_graph("offline", critics=[_limit_seen(seen)]).compile()
+    parent = StateGraph(MessagesState, context_schema=RefineContext)
+    parent.add_node("refine_reply", refine_node(refiner))
+    parent.add_edge(START, "refine_reply")
+    parent.add_edge("refine_reply", END)
+
+    result = parent.compile().invoke(
+        {"messages": [HumanMessage(TASK)]}, {"recursion_limit": 5}, context={"max_iterations": 7}
+    )
+
+    assert result["messages"][-1].name == "answer"
+    assert seen == [recursion_limit(7)]
 
 
 def test_a_token_budget_stops_the_run() -> None:

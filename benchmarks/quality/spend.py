@@ -59,7 +59,7 @@ from benchmarks.quality.progress import Progress
 from benchmarks.quality.reply_cache import DEFAULT_FOLDER, ReplyCache, with_reply_cache
 from benchmarks.quality.run import RESULTS, first_drafts, load_items
 from benchmarks.quality.sets import PARTS, PROFILE, SETS
-from benchmarks.quality.strategies import STRATEGIES, Unavailable, settings_for
+from benchmarks.quality.strategies import STRATEGIES, Unavailable, strategy_settings
 
 BUDGETS = (1, 2, 4, 8)
 
@@ -117,7 +117,7 @@ async def _anytime(
 
     unit = max(int(first["first_tokens"]), 1)
     checks = run_checks(name, item, args.feedback)
-    settings = settings_for(
+    settings = strategy_settings(
         strategy,
         verifier=checks.verifier,
         profile=PROFILE[name],
@@ -226,7 +226,7 @@ def _skipped(args: argparse.Namespace) -> dict[str, str]:
     skipped = {}
     for strategy in args.strategies:
         try:
-            settings_for(
+            strategy_settings(
                 strategy, verifier=None, profile="", budget=1, first_tokens=1, candidates=2
             )
         except Unavailable as why:

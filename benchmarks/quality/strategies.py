@@ -17,7 +17,7 @@ Where `RefineContext` has a `strategy` setting, each strategy is that setting (t
 library's sample spends the budget by itself). Where it has none, sample is one step of
 `candidates` fresh drafts (`max_iterations=0`), as many as fill the budget at the size of
 the item's first draft and a quarter more (sampled drafts may be shorter than the greedy
-one), at most the library's limit; and search cannot be asked for: `settings_for` says so.
+one), at most the library's limit; and search cannot be asked for: `strategy_settings` says so.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __all__ = [
     "STRATEGIES",
     "Unavailable",
     "has_strategy_setting",
-    "settings_for",
+    "strategy_settings",
 ]
 
 STRATEGIES = ("sample", "refine", "refine+candidates", "search")
@@ -51,7 +51,7 @@ def has_strategy_setting() -> bool:
     return "strategy" in {f.name for f in dataclasses.fields(RefineContext)}
 
 
-def settings_for(
+def strategy_settings(
     strategy: str,
     *,
     verifier: str | None,

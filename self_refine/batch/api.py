@@ -167,7 +167,7 @@ async def arefine_batch(
     async def fail(item: BatchItem, error: Exception) -> None:
         errors[position[item.id]] = redact(f"{type(error).__name__}: {error}", secrets)
 
-    await job.run(LocalEngine(graph, context=job.context), items, on_record=keep, on_error=fail)
+    await job.run(LocalEngine(graph), items, on_record=keep, on_error=fail)
     ordered = [records.get(index) for index in range(len(items))]
     if log is not None:
         await asyncio.to_thread(append_jsonl, log, [r for r in ordered if r is not None])

@@ -12,9 +12,9 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 
 from self_refine.batch.runner import Engine, ThreadView
-from self_refine.context import MAX_ITERATIONS_LIMIT, RefineContext
+from self_refine.context import RefineContext
 from self_refine.errors import ConfigError, install_hint
-from self_refine.graphs import GRAPH_NAME, recursion_limit
+from self_refine.graphs import GRAPH_NAME
 from self_refine.persistence.locks import athread_lock
 
 __all__ = [
@@ -44,12 +44,11 @@ async def open_engine(
     builder: Any = None,
     db: str | None = None,
     server: str | None = None,
-    context: RefineContext | None = None,
     pool_size: int = 8,
 ) -> AsyncIterator[Engine]:
     """The LangGraph server at `server`, else `builder` compiled with the checkpointer of `db`."""
     if server:
-        remote = ServerEngine(server, context=context)
+        remote = ServerEngine(server)
         await remote.check()
         yield remote
         return
@@ -58,7 +57,7 @@ async def open_engine(
     from self_refine.persistence.storage import open_async_checkpointer
 
     async with open_async_checkpointer(db, pool_size=pool_size) as saver:
-        yield LocalEngine(builder.compile(checkpointer=saver, name=GRAPH_NAME), context=context)
+        yield LocalEngine(builder.compile(checkpointer=saver, name=GRAPH_NAME))
 
 
 class LocalEngine:
@@ -66,15 +65,13 @@ class LocalEngine:
 
     calls_models_here = True
 
-    def __init__(self, graph: Any, *, context: RefineContext | None = None) -> None:
+    def __init__(self, graph: Any) -> None:
         if graph.checkpointer is None:
             raise ConfigError("a batch needs a graph compiled with a checkpointer")
         self.graph = graph
-        self.context = context
-        self.limit = recursion_limit(MAX_ITERATIONS_LIMIT)
 
     def _config(self, thread_id: str) -> RunnableConfig:
-        return {"configurable": {"thread_id": thread_id}, "recursion_limit": self.limit}
+        return {"configurable": {"thread_id": thread_id}}
 
     def writer(self, thread_id: str) -> AbstractAsyncContextManager[None]:
         """Hold the thread's writer lock for one item, waiting while another process has it.
@@ -90,10 +87,9 @@ class LocalEngine:
         return ThreadView(dict(snapshot.values or {}), tuple(snapshot.next))
 
     async def run(
-        self, thread_id: str, payload: dict[str, Any] | None, *, judged: bool
+        self, thread_id: str, payload: dict[str, Any] | None, *, context: RefineContext
     ) -> dict[str, Any]:
         """Start or continue the thread; its output, or its values if it paused."""
-        context = self.context if judged else _unjudged(self.context)
         result = await self.graph.ainvoke(payload, self._config(thread_id), context=context)
         return cast(dict[str, Any], result or {})
 
@@ -111,9 +107,7 @@ class ServerEngine:
         """Nothing to hold: the server runs one run per thread (a second one is rejected)."""
         return nullcontext()
 
-    def __init__(
-        self, url: str, *, assistant_id: str = "self_refine", context: RefineContext | None = None
-    ) -> None:
+    def __init__(self, url: str, *, assistant_id: str = "self_refine") -> None:
         try:
             from langgraph_sdk import get_client
         except ImportError:
@@ -122,7 +116,6 @@ class ServerEngine:
             ) from None
         self.client = get_client(url=url, api_key=None)
         self.assistant_id = assistant_id
-        self.context = _context_dict(context)
 
     async def check(self) -> None:
         """Fail fast when the server does not serve the assistant."""
@@ -149,35 +142,24 @@ class ServerEngine:
         )
 
     async def run(
-        self, thread_id: str, payload: dict[str, Any] | None, *, judged: bool
+        self, thread_id: str, payload: dict[str, Any] | None, *, context: RefineContext
     ) -> dict[str, Any]:
         """Run the assistant on the thread and wait for it to stop."""
-        context = self.context if judged else {**(self.context or {}), "judge": []}
         result = await self.client.runs.wait(
             thread_id,
             self.assistant_id,
             input=payload,
-            context=context,
+            context=_context_dict(context),
             multitask_strategy="reject",
         )
         return result if isinstance(result, dict) else {}
 
 
-def _unjudged(context: RefineContext | None) -> dict[str, Any] | RefineContext:
-    """The settings without a judge: a whole context's copy, else a change that says so."""
-    if context is None:
-        return {"judge": []}
-    return dataclasses.replace(context, judge=())
-
-
-def _context_dict(context: RefineContext | None) -> dict[str, Any] | None:
+def _context_dict(context: RefineContext) -> dict[str, Any]:
     """The context as the server's run takes it: JSON, never the API key (the server's own
     environment holds the key it calls models with, and a run's context is stored)."""
-    if context is None:
-        return None
-    given = {
+    return {
         k: list(v) if isinstance(v, tuple) else v
         for k, v in dataclasses.asdict(context).items()
         if v is not None and k != "api_key"
     }
-    return given or None

@@ -172,7 +172,6 @@ class FileBatch:
                 builder=builder,
                 db=self.db,
                 server=self.server,
-                context=self.job.context,
                 pool_size=self.job.concurrency,
             )
             async with engine as running:

@@ -50,6 +50,8 @@ class BatchJob:
     response_format: dict[str, Any] | None = None
     graph: Any = None
     judge: VerifierJudge | None = field(init=False)
+    unjudged: RefineContext = field(init=False)
+    """The runs' settings without the judge: for an item whose draft the caller says is wrong."""
     key: str = field(init=False)
     _references: ReferenceCheck = field(init=False, repr=False)
 
@@ -69,6 +71,7 @@ class BatchJob:
         if self.refine_only_incorrect and named:
             names = tuple(str(name) for name in self.verifiers)
             self.context = dataclasses.replace(self.context, judge=names)
+        self.unjudged = dataclasses.replace(self.context, judge=())
         self.key = self._key()
 
     def _key(self) -> str:
@@ -123,9 +126,10 @@ class BatchJob:
         """Run the items on the engine, handing each record or failure on as it comes."""
         runner = BatchRunner(
             engine,
+            self.context,
+            self.unjudged,
             judge=self.judge,
             refine_only_incorrect=self.refine_only_incorrect,
-            select=self.context.select,
             key=self.key,
         )
         await runner.run_all(

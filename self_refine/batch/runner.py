@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from self_refine.batch.items import BatchItem
 from self_refine.batch.judge import ItemVerdicts, Judge
 from self_refine.batch.schedule import run_scheduled
+from self_refine.context import RefineContext
 from self_refine.errors import BatchStoppedError, ConfigError
 from self_refine.nodes.ranking import chosen_attempt
 from self_refine.persistence.failures import storage_failure
@@ -68,13 +69,10 @@ class Engine(Protocol):
         ...
 
     async def run(
-        self, thread_id: str, payload: dict[str, Any] | None, *, judged: bool
+        self, thread_id: str, payload: dict[str, Any] | None, *, context: RefineContext
     ) -> dict[str, Any]:
-        """Start (payload) or continue (None) the thread; return its values when it stops.
-
-        `judged` False runs it without the judge the batch's settings name (the caller
-        said its draft is wrong).
-        """
+        """Start (payload) or continue (None) the thread with the settings `context`;
+        return its values when it stops."""
         ...
 
 
@@ -125,14 +123,16 @@ def _as_given(item: BatchItem) -> dict[str, Any]:
 class BatchRunner:
     """Runs items on an engine and turns each finished thread into a result record.
 
-    `select` must match the graph's ("best" or "last"): it tells which draft
-    the run would have answered after k refine steps, for the per-step curve.
+    Each item runs with `context`, one whose draft the caller says is wrong with
+    `unjudged` (the same settings without the judge). The settings' `select` tells
+    which draft the run would have answered after k refine steps, for the per-step curve.
     """
 
     engine: Engine
+    context: RefineContext
+    unjudged: RefineContext
     judge: Judge | None = None
     refine_only_incorrect: bool = False
-    select: str = "best"
     key: str = ""
 
     def thread_id(self, item: BatchItem) -> str:
@@ -146,16 +146,19 @@ class BatchRunner:
             return await self._record(item, _as_given(item), None, verdicts)
         thread_id = self.thread_id(item)
         async with self.engine.writer(thread_id):
-            values = await self._drive(thread_id, item, judged=item.correct is not False)
+            context = self.unjudged if item.correct is False else self.context
+            values = await self._drive(thread_id, item, context)
         return await self._record(item, values, thread_id, verdicts)
 
-    async def _drive(self, thread_id: str, item: BatchItem, *, judged: bool) -> dict[str, Any]:
+    async def _drive(
+        self, thread_id: str, item: BatchItem, context: RefineContext
+    ) -> dict[str, Any]:
         values = (await self.engine.state(thread_id)).values
         for _ in range(_MAX_LEGS):
             if _finished(values):
                 return values
             payload = None if values else _payload(item)
-            values = await self.engine.run(thread_id, payload, judged=judged)
+            values = await self.engine.run(thread_id, payload, context=context)
             if not _finished(values):
                 values = (await self.engine.state(thread_id)).values
         raise RuntimeError(
@@ -201,7 +204,7 @@ class BatchRunner:
         return record
 
     def _pick(self, attempts: list[Attempt]) -> Attempt:
-        chosen = chosen_attempt(attempts, self.select)
+        chosen = chosen_attempt(attempts, self.context.select)
         assert chosen is not None
         return chosen
 

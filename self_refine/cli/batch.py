@@ -114,7 +114,7 @@ class _Shown:
 def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
     """Refine every item of a JSONL file into an output file; resumable.
 
-    `context` is every item's settings, from the flags (`cli.settings.run_context`).
+    `context` is every item's settings, from the flags (`cli.settings.settings_from_flags`).
     """
     stream = args.output == STDOUT
     refuse_overlaps(

@@ -16,7 +16,7 @@ import sys
 from self_refine.cli.failures import database_failure
 from self_refine.cli.options import EXIT_FAILURE, EXIT_USAGE, print_error
 from self_refine.cli.parser import build_parser
-from self_refine.cli.settings import check_reachable, run_context, warn_key_on_command_line
+from self_refine.cli.settings import check_reachable, settings_from_flags, warn_key_on_command_line
 from self_refine.cli.show import cmd_show
 from self_refine.cli.threads import cmd_resume, cmd_run
 from self_refine.errors import ThreadBusyError
@@ -50,7 +50,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     """Refine a JSONL file of items."""
     from self_refine.cli.batch import batch_command
 
-    context = run_context(args)
+    context = settings_from_flags(args)
     if not args.server:
         check_reachable(context)
     warn_key_on_command_line(args)

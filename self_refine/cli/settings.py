@@ -1,6 +1,6 @@
 """What the settings flags of `run`, `resume` and `batch` mean: one `RefineContext`.
 
-The flags are read into the run's settings (`run_context`), checked as RefineContext
+The flags are read into the run's settings (`settings_from_flags`), checked as RefineContext
 checks them, the error naming the flag; `resume` reads only the flags given
 (`given_settings`), which the graph's door lays over the settings the thread keeps.
 The connection options (retries, timeout, API key) are checked here too. Every check
@@ -30,7 +30,7 @@ __all__ = [
     "critic_list",
     "given_settings",
     "read_key_file",
-    "run_context",
+    "settings_from_flags",
     "warn_key_on_command_line",
 ]
 
@@ -55,7 +55,7 @@ def given_settings(args: argparse.Namespace) -> dict[str, Any]:
     return given
 
 
-def run_context(args: argparse.Namespace) -> RefineContext:
+def settings_from_flags(args: argparse.Namespace) -> RefineContext:
     """The run's settings: the settings flags given, over the defaults."""
     return check_settings(given_settings(args))
 

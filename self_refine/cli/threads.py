@@ -19,7 +19,7 @@ from self_refine.cli.settings import (
     build_graph,
     check_reachable,
     given_settings,
-    run_context,
+    settings_from_flags,
     warn_key_on_command_line,
 )
 from self_refine.cli.show import require_db
@@ -41,7 +41,7 @@ def _stream(
     stderr.
     """
     from self_refine.cli.progress import token_meter
-    from self_refine.graphs import recursion_limit
+    from self_refine.graphs.checked import run_finished
     from self_refine.models.cancel import StopNewCalls
     from self_refine.redact import redact_url
 
@@ -50,12 +50,11 @@ def _stream(
     resume = shell_command("self-refine", "resume", thread_id, "--db", db)
     config: Any = {
         "configurable": {"thread_id": thread_id},
-        "recursion_limit": recursion_limit(settings.max_iterations),
         "tags": ["self-refine", "cli"],
         "metadata": _trace_metadata(settings),
     }
     print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
-    if payload is None and _finished(graph.get_state(config)):
+    if payload is None and run_finished(graph.get_state(config)):
         print(f"thread {thread_id} is already finished: nothing to resume", file=notes)
         payload = _STOP
     meter = token_meter(settings, sys.stderr, shown=not args.json)
@@ -106,16 +105,6 @@ def _stream(
         )
         return EXIT_FAILURE
     return 0
-
-
-def _finished(state: Any) -> bool:
-    """Whether a thread's run has ended: nothing to run next and no step left half-done.
-
-    A step whose every branch finished before the program stopped has no task left to
-    run (`next` is empty) but is not closed yet: its tasks are there, with their writes,
-    and continuing the thread applies them and goes on.
-    """
-    return not state.next and not state.tasks
 
 
 def _trace_metadata(settings: RefineContext) -> dict[str, Any]:
@@ -222,7 +211,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     refuse_overlaps([], [("--reference", reference_file), *_key_file(args)], db=args.db)
     reference = read_reference(args.reference)
     response_format = read_response_format(args.response_format)
-    context = run_context(args)
+    context = settings_from_flags(args)
     builder = build_graph(response_format)
     payload: dict[str, Any] = {"task": args.task}
     if args.draft is not None:
@@ -265,13 +254,16 @@ def cmd_resume(args: argparse.Namespace) -> int:
     config: Any = {"configurable": {"thread_id": args.thread_id}}
     with open_checkpointer(args.db) as saver, thread_lock(saver, args.thread_id):
         graph = build_graph().compile(checkpointer=saver, name=GRAPH_NAME)
-        values = graph.get_state(config).values
+        thread = graph.get_state(config)
+        values = thread.values
         if not values:
             where = redact_url(args.db)
             raise ConfigError(f"no thread {args.thread_id!r} in {where}: check the id and --db")
         if values.get(ANSWER_SCHEMA) is not None:  # the answer is typed: so is the graph
             graph = build_graph(values[ANSWER_SCHEMA]).compile(checkpointer=saver, name=GRAPH_NAME)
-        settings = graph.settings_for(given, config)
+        # The settings the door will run with, refused here (a change the run cannot take
+        # midway, say) as the door would refuse them.
+        settings = graph.builder.check_call(None, given, thread=thread, saved=True)
         check_reachable(settings)
         warn_key_on_command_line(args)
         return _stream(args, graph, args.thread_id, None, settings)

@@ -16,9 +16,8 @@ from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 
 from self_refine.content import TaskContent, has_images
-from self_refine.context import MAX_ITERATIONS_LIMIT
 from self_refine.errors import ConfigError
-from self_refine.graphs.self_refine import GRAPH_NAME, recursion_limit
+from self_refine.graphs.self_refine import GRAPH_NAME
 from self_refine.input_checks import validate_input
 from self_refine.state import ANSWER_NAME, RefineInput, RefineOutput
 
@@ -125,21 +124,19 @@ def refine_node(
         )
     graph = refiner.compile(name=GRAPH_NAME) if isinstance(refiner, StateGraph) else refiner
 
-    def prepare(state: Any, config: RunnableConfig) -> tuple[RefineInput, RunnableConfig]:
+    def prepare(state: Any) -> RefineInput:
         payload = to_input(state)
         validate_input(payload)
-        # The loop is bounded by max_iterations; the recursion limit only has to let it run.
-        limit = max(config.get("recursion_limit", 25), recursion_limit(MAX_ITERATIONS_LIMIT))
-        return payload, {**config, "recursion_limit": limit}
+        return payload
 
+    # The refine graph's door gives the run the recursion limit its settings need.
     def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Refine a reply with the refine graph and map its output back."""
-        payload, sub_config = prepare(state, config)
-        return to_output(state, cast(RefineOutput, graph.invoke(payload, sub_config)))
+        return to_output(state, cast(RefineOutput, graph.invoke(prepare(state), config)))
 
     async def arun(state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Refine a reply with the refine graph and map its output back."""
-        payload, sub_config = prepare(state, config)
-        return to_output(state, cast(RefineOutput, await graph.ainvoke(payload, sub_config)))
+        output = await graph.ainvoke(prepare(state), config)
+        return to_output(state, cast(RefineOutput, output))
 
     return RunnableLambda(run, afunc=arun, name=name)

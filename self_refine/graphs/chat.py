@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
@@ -10,12 +11,13 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime
 
-from self_refine.context import RefineContext, call_settings
+from self_refine.context import RefineContext
 from self_refine.graphs.adapters import refine_node, reply_from_output
+from self_refine.graphs.checked import CheckedStateGraph
 from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph
 from self_refine.models.resolve import resolve_model
 from self_refine.models.roles import ModelLike, RoleModel
-from self_refine.nodes.parts import Role, RoleModels
+from self_refine.nodes.parts import Parts
 from self_refine.nodes.runnable import Node
 from self_refine.state import RefineOutput
 
@@ -24,16 +26,28 @@ __all__ = ["CHAT_SYSTEM_PROMPT", "create_refined_chat_graph"]
 CHAT_SYSTEM_PROMPT = "You are a helpful assistant. Answer the user's last message."
 
 
-def _make_draft_reply(model: ModelLike, system_prompt: str) -> Node:
-    """Build the node that drafts a reply to the conversation with the chat model."""
-    models: dict[Role, ModelLike | None] = {"generator": model}
+def _draft_parts(model: ModelLike, refiner: Pregel[Any, Any, Any, Any]) -> Parts:
+    """What the draft reply is asked with: the refine graph's parts (its settings, prompts
+    and models), `model` as the generator."""
+    builder = getattr(refiner, "builder", None)
+    if isinstance(builder, CheckedStateGraph):
+        parts = builder.parts
+    else:  # a refine graph wrapped beyond reach: the defaults, `model` in every role
+        parts = Parts(roles=dict.fromkeys(("critic", "refiner"), model), settings=RefineContext())
+    return dataclasses.replace(parts, roles={**parts.roles, "generator": model})
+
+
+def _make_draft_reply(parts: Parts, system_prompt: str) -> Node:
+    """Build the node that drafts a reply to the conversation with the chat model.
+
+    Its settings are those the refine graph's door gives the run it starts next
+    (`Parts.settings_for` of the same context); its model is the generator of their
+    plan, made once per settings and kept.
+    """
 
     def prepare(state: Any, runtime: Runtime[Any]) -> tuple[RoleModel, list[BaseMessage]]:
-        settings = call_settings(runtime.context, RefineContext())
-        return RoleModels(settings, models).get("generator"), [
-            SystemMessage(system_prompt),
-            *state["messages"],
-        ]
+        plan = parts.plan(parts.settings_for(runtime.context))
+        return plan.models.get("generator"), [SystemMessage(system_prompt), *state["messages"]]
 
     def draft_reply(state: Any, runtime: Runtime[Any]) -> dict[str, Any]:
         """Draft a reply to the user's last message."""
@@ -69,21 +83,16 @@ def create_refined_chat_graph(
     """Build (uncompiled) a chat agent: draft a reply with `model`, refine it, then send it.
 
     `refiner` is the compiled refine graph (default: one built on `model`).
-    The run's `RefineContext` reaches both the draft (its `generator_model`
-    or `model`) and the refine subgraph. On `stream_mode="messages"` the draft
-    reply streams as the model writes it, and the refined reply, an `AIMessage`
-    named "answer" that takes the draft's place, comes last.
+    The run's `RefineContext` (over the refine graph's settings) reaches both the
+    draft (its `generator_model` or `model`) and the refine subgraph. On
+    `stream_mode="messages"` the draft reply streams as the model writes it, and the
+    refined reply, an `AIMessage` named "answer" that takes the draft's place, comes last.
     """
     resolve_model(model)  # bad model strings and missing keys fail here
+    refiner = refiner or create_self_refine_graph(model).compile(name=GRAPH_NAME)
     builder = StateGraph(MessagesState, context_schema=RefineContext)
-    builder.add_node("draft_reply", _make_draft_reply(model, system_prompt))
-    builder.add_node(
-        "refine_reply",
-        refine_node(
-            refiner or create_self_refine_graph(model).compile(name=GRAPH_NAME),
-            to_output=_answer_reply,
-        ),
-    )
+    builder.add_node("draft_reply", _make_draft_reply(_draft_parts(model, refiner), system_prompt))
+    builder.add_node("refine_reply", refine_node(refiner, to_output=_answer_reply))
     builder.add_edge(START, "draft_reply")
     builder.add_edge("draft_reply", "refine_reply")
     builder.add_edge("refine_reply", END)

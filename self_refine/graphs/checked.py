@@ -12,11 +12,13 @@ before anything is read or written, it reads the thread once and:
 - works the call's settings out, once (`Parts.settings_for`: the call's context over
   the settings the run began with when it continues one, else over the graph's; a
   nested run's, the parent's context), and streams the run with them as its context,
-  so every node reads them as `runtime.context`;
-- checks that they suit the graph (`RunPlan.check_settings`: the human critic), and
-  for new input its shape (`validate_input`), the thread it lands on (an unfinished
-  run is continued with None, not replaced) and whether a run can start on it
-  (`RunPlan.check_start`: critics for the reference, models, images).
+  so every node reads them as `runtime.context`, and with the recursion limit they
+  need (`recursion_limit`; a limit the caller gave is kept);
+- checks that they suit the graph (`RunPlan.check_settings`: the human critic), that a
+  continued run keeps the settings that shape its tree (`FIXED_SETTINGS`), and for new
+  input its shape (`validate_input`), the thread it lands on (an unfinished run,
+  `run_finished`, is continued with None, not replaced) and whether a run can start on
+  it (`RunPlan.check_start`: critics for the reference, models, images).
 
 `CheckedStateGraph.compile` builds the subclass the way LangGraph's own
 `Pregel.copy` makes a copy: the compiled graph's attributes, given to the
@@ -42,7 +44,13 @@ from self_refine.nodes.parts import Parts
 from self_refine.persistence.locks import atry_lock, try_lock
 from self_refine.state import RUN_CONTEXT, RefineInput, RefineOutput, RefineState
 
-__all__ = ["CheckedCompiledGraph", "CheckedStateGraph"]
+__all__ = [
+    "FIXED_SETTINGS",
+    "CheckedCompiledGraph",
+    "CheckedStateGraph",
+    "recursion_limit",
+    "run_finished",
+]
 
 UNFINISHED_MESSAGE = (
     "this thread has an unfinished refinement: continue it by invoking the graph "
@@ -54,10 +62,69 @@ def _is_new_input(payload: Any) -> bool:
     return payload is not None and not isinstance(payload, Command)
 
 
-def _unfinished(thread: StateSnapshot) -> bool:
-    """Whether the thread holds a run that has not finished (paused, or stopped mid-way)."""
+def run_finished(thread: StateSnapshot) -> bool:
+    """Whether the thread's run has ended: nothing to run next and no step left half-done.
+
+    A run paused or stopped mid-way is not: it has a node to run next, or a step whose
+    every branch wrote before the program stopped (nothing is next, but the step's tasks
+    are there with their writes, and continuing the thread applies them and goes on),
+    or attempts and no stop reason.
+    """
     values = thread.values
-    return bool(thread.next or (values.get("attempts") and not values.get("stop_reason")))
+    unfinished = values.get("attempts") and not values.get("stop_reason")
+    return not (thread.next or thread.tasks or unfinished)
+
+
+def recursion_limit(max_iterations: int) -> int:
+    """Graph steps a run of `max_iterations` refine steps needs, with a small margin.
+
+    begin, generate (asked again once at most) and critique, then refine (the same)
+    and critique per iteration, then finalize; a step of candidates takes two
+    (candidate, pick), three in a run that samples or searches, which also plans before
+    its first step (begin, planner, then candidate, pick and planner per step, finalize).
+    The door gives each run this limit unless its caller gave one.
+    """
+    return 3 * max_iterations + 8
+
+
+FIXED_SETTINGS = ("strategy", "candidates")
+"""The settings a continued run cannot change: they shape the tree its steps have begun."""
+
+
+def _refuse_fixed_changes(kept: Mapping[str, Any] | None, settings: RefineContext) -> None:
+    """Raise ConfigError when a continuation changes a setting the run cannot change midway."""
+    if not kept:
+        return
+    began = RefineContext()
+    changed = [
+        f"{name}={kept.get(name, getattr(began, name))!r} -> {getattr(settings, name)!r}"
+        for name in FIXED_SETTINGS
+        if getattr(settings, name) != kept.get(name, getattr(began, name))
+    ]
+    if changed:
+        raise ConfigError(
+            f"a continued run cannot change {', '.join(changed)}: continue it with the "
+            "settings it began with (leave them out), or start the task again on a new "
+            "thread with the new ones"
+        )
+
+
+def _limited(config: RunnableConfig | None, own: Any, settings: RefineContext) -> RunnableConfig:
+    """`config` with the recursion limit a run of `settings` needs (`recursion_limit`).
+
+    A limit the caller gave (in `config`, or `own`: the graph's `with_config`) is kept;
+    inside a parent's run, the limit handed down counts the parent's steps, so the run
+    gets at least what it needs.
+    """
+    needed = recursion_limit(settings.max_iterations)
+    given = (config or {}).get("recursion_limit", (own or {}).get("recursion_limit"))
+    if given is None:
+        limit = needed
+    elif _is_nested(config):
+        limit = max(given, needed)
+    else:
+        limit = given
+    return {**(config or {}), "recursion_limit": limit}
 
 
 def _is_nested(config: RunnableConfig | None) -> bool:
@@ -89,15 +156,6 @@ class CheckedCompiledGraph(
             return None
         return str(thread_id)
 
-    def settings_for(
-        self, context: Any = None, config: RunnableConfig | None = None
-    ) -> RefineContext:
-        """The settings a continuation of the run on `config`'s thread runs with, given
-        the call's `context` (without a thread: a new run's, over the graph's settings)."""
-        thread_id = self._thread_id(config)
-        values = self.get_state(config or {}).values if thread_id is not None else {}
-        return self.builder.parts.settings_for(context, values.get(RUN_CONTEXT))
-
     def _checked(
         self, input: Any, given: Any, config: RunnableConfig | None, thread: StateSnapshot | None
     ) -> RefineContext:
@@ -107,7 +165,7 @@ class CheckedCompiledGraph(
         # Inside a parent's run: the parent hands its context down, and calls this graph
         # with the same input again when it resumes the run this graph left unfinished.
         given = _parent_context() if given is None else given
-        if thread is not None and _unfinished(thread):
+        if thread is not None and not run_finished(thread):
             return self.builder.check_call(None, given, thread=thread, saved=True)
         return self.builder.check_call(input, given, saved=True)
 
@@ -169,7 +227,9 @@ class CheckedCompiledGraph(
         release = try_lock(self.checkpointer, thread_id) if thread_id is not None else None
         try:
             thread = self._thread(config)
-            kwargs["context"] = self._checked(input, kwargs.get("context"), config, thread)
+            settings = self._checked(input, kwargs.get("context"), config, thread)
+            kwargs["context"] = settings
+            config = _limited(config, self.config, settings)
             with images_held(self._task(input, thread, config)):
                 yield from super().stream(input, config, **kwargs)
         finally:
@@ -184,7 +244,9 @@ class CheckedCompiledGraph(
         release = await atry_lock(self.checkpointer, thread_id) if thread_id is not None else None
         try:
             thread = await self._athread(config)
-            kwargs["context"] = self._checked(input, kwargs.get("context"), config, thread)
+            settings = self._checked(input, kwargs.get("context"), config, thread)
+            kwargs["context"] = settings
+            config = _limited(config, self.config, settings)
             task = self._task(input, thread, None)
             if task is None and thread is None and not _is_new_input(input):
                 task = await self._aserved_task(config)
@@ -240,10 +302,12 @@ class CheckedStateGraph(StateGraph[RefineState, RefineContext, RefineInput, Refi
         plan = self.parts.plan(settings)
         if not new:
             plan.check_settings(saved=saved)
+            if thread is not None and not run_finished(thread):
+                _refuse_fixed_changes(values.get(RUN_CONTEXT), settings)
             return settings
         merged = {**values, **input} if isinstance(input, Mapping) else input
         validate_input(merged)
-        if thread is not None and _unfinished(thread):
+        if thread is not None and not run_finished(thread):
             raise ConfigError(UNFINISHED_MESSAGE)
         plan.check_start(merged, saved=saved)
         return settings

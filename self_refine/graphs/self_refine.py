@@ -39,21 +39,10 @@ from self_refine.prompts import PromptSet, get_profile
 from self_refine.state import RefineInput, RefineOutput, RefineState
 from self_refine.stopping import StopPolicy
 
-__all__ = ["GRAPH_NAME", "Roles", "create_self_refine_graph", "group_options", "recursion_limit"]
+__all__ = ["GRAPH_NAME", "Roles", "create_self_refine_graph", "group_options"]
 
 GRAPH_NAME = "self_refine"
 """The name to compile the graph with: its trace in LangSmith carries this name."""
-
-
-def recursion_limit(max_iterations: int) -> int:
-    """Graph steps a run of `max_iterations` refine steps needs, with a small margin.
-
-    begin, generate (asked again once at most) and critique, then refine (the same)
-    and critique per iteration, then finalize; a step of candidates takes two
-    (candidate, pick), three in a run that samples or searches, which also plans before
-    its first step (begin, planner, then candidate, pick and planner per step, finalize).
-    """
-    return 3 * max_iterations + 8
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,13 @@ from __future__ import annotations
 
 import os
 
-from self_refine.context import MAX_ITERATIONS_LIMIT
 from self_refine.graphs.chat import create_refined_chat_graph
-from self_refine.graphs.self_refine import create_self_refine_graph, recursion_limit
+from self_refine.graphs.self_refine import create_self_refine_graph
 
 __all__ = ["chat", "graph"]
 
 _MODEL = os.environ.get("SELF_REFINE_MODEL", "offline")
 
-graph = (
-    create_self_refine_graph(_MODEL)
-    .compile(name="self_refine")
-    .with_config(recursion_limit=recursion_limit(MAX_ITERATIONS_LIMIT))
-)
+graph = create_self_refine_graph(_MODEL).compile(name="self_refine")
 
 chat = create_refined_chat_graph(_MODEL, refiner=graph).compile(name="chat")

@@ -143,23 +143,23 @@ def test_sample_fills_the_budget_with_fresh_drafts_until_the_strategy_setting_ex
 ) -> None:
     monkeypatch.setattr(strategies, "has_strategy_setting", lambda: False)
     ask = {"verifier": "concepts", "profile": "constrained_generation", "candidates": 3}
-    sample = strategies.settings_for("sample", budget=800, first_tokens=100, **ask)
+    sample = strategies.strategy_settings("sample", budget=800, first_tokens=100, **ask)
     assert sample["max_iterations"] == 0 and sample["critics"] == ("concepts",)
     assert sample["candidates"] == 10  # 8 drafts' worth, and a quarter more
-    big = strategies.settings_for("sample", budget=8_000, first_tokens=100, **ask)
+    big = strategies.strategy_settings("sample", budget=8_000, first_tokens=100, **ask)
     assert big["candidates"] == 16  # the library's limit
-    refine = strategies.settings_for("refine+candidates", budget=800, first_tokens=100, **ask)
+    refine = strategies.strategy_settings("refine+candidates", budget=800, first_tokens=100, **ask)
     assert refine["candidates"] == 3 and refine["max_tokens_total"] == 800
     assert refine["max_iterations"] == MAX_ITERATIONS_LIMIT  # the budget ends the run
     with pytest.raises(strategies.Unavailable, match="strategy"):
-        strategies.settings_for("search", budget=800, first_tokens=100, **ask)
+        strategies.strategy_settings("search", budget=800, first_tokens=100, **ask)
     monkeypatch.setattr(strategies, "has_strategy_setting", lambda: True)
     assert (
-        strategies.settings_for("search", budget=800, first_tokens=100, **ask)["strategy"]
+        strategies.strategy_settings("search", budget=800, first_tokens=100, **ask)["strategy"]
         == "search"
     )
     assert (
-        strategies.settings_for("sample", budget=800, first_tokens=100, **ask)["strategy"]
+        strategies.strategy_settings("sample", budget=800, first_tokens=100, **ask)["strategy"]
         == "sample"
     )
 
@@ -328,7 +328,7 @@ async def test_a_draft_the_examples_pass_is_graded_by_the_hidden_tests(tmp_path:
 def test_without_a_verifier_every_strategy_has_the_critic_alone() -> None:
     ask = {"profile": "math", "budget": 800, "first_tokens": 100, "candidates": 3}
     for strategy in strategies.STRATEGIES:
-        settings = strategies.settings_for(strategy, verifier=None, **ask)
+        settings = strategies.strategy_settings(strategy, verifier=None, **ask)
         assert settings["critics"] == ("llm",), strategy
 
 

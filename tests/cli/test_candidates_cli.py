@@ -84,3 +84,30 @@ def test_batch_refuses_bad_candidates_before_any_model_call(
     code, _, err = _cli(capsys, "batch", "in.jsonl", "-o", "out.jsonl", "--candidates", "17")
     assert code == 2 and "--candidates must be between 1 and 16, got 17" in err
     assert calls.roles == [] and not (workdir / "out.jsonl").exists()
+
+
+@pytest.mark.usefixtures("workdir")
+def test_resume_takes_no_flag_that_reshapes_the_run_and_goes_on_as_it_began(
+    capsys: pytest.CaptureFixture[str], calls: Calls
+) -> None:
+    calls.fail["refiner"] = KeyboardInterrupt()  # the second step's first refinement
+    code, _, _ = _cli(
+        capsys, "run", TASK, "--strategy", "search", "--candidates", "3", "--thread-id", "s"
+    )
+    assert code == 130
+    _, before, _ = _cli(capsys, "show", "s", "--json")
+    asked = len(calls.roles)
+
+    for flags in (["--candidates", "1"], ["--strategy", "refine"]):
+        with pytest.raises(SystemExit) as refused:
+            main(["resume", "s", *flags])
+        err = capsys.readouterr().err
+        assert refused.value.code == 2 and f"unrecognized arguments: {flags[0]}" in err
+    assert len(calls.roles) == asked
+    assert _cli(capsys, "show", "s", "--json")[1] == before
+
+    code, out, err = _cli(capsys, "resume", "s")
+    assert code == 0, err
+    attempts = json.loads(_cli(capsys, "show", "s", "--json")[1])["attempts"]
+    assert all(len(a.get("candidates", [])) == 2 for a in attempts[1:])
+    assert "Stopped: max_iterations" in out

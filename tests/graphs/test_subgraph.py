@@ -22,6 +22,7 @@ from self_refine import (
     create_self_refine_graph,
     refine_node,
 )
+from tests.openai_server import OpenAIServer
 
 WORDS = "dog, frisbee, park"
 TASK = f"Write one sentence using the words: {WORDS}."
@@ -281,3 +282,21 @@ def test_example_chat_agent_drafts_then_refines() -> None:
         messages[-1].text
         == "This is a rough draft about dog. It also covers frisbee. It also covers park."
     )
+
+
+def test_the_chat_agent_drafts_with_the_refine_graph_s_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with OpenAIServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        settings = RefineContext(max_tokens=77, max_iterations=1)
+        refiner = create_self_refine_graph("openai:test-model", settings=settings).compile()
+        agent = create_refined_chat_graph("openai:test-model", refiner=refiner).compile()
+
+        agent.invoke({"messages": [("user", TASK)]})
+        agent.invoke({"messages": [("user", TASK)]}, context={"max_tokens": 55})
+
+        sent = server.chat_requests()
+    drafts = [r.body["max_tokens"] for r in sent if r.role not in ("critic", "refiner")]
+    assert drafts == [77, 55]  # the refine graph's settings, or the call's over them

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from self_refine import RefineContext, create_self_refine_graph
-from self_refine.graphs.self_refine import recursion_limit
+from self_refine.graphs.checked import recursion_limit
 from self_refine.stopping import reply_cost
 from tests.openai_server import OpenAIServer
 
