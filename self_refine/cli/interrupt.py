@@ -5,8 +5,10 @@ process (`models/cancel.py`: no call starts, the local model stops writing withi
 token) and raise `Interrupted` in the main thread, so the run unwinds and saves what
 its finished steps and branches wrote. A call to a server that is still waiting for
 its reply cannot be cut short from here; if unwinding takes longer than `GRACE_SECONDS`,
-the program says how to continue and exits at once (the database keeps every committed
-write; a thread's lock goes with the process).
+or a second signal comes, the program says how to continue and exits at once (the
+database keeps every committed write; a thread's lock goes with the process). Once
+stopped, the stop holds until the process ends: leaving the block, however it is left,
+neither lets calls start again nor disarms the exit.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class _Stop:
         self.note = note
         self.said = threading.Lock()
         self.deadline: threading.Timer | None = None
+        self.signum = 0
+        """The first signal that stopped the run (0: none yet)."""
 
     def say(self, signum: int) -> None:
         """Print how to continue, once, whoever gets here first."""
@@ -57,12 +61,15 @@ class _Stop:
         from self_refine.models.cancel import cancel_calls
 
         cancel_calls()
+        if self.deadline is not None:  # told twice: the run is unwinding already
+            self._exit_now(self.signum)
         # The run unwinds while branches in worker threads end: LangGraph's executor is
         # shut down by then, and its callback for a branch that ends afterwards fails in
         # `concurrent.futures`, which logs a traceback of the stop it carries. The stop
         # is said once, by `say`; the program is on its way out.
         logging.getLogger("concurrent.futures").disabled = True
         if self.deadline is None:
+            self.signum = signum
             self.deadline = threading.Timer(GRACE_SECONDS, self._exit_now, (signum,))
             self.deadline.daemon = True
             self.deadline.start()
@@ -84,7 +91,8 @@ def _name(signum: int) -> str:
 def stoppable(note: str) -> Iterator[_Stop]:
     """Handle SIGINT and SIGTERM for the block as the module says; `note` says how to go on.
 
-    The block catches `Interrupted`, calls `say(signum)` and returns its exit code.
+    The block catches `Interrupted`, calls `say(signum)` and returns its exit code; once
+    a signal came, the program is expected to end, within `GRACE_SECONDS` at the latest.
     """
     from self_refine.models.cancel import cancel_calls
 
@@ -101,6 +109,5 @@ def stoppable(note: str) -> Iterator[_Stop]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-        if stop.deadline is not None:  # the run has unwound in time
-            stop.deadline.cancel()
-        cancel_calls(False)
+        if stop.deadline is None:  # not stopped: calls may run again
+            cancel_calls(False)
