@@ -9,20 +9,28 @@ or a second signal comes, the program says how to continue and exits at once (th
 database keeps every committed write; a thread's lock goes with the process). Once
 stopped, the stop holds until the process ends: leaving the block, however it is left,
 neither lets calls start again nor disarms the exit.
+
+A block that runs an event loop (a batch) runs it with `_Stop.run`: there the signal
+cancels the loop's main task instead of raising inside whichever task was running, so
+the tasks unwind as asyncio cancels them and none is left with an exception nobody
+retrieves (which asyncio would print, with its traceback, as the program exits).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar, cast
 
 __all__ = ["GRACE_SECONDS", "Interrupted", "stoppable"]
+
+T = TypeVar("T")
 
 GRACE_SECONDS = 2.0
 """How long a stopped run may take to unwind before the program exits without waiting."""
@@ -50,6 +58,7 @@ class _Stop:
         self.deadline: threading.Timer | None = None
         self.signum = 0
         """The first signal that stopped the run (0: none yet)."""
+        self._main: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
 
     def say(self, signum: int) -> None:
         """Print how to continue, once, whoever gets here first."""
@@ -73,7 +82,32 @@ class _Stop:
             self.deadline = threading.Timer(GRACE_SECONDS, self._exit_now, (signum,))
             self.deadline.daemon = True
             self.deadline.start()
+        if self._main is not None:
+            loop, task = self._main
+            loop.call_soon_threadsafe(task.cancel)
+            return
         raise Interrupted(signum)
+
+    def run(self, main: Coroutine[Any, Any, T]) -> T:
+        """`asyncio.run(main)`, which a signal cancels; then raise `Interrupted`."""
+
+        async def watched() -> T | None:
+            task = asyncio.current_task()
+            assert task is not None
+            self._main = (asyncio.get_running_loop(), task)
+            try:
+                return await main
+            except BaseException:
+                if self.signum:  # what the cancelled tasks raised on their way out
+                    return None
+                raise
+            finally:
+                self._main = None
+
+        result = asyncio.run(watched())
+        if self.signum:
+            raise Interrupted(self.signum)
+        return cast(T, result)
 
     def _exit_now(self, signum: int) -> None:
         self.say(signum)

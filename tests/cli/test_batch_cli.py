@@ -239,6 +239,7 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_finishes_the_rest(
         _, stderr = process.communicate(timeout=60)
         assert process.returncode == 130
         assert "run the same command to continue" in stderr
+        assert "never retrieved" not in stderr and "Traceback" not in stderr, stderr
         assert 2 <= len(_records(output)) < len(dataset.items)
         again = _run(tmp_path, command)
         assert again.returncode == 0, again.stderr
