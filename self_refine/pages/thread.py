@@ -173,10 +173,15 @@ def _candidate_view(candidate: dict[str, Any], *, kept: bool) -> dict[str, Any]:
 
 
 def task_images(task: Any) -> list[str]:
-    """The image sources of a task given as content blocks, for <img> tags (data: or http(s))."""
+    """The images a task holds (data:image/ URLs), for <img> tags.
+
+    An image given by URL is left out: a page fetches nothing (opening it would tell
+    that host who read it, and when); the task's text names it where it stands.
+    """
     if not isinstance(task, list):
         return []
-    return [image_source(b) for b in task if isinstance(b, dict) and b.get("type") != "text"]
+    sources = (image_source(b) for b in task if isinstance(b, dict) and b.get("type") != "text")
+    return [source for source in sources if source.startswith("data:image/")]
 
 
 def step_times(history: Sequence[Any]) -> list[dict[str, Any]]:
