@@ -16,6 +16,7 @@ from self_refine.batch.items import read_items
 from self_refine.cli.main import main
 from self_refine.content import image_source
 from self_refine.models.local import LocalChatModel
+from self_refine.pages.batch import batch_view
 from self_refine.pages.render import render_page
 from self_refine.pages.thread import thread_view
 from tests.fakes import FakeChatModel, critique
@@ -148,11 +149,14 @@ def test_show_and_the_page_show_the_image(
 def test_the_page_never_loads_an_image_given_by_url(image: dict[str, Any]) -> None:
     url = image_source(image)
     task = [*image_task(), image]
-    page = render_page("thread.html.j2", thread_view({"task": task}, title="t"))
-    sources = re.findall(r'<img[^>]*\ssrc="([^"]*)"', page)
-    assert sources == [f"data:image/png;base64,{png_base64()}"], "only the image it holds"
-    assert f"[image: {url}]" in page, "the remote image is named where it stands"
-    assert "default-src 'none'" in page and "img-src data:" in page, "nor any other fetch"
+    thread_page = render_page("thread.html.j2", thread_view({"task": task}, title="t"))
+    record = {"id": "a", "task": task, "stop_reason": "verified", "attempts": []}
+    batch_page = render_page("batch.html.j2", batch_view([record], title="t"))
+    for page in (thread_page, batch_page):
+        sources = re.findall(r'<img[^>]*\ssrc="([^"]*)"', page)
+        assert sources == [f"data:image/png;base64,{png_base64()}"], "only the image it holds"
+        assert f"[image: {url}]" in page, "the remote image is named where it stands"
+        assert "default-src 'none'" in page and "img-src data:" in page, "nor any other fetch"
 
 
 def test_a_batch_line_may_carry_images(tmp_path: Path) -> None:
