@@ -7,12 +7,17 @@ model request as these blocks (`prompts/render.py` fences the text around them);
 thread stores it once, as its input (a step of candidates sends its branches the task's
 inline images by reference: `by_reference`, `images_held`, `resolved`); verifiers,
 hygiene and the command line read its text (`task_text`), with each image named in
-brackets where text is shown (`describe_task`).
+brackets where text is shown (`describe_task`). An image block is checked at the door
+(`task_problem`): an http(s) or data:image/ URL, or base64 data that decodes, under an
+image MIME type.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -41,6 +46,7 @@ MAX_IMAGE_CHARS = 20_000_000
 
 _IMAGE_TYPES = ("image", "image_url")
 _URL_SCHEMES = ("http://", "https://", "data:image/")
+_IMAGE_MIME = re.compile(r"image/[A-Za-z0-9][A-Za-z0-9.+-]*")
 
 
 def _is_image(block: Any) -> bool:
@@ -108,8 +114,42 @@ def _block_problem(index: int, block: Any) -> str | None:
         data = block.get("base64") or block.get("data")
         if not data:
             return needs
-        return None if isinstance(data, str) else f"{where}: base64 must be a string"
-    return None if image_source(block).startswith(_URL_SCHEMES) else needs
+        if not isinstance(data, str):
+            return f"{where}: base64 must be a string"
+        return _mime_problem(where, block.get("mime_type") or "image/png") or _base64_problem(
+            where, data
+        )
+    source = image_source(block)
+    if not source.startswith(_URL_SCHEMES):
+        return needs
+    if source.startswith("data:"):
+        header, _, data = source.partition(",")
+        mime, *parameters = header.removeprefix("data:").split(";")
+        problem = _mime_problem(where, mime)
+        if problem is None and "base64" in parameters:
+            problem = _base64_problem(where, data)
+        return problem
+    return None
+
+
+def _mime_problem(where: str, mime: Any) -> str | None:
+    if isinstance(mime, str) and _IMAGE_MIME.fullmatch(mime):
+        return None
+    return (
+        f"{where}: mime_type {mime!r} is not an image type: give image/png, image/jpeg, "
+        "image/gif or image/webp, as the data is"
+    )
+
+
+def _base64_problem(where: str, data: str) -> str | None:
+    try:
+        base64.b64decode(data, validate=True)
+    except binascii.Error as error:
+        return (
+            f"{where}: the image's base64 data does not decode ({error}): give the image "
+            "file's bytes in standard base64, in one piece (no line breaks)"
+        )
+    return None
 
 
 def task_problem(task: Sequence[Any], max_chars: int) -> str | None:

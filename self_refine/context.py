@@ -71,6 +71,12 @@ STRATEGIES: tuple[Strategy, ...] = ("refine", "sample", "search")
 """How a run spends its steps: see the `strategy` setting (`nodes/search.py`)."""
 
 ROLE_MODEL_FIELDS = ("generator_model", "critic_model", "refiner_model")
+
+_INTEGER_LIMIT = 2**63 - 1
+"""Largest whole-number setting: what a checkpoint (SQLite, msgpack) can store."""
+
+_TIMEOUT_LIMIT = 86_400
+"""Longest `timeout`, in seconds (a day): a finite one the HTTP clients can schedule."""
 """The fields that name one role's model."""
 
 
@@ -81,20 +87,32 @@ def _describe(text: str) -> dict[str, str]:
 def _check_number(
     name: str, value: Any, low: float, high: float | None, *, integer: bool = False
 ) -> None:
-    """Raise ConfigError unless value is None or a number (an integer if asked) in range."""
+    """Raise ConfigError unless value is None or a number (an integer if asked) in range.
+
+    An integer with no upper bound of its own is bounded by what a checkpoint can store.
+    """
     if value is None:
         return
     wrong_kind = not isinstance(value, int) if integer else not isinstance(value, int | float)
     if isinstance(value, bool) or wrong_kind or value != value:
         kind = "an integer" if integer else "a number"
-        raise ConfigError(f"{name} must be {kind}, got {value!r}")
-    number = float(value)
-    if number < low or (high is not None and number > high):
-        shown = (lambda bound: str(int(bound))) if integer else (lambda bound: f"{bound:g}")
-        allowed = (
-            f"between {shown(low)} and {shown(high)}" if high is not None else f">= {shown(low)}"
+        raise ConfigError(f"{name} must be {kind}, got {_shown(value)}")
+    shown = (lambda bound: str(int(bound))) if integer else (lambda bound: f"{bound:g}")
+    if high is None and value < low:
+        raise ConfigError(f"{name} must be >= {shown(low)}, got {_shown(value)}")
+    if integer and high is None:
+        high = _INTEGER_LIMIT
+    if value < low or (high is not None and value > high):
+        raise ConfigError(
+            f"{name} must be between {shown(low)} and {shown(high)}, got {_shown(value)}"
         )
-        raise ConfigError(f"{name} must be {allowed}, got {value!r}")
+
+
+def _shown(value: Any) -> str:
+    """The value as an error quotes it: a huge integer by its size, not its digits."""
+    if isinstance(value, int) and abs(value) > _INTEGER_LIMIT:
+        return f"an integer of {value.bit_length()} bits"
+    return repr(value)
 
 
 def _names(setting: str, value: Any) -> tuple[str, ...]:
@@ -328,6 +346,10 @@ class RefineContext:
         _check_number("timeout", self.timeout, float("-inf"), None)
         if self.timeout is not None and self.timeout <= 0:
             raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout:g}")
+        if self.timeout is not None and self.timeout > _TIMEOUT_LIMIT:
+            raise ConfigError(
+                f"timeout must be at most {_TIMEOUT_LIMIT} seconds (a day), got {self.timeout:g}"
+            )
         _check_number("max_tokens_total", self.max_tokens_total, 1, None, integer=True)
         _check_number("max_tokens", self.max_tokens, 1, 131072, integer=True)
         _check_number("max_draft_chars", self.max_draft_chars, 1, None, integer=True)

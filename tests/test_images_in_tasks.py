@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,11 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from self_refine import ConfigError, refine, refine_batch, task_from_messages
 from self_refine.batch.items import read_items
 from self_refine.cli.main import main
+from self_refine.content import image_source
 from self_refine.models.local import LocalChatModel
+from self_refine.pages.batch import batch_view
+from self_refine.pages.render import render_page
+from self_refine.pages.thread import thread_view
 from tests.fakes import FakeChatModel, critique
 from tests.images import IMAGE_TASK_TEXT, image_task, png_base64
 
@@ -94,6 +99,22 @@ def test_the_role_that_cannot_read_images_is_named() -> None:
         ([{"type": "image", "url": "https://example.com/a.png"}], "task has no text"),
         (["Describe it."], "must be an object"),
         ([{"type": "text", "text": "x"}, {"type": "image", "url": "file:///etc/passwd"}], "http"),
+        (
+            image_task({"type": "image", "base64": png_base64(), "mime_type": "text/html"}),
+            "task block 1: mime_type 'text/html' is not an image type: give image/png,",
+        ),
+        (
+            image_task({"type": "image", "base64": "not base64 at all!", "mime_type": "image/png"}),
+            "task block 1: the image's base64 data does not decode",
+        ),
+        (
+            image_task({"type": "image", "url": "data:image/png;base64,%%%"}),
+            "task block 1: the image's base64 data does not decode",
+        ),
+        (
+            image_task({"type": "image_url", "image_url": {"url": "data:text/html;base64,PGI+"}}),
+            "an image needs an http.s. or data:image/ URL",
+        ),
     ],
 )
 def test_bad_blocks_are_refused_in_one_line(task: list[Any], message: str) -> None:
@@ -115,6 +136,27 @@ def test_show_and_the_page_show_the_image(
     assert f"task: {IMAGE_TASK_TEXT}\n\n[image: data:image/png]" in out
     html = page.read_text()
     assert f'class="task-image" src="data:image/png;base64,{png_base64()}"' in html
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        {"type": "image", "url": "http://127.0.0.1:9/track.png?who=url"},
+        {"type": "image_url", "image_url": "https://tracker.example/p.png"},
+        {"type": "image_url", "image_url": {"url": "http://127.0.0.1:9/track.png?who=dict"}},
+    ],
+)
+def test_the_page_never_loads_an_image_given_by_url(image: dict[str, Any]) -> None:
+    url = image_source(image)
+    task = [*image_task(), image]
+    thread_page = render_page("thread.html.j2", thread_view({"task": task}, title="t"))
+    record = {"id": "a", "task": task, "stop_reason": "verified", "attempts": []}
+    batch_page = render_page("batch.html.j2", batch_view([record], title="t"))
+    for page in (thread_page, batch_page):
+        sources = re.findall(r'<img[^>]*\ssrc="([^"]*)"', page)
+        assert sources == [f"data:image/png;base64,{png_base64()}"], "only the image it holds"
+        assert f"[image: {url}]" in page, "the remote image is named where it stands"
+        assert "default-src 'none'" in page and "img-src data:" in page, "nor any other fetch"
 
 
 def test_a_batch_line_may_carry_images(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.config import get_config
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -47,6 +48,10 @@ def _never_satisfied(messages: list[dict[str, Any]], request: dict[str, Any]) ->
 def server() -> Iterator[OpenAIServer]:
     with OpenAIServer(responder=_never_satisfied) as running:
         yield running
+
+
+_STORABLE = "between 1 and 9223372036854775807"
+"""What a whole-number setting with no bound of its own may be: what a checkpoint stores."""
 
 
 def _graph_run(server: OpenAIServer, task: Any, **settings: Any) -> dict[str, Any]:
@@ -177,6 +182,14 @@ def test_the_cli_takes_a_token_budget(tmp_path: Path, capsys: pytest.CaptureFixt
         ([TASK, "--max-retries", "-1"], "--max-retries must be between 0 and 100"),
         ([TASK, "--timeout", "0"], "--timeout must be a positive number of seconds"),
         ([TASK, "--max-tokens-total", "0"], "--max-tokens-total must be >= 1"),
+        ([TASK, "--max-tokens-total", str(2**64)], f"--max-tokens-total must be {_STORABLE}"),
+        ([TASK, "--patience", str(2**64)], "--patience must be between 1 and 9223372036854775807"),
+        (
+            [TASK, "--history-window", str(10**30)],
+            f"--history-window must be between 0 and {2**63 - 1}",
+        ),
+        ([TASK, "--timeout", "inf"], "--timeout must be at most 86400 seconds (a day), got inf"),
+        ([TASK, "--timeout", "1e300"], "--timeout must be at most 86400 seconds (a day)"),
         ([TASK, "--api-key", " "], "--api-key is empty"),
         ([TASK, "--profile", "nope"], "unknown profile 'nope'; choose one of: acronym,"),
         ([TASK, "--temperature", "3"], "--temperature must be between 0 and 2, got 3.0"),
@@ -256,6 +269,8 @@ def test_the_graph_refuses_a_bad_task_before_any_model_call(
         ({"max_retries": 1.5}, "max_retries must be an integer"),
         ({"score_threshold": "high"}, "score_threshold must be a number"),
         ({"max_tokens_total": 0}, "max_tokens_total must be >= 1"),
+        ({"max_tokens_total": 10**20}, f"max_tokens_total must be {_STORABLE}, got an integer"),
+        ({"timeout": float("inf")}, "timeout must be at most 86400 seconds (a day), got inf"),
     ],
 )
 def test_the_graph_refuses_bad_settings_before_any_model_call(
@@ -269,3 +284,21 @@ def test_the_graph_refuses_bad_settings_before_any_model_call(
 
     assert message in str(raised.value)
     assert server.chat_requests() == []
+
+
+@pytest.mark.integration
+def test_a_budget_no_checkpoint_can_hold_is_refused_and_the_thread_still_runs(
+    server: OpenAIServer, tmp_path: Path
+) -> None:
+    with SqliteSaver.from_conn_string(str(tmp_path / "c.sqlite")) as saver:
+        graph = create_self_refine_graph(None).compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": "t"}}
+        context = {"model": "openai:test-model", "base_url": server.base_url, "api_key": "sk"}
+
+        with pytest.raises(ConfigError, match="max_tokens_total must be between 1 and"):
+            graph.invoke({"task": TASK}, config, context={**context, "max_tokens_total": 10**20})
+        assert server.chat_requests() == []
+        assert graph.get_state(config).values == {}, "nothing of the refused run is saved"
+
+        done = graph.invoke({"task": TASK}, config, context={**context, "max_iterations": 0})
+    assert done["stop_reason"] == "max_iterations"

@@ -26,7 +26,7 @@ from self_refine.batch.schedule import run_scheduled
 from self_refine.context import RefineContext
 from self_refine.errors import BatchStoppedError, ConfigError
 from self_refine.nodes.ranking import chosen_attempt
-from self_refine.persistence.failures import storage_failure
+from self_refine.persistence.failures import storage_failure, thread_damage
 from self_refine.state import Attempt, Critique, add_usage
 
 __all__ = [
@@ -157,6 +157,11 @@ class BatchRunner:
         for _ in range(_MAX_LEGS):
             if _finished(values):
                 return values
+            if damage := thread_damage(thread_id, values):
+                raise RuntimeError(
+                    f"item {item.id!r} cannot go on: {damage}; to run it afresh, give it "
+                    "another id in the input (an item's thread follows from its id)"
+                )
             payload = None if values else _payload(item)
             values = await self.engine.run(thread_id, payload, context=context)
             if not _finished(values):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import shlex
 import sys
@@ -169,7 +168,7 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
     try:
         with stoppable("finished items are saved: run the same command to continue") as stop:
             try:
-                result = asyncio.run(batch.run(items, shown, builder=builder))
+                result = stop.run(batch.run(items, shown, builder=builder))
             except Interrupted as interrupted:
                 shown.close()
                 stop.say(interrupted.signum)

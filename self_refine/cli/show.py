@@ -35,6 +35,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     from self_refine.cli.console import attempts_table
     from self_refine.graphs import GRAPH_NAME, create_self_refine_graph
+    from self_refine.persistence.failures import thread_damage
     from self_refine.persistence.storage import open_checkpointer
     from self_refine.redact import redact_url
 
@@ -66,6 +67,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(json.dumps({**shown, "draft": values.get("draft") or None}, default=str))
         return 0
     task = terminal_safe(describe_task(values.get("task")))
+    if damage := thread_damage(args.thread_id, values):
+        print(f"self-refine: warning: {terminal_safe(damage)}", file=sys.stderr)
+        task = "(missing)"
     print(f"thread {terminal_safe(args.thread_id)}\ntask: {task}\n")
     print(attempts_table(values.get("attempts") or []))
     if values.get("stop_reason"):

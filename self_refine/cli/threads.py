@@ -243,6 +243,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     for `run` (the flag, else the environment).
     """
     from self_refine.graphs import GRAPH_NAME
+    from self_refine.persistence.failures import thread_damage
     from self_refine.persistence.locks import thread_lock
     from self_refine.persistence.storage import check_database, open_checkpointer
     from self_refine.state import ANSWER_SCHEMA
@@ -259,6 +260,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if not values:
             where = redact_url(args.db)
             raise ConfigError(f"no thread {args.thread_id!r} in {where}: check the id and --db")
+        if damage := thread_damage(args.thread_id, values):
+            raise ConfigError(
+                f"{damage}: it cannot be resumed; run its task again with `self-refine run`"
+            )
         if values.get(ANSWER_SCHEMA) is not None:  # the answer is typed: so is the graph
             graph = build_graph(values[ANSWER_SCHEMA]).compile(checkpointer=saver, name=GRAPH_NAME)
         # The settings the door will run with, refused here (a change the run cannot take

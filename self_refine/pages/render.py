@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,28 @@ def is_page(path: Path) -> bool:
     """Whether the file at `path` is a page this program wrote (so it may be written again)."""
     with path.open("rb") as handle:
         return _GENERATOR in handle.read(4096)
+
+
+def _id_text(value: Any) -> str:
+    """An id as a page shows it: control, format and direction characters (NUL, U+202E)
+    as escapes (\\x00, \\u202e), and a backslash doubled, so two ids never show alike."""
+
+    def shown(char: str) -> str:
+        if char == "\\":
+            return "\\\\"
+        if unicodedata.category(char) not in _HIDDEN:
+            return char
+        code = ord(char)
+        if code < 0x100:
+            return f"\\x{code:02x}"
+        return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+    return "".join(shown(char) for char in str(value))
+
+
+_HIDDEN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+"""Unicode categories an id does not show raw: controls, format characters (the bidi
+overrides among them), surrogates, private and unassigned code points, line breaks."""
 
 
 def _pretty(value: Any) -> str:
@@ -39,6 +62,7 @@ def render_page(template: str, page: dict[str, Any]) -> str:
         lstrip_blocks=True,
     )
     environment.filters["pretty"] = _pretty
+    environment.filters["id_text"] = _id_text
     return environment.get_template(template).render(page=page)
 
 

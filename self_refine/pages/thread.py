@@ -278,10 +278,15 @@ def tree_view(attempts: Sequence[dict[str, Any]], answer_node: int | None) -> li
 
 
 def task_images(task: Any) -> list[str]:
-    """The image sources of a task given as content blocks, for <img> tags (data: or http(s))."""
+    """The images a task holds (data:image/ URLs), for <img> tags.
+
+    An image given by URL is left out: a page fetches nothing (opening it would tell
+    that host who read it, and when); the task's text names it where it stands.
+    """
     if not isinstance(task, list):
         return []
-    return [image_source(b) for b in task if isinstance(b, dict) and b.get("type") != "text"]
+    sources = (image_source(b) for b in task if isinstance(b, dict) and b.get("type") != "text")
+    return [source for source in sources if source.startswith("data:image/")]
 
 
 def step_times(history: Sequence[Any]) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """What a storage error means: a damaged file, one that cannot be written, a full disk.
 
 Each becomes one line that says what to do; a storage failure (full, damaged,
-I/O) is the whole batch's, not one item's (`storage_failure`).
+I/O) is the whole batch's, not one item's (`storage_failure`). A thread that lost
+its input (`thread_damage`) is that thread's alone.
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "damaged_message",
@@ -20,6 +23,7 @@ __all__ = [
     "not_writable_message",
     "sqlite_code",
     "storage_failure",
+    "thread_damage",
     "write_refused",
     "SQLITE_CANTOPEN",
 ]
@@ -71,6 +75,21 @@ def damaged_message(db: str, error: BaseException) -> str:
         f"the database {db!r} is damaged ({error}): its threads cannot be read. Keep a copy, "
         f"try `sqlite3 {db} .recover | sqlite3 recovered.sqlite` to save what is left, or "
         "start afresh with another --db"
+    )
+
+
+def thread_damage(thread_id: str, values: Mapping[str, Any]) -> str | None:
+    """Why a saved thread cannot be shown whole or continued (None: nothing known wrong).
+
+    Every run starts from a task the door checked, so a thread that has a state but no
+    task lost its input from the database: the writes of its `task`, or the first
+    checkpoint they belong to, were removed.
+    """
+    if not values or values.get("task"):
+        return None
+    return (
+        f"thread {thread_id} is damaged: its task is missing from the database (the writes "
+        "of its input, or its first checkpoint, were removed)"
     )
 
 

@@ -239,6 +239,7 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_finishes_the_rest(
         _, stderr = process.communicate(timeout=60)
         assert process.returncode == 130
         assert "run the same command to continue" in stderr
+        assert "never retrieved" not in stderr and "Traceback" not in stderr, stderr
         assert 2 <= len(_records(output)) < len(dataset.items)
         again = _run(tmp_path, command)
         assert again.returncode == 0, again.stderr
@@ -327,6 +328,8 @@ def test_bad_options_and_other_settings_fail_before_any_model_call(
         (["in.jsonl", "-o", "x.jsonl", "--concurrency", "0"], "--concurrency must be >= 1"),
         (["in.jsonl", "-o", "x.jsonl", "--max-iterations", "-1"], "--max-iterations must be"),
         (["in.jsonl", "-o", "x.jsonl", "--timeout", "0"], "--timeout must be a positive"),
+        (["in.jsonl", "-o", "x.jsonl", "--timeout", "inf"], "--timeout must be at most 86400"),
+        (["in.jsonl", "-o", "x.jsonl", "--max-tokens-total", str(2**64)], "between 1 and 922"),
         (["in.jsonl", "-o", "x.jsonl", "--critics", "human,answer"], "human critic works alone"),
         (["in.jsonl", "-o", "x.jsonl", "--verifiers", "answer,oracle"], "unknown name(s) 'oracle'"),
         (["in.jsonl", "-o", "x.jsonl", "--critics", "psychic"], "--critics 'psychic'"),

@@ -134,3 +134,32 @@ def test_sigterm_stops_the_local_model_and_resume_finishes_the_step(
     assert resume.returncode == 0, resume.stderr
     assert re.search(r"Stopped: \w+ after 0 refine step\(s\)", resume.stdout)
     assert _step(workdir) == [0, 1, 2], "each candidate once: none lost, none repeated"
+
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_starts_no_call_and_the_program_exits(
+    workdir: Path, second: signal.Signals
+) -> None:
+    # Every reply takes 2 s: the signals come while the three drafts are in flight, and
+    # their replies come in after, when the critics would ask next.
+    with OpenAIServer(latency=2.0) as server:
+        run = _start(
+            "run", TASK, "--model", "test-model", "--base-url", server.base_url, *_ONE_STEP,
+            cwd=workdir, env={"OPENAI_API_KEY": "sk-test"},
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while len(server.chat_requests("generator")) < 3:
+            assert time.monotonic() < deadline, "the three drafts were never asked for"
+            assert run.poll() is None, f"the run ended first: {run.communicate()}"
+            time.sleep(0.05)
+        stopped_at = time.monotonic()
+        run.send_signal(signal.SIGINT)
+        time.sleep(0.1)
+        run.send_signal(second)
+        out, err = run.communicate(timeout=60)
+        time.sleep(3)  # a call started by a worker thread the exit left behind would be in
+        assert run.returncode == 130, err
+        assert "self-refine: interrupted; continue with: self-refine resume t --db db" in err
+        assert "Traceback" not in err
+        late = [r.role for r in server.chat_requests() if r.time > stopped_at]
+        assert not late, f"no call starts once the run is stopped, got {late}"

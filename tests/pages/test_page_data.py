@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -196,3 +197,15 @@ def test_one_reply_steps_have_no_candidates_to_show(records: list[dict]) -> None
     assert {i["candidates"] for i in batch_view(records, title="t")["items"]} == {1}
     items = batch_view(load_records([CANDIDATES]), title="t")["items"]
     assert [i["candidates"] for i in items] == [4, 3]
+
+
+def test_ids_with_control_and_direction_characters_are_shown_as_escapes() -> None:
+    ids = ["a\x00b", "evil\u202egnp.exe", "back\\slash", "plain id"]
+    records = [{"id": i, "stop_reason": "verified", "attempts": []} for i in ids]
+    html = render_page("batch.html.j2", batch_view(records, title="t"))
+    assert "\x00" not in html and "\u202e" not in html
+    data_ids = re.findall(r'data-id="([^"]*)"', html)
+    assert sorted(data_ids) == sorted(
+        ["a\\x00b", "evil\\u202egnp.exe", "back\\\\slash", "plain id"]
+    )
+    assert "<b>evil\\u202egnp.exe</b>" in html, "the id is shown as it is kept, not reordered"
