@@ -7,6 +7,7 @@ import argparse
 import pytest
 
 from self_refine.cli.parser import build_parser
+from self_refine.context import CANDIDATES_LIMIT, MAX_ITERATIONS_LIMIT
 
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 
@@ -50,8 +51,9 @@ def test_run_help_says_what_each_setting_means() -> None:
     model = _option_help(run, "--model")
     for said in ("491 MB", "llama.cpp", "local:smollm2", "local:qwen2.5-coder-1.5b"):
         assert said in model
-    assert "1..16" in _option_help(run, "--candidates")
+    assert f"1..{CANDIDATES_LIMIT}" in _option_help(run, "--candidates")
     steps = _option_help(run, "--max-iterations")
+    assert f"0..{MAX_ITERATIONS_LIMIT}" in steps
     for strategy in ("refine", "sample", "search"):
         assert f"with {strategy}" in steps or f"--strategy {strategy}" in steps
     select = _option_help(run, "--select")
