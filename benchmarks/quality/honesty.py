@@ -1,7 +1,8 @@
 """What keeps an answer from counting, beyond its checker: gamed forms and feedback wording.
 
-The checkers of the constrained set already fail word lists, more sentences than the
-task asks for, instructions about the text and remarks about it
+The checkers of the constrained set already fail word lists, fragments strung together
+with commas, list items, more sentences than the task asks for, instructions about the
+text and remarks about it
 (`self_refine.critics.verifiers.shape`); `answer_forms` names which of these a final
 answer is, for the report. An answer that carries a run of six words of the feedback
 it was given (and that neither the task nor the draft the feedback was about holds)
@@ -17,7 +18,9 @@ from typing import Any
 from self_refine.critics.verifiers.concepts import missing_concepts
 from self_refine.critics.verifiers.shape import (
     edit_instruction,
+    list_items,
     remarks_about_text,
+    strung_fragments,
     too_many_sentences,
     word_list,
 )
@@ -26,7 +29,15 @@ from self_refine.prompts.phrases import normalized
 
 __all__ = ["FORMS", "answer_forms", "feedback_wording", "rejudge"]
 
-FORMS = ("word list", "too many sentences", "instruction", "remarks", "feedback wording")
+FORMS = (
+    "word list",
+    "fragments",
+    "list items",
+    "too many sentences",
+    "instruction",
+    "remarks",
+    "feedback wording",
+)
 """The forms of a final answer that count it wrong whatever words it uses."""
 
 _RUN = 6
@@ -59,12 +70,14 @@ def _matches(concept: str, text: str) -> bool:
 
 
 def answer_forms(task: str, answer: str, reference: Any, feedback: bool = False) -> list[str]:
-    """Which of `FORMS` the answer is (only sets with required words have the first four)."""
+    """Which of `FORMS` the answer is (only sets with required words have all but the last)."""
     forms = []
     concepts = (reference or {}).get("concepts") if isinstance(reference, dict) else None
     if concepts and answer.strip():
         checks = {
             "word list": word_list(answer, concepts, _matches),
+            "fragments": strung_fragments(answer, concepts, _matches),
+            "list items": list_items(answer),
             "too many sentences": too_many_sentences(task, answer),
             "instruction": edit_instruction(answer, concepts),
             "remarks": remarks_about_text(answer),

@@ -22,10 +22,12 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         default=os.environ.get("SELF_REFINE_MODEL", "offline"),
-        help="model for every role: 'offline' (deterministic stand-in, the default), "
-        "'local' or 'local:PATH.gguf' (a model run in-process), 'gpt-4o-mini', "
-        "'openai:gpt-4o-mini', ..., or a served model's name with --base-url "
-        "(env SELF_REFINE_MODEL)",
+        help="model for every role: 'offline' (a deterministic stand-in that writes the same "
+        "draft every time, the default); 'local' (Qwen2.5-Coder-0.5B-Instruct run in-process: "
+        "the first time, a 491 MB fetch and, unless installed, a llama.cpp build of about 7 "
+        "minutes), 'local:qwen2.5-coder-1.5b' (1.1 GB), 'local:smollm2' (98 MB, weaker) or "
+        "'local:PATH.gguf'; 'gpt-4o-mini', 'openai:gpt-4o-mini', ..., or a served model's "
+        "name with --base-url (env SELF_REFINE_MODEL)",
     )
     parser.add_argument("--critic-model", help="model for the critic (default: --model)")
     parser.add_argument("--refiner-model", help="model for the refiner (default: --model)")
@@ -34,21 +36,28 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (env OPENAI_BASE_URL)",
     )
     parser.add_argument(
-        "--max-iterations", type=int, help=f"most refine steps ({_DEFAULT.max_iterations})"
+        "--max-iterations",
+        type=int,
+        help="most steps after the first draft (0..50; default "
+        f"{_DEFAULT.max_iterations}); a step is, with --strategy refine, one rewrite of the "
+        "draft from its critique; with sample, one round of fresh drafts; with search, one "
+        "round whose replies each refine a draft so far or write a fresh one",
     )
     parser.add_argument(
         "--candidates",
         type=int,
         metavar="N",
-        help="replies each draft step samples at once; the verifiers, then the critic's "
-        f"score, pick one ({_DEFAULT.candidates}; with --max-iterations 0: best-of-N)",
+        help="replies each draft step samples at once, 1..16; the verifiers, then the "
+        f"critic's score, pick one (default {_DEFAULT.candidates}; with --max-iterations 0: "
+        "best-of-N)",
     )
     parser.add_argument(
         "--strategy",
         choices=("refine", "sample", "search"),
-        help="how steps are spent: refine the draft from its critique, sample fresh drafts "
-        "(best-of-N), or search (each reply refines one of the drafts so far or writes a "
-        f"fresh one, a bandit over the verifiers' scores choosing) ({_DEFAULT.strategy})",
+        help="how steps are spent: refine the draft from its critique; sample fresh drafts, "
+        "best-of-N; or search, where each reply refines one of the drafts so far or writes a "
+        "fresh one, as a bandit over the verifiers' scores chooses (default "
+        f"{_DEFAULT.strategy})",
     )
     parser.add_argument(
         "--first-verified",
@@ -75,7 +84,11 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         "--history-window", type=int, help="earlier attempts the refine prompt carries (all)"
     )
     parser.add_argument(
-        "--select", choices=("best", "last"), help=f"answer pick ({_DEFAULT.select})"
+        "--select",
+        choices=("best", "last"),
+        help="which attempt is the answer: best, the highest-scoring one (ties to the "
+        "earlier, then the shorter draft); last, the newest one, whatever its score "
+        f"(default {_DEFAULT.select})",
     )
     parser.add_argument(
         "--profile",

@@ -138,6 +138,43 @@ def warn_key_on_command_line(args: argparse.Namespace) -> None:
         )
 
 
+def warn_unchecked(critics: list[Any], judge: tuple[str, ...], reference: Any) -> None:
+    """Say, in one line, which verifiers of the run have nothing to check and how to fix it.
+
+    The run still starts, judged by its other critics: a run whose critics could judge
+    nothing is refused before this (`CriticPlan.check`).
+    """
+    from self_refine.critics import unchecked_verifiers
+
+    idle = unchecked_verifiers([*critics, *judge], reference)
+    if not idle:
+        return
+    judging = " and ".join(str(c) for c in critics if c not in idle)
+    print(
+        f"self-refine: note: {'; '.join(idle.values())}: without it the "
+        f"{' and '.join(idle)} verifier checks nothing, and the {judging} critic alone "
+        "judges the drafts; give --reference to check them",
+        file=sys.stderr,
+    )
+
+
+def warn_offline_sampling(context: RefineContext) -> None:
+    """Say that the offline stand-in cannot sample, when the run asks it for several drafts."""
+    if context.strategy == "refine" and context.candidates == 1:
+        return
+    writers = (context.generator_model or context.model, context.refiner_model or context.model)
+    if not any((name or "").partition(":")[0].strip() == "offline" for name in writers):
+        return
+    asked = f"--strategy {context.strategy}" if context.strategy != "refine" else ""
+    asked = asked or f"--candidates {context.candidates}"
+    print(
+        f"self-refine: note: the offline stand-in writes the same draft every time, so {asked} "
+        "gets no new drafts from it: read this run as a demo of the steps, not as advice on "
+        "strategies; use --model local or a served model to compare them",
+        file=sys.stderr,
+    )
+
+
 def critic_list(text: str) -> list[str]:
     """The names given to --critics, checked as the graph checks them."""
     from self_refine.critics import critic_names, resolve_critics

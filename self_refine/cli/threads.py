@@ -21,6 +21,8 @@ from self_refine.cli.settings import (
     given_settings,
     settings_from_flags,
     warn_key_on_command_line,
+    warn_offline_sampling,
+    warn_unchecked,
 )
 from self_refine.cli.show import require_db
 from self_refine.context import RefineContext
@@ -223,6 +225,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     builder.check_call(payload, context, saved=True)
     check_reachable(context)
     warn_key_on_command_line(args)
+    warn_unchecked(builder.parts.critic_specs(context), context.judge or (), reference)
+    warn_offline_sampling(context)
     check_database(args.db)
     thread_id = args.thread_id or str(uuid.uuid4())
     with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):

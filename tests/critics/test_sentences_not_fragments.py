@@ -1,0 +1,88 @@
+"""The concepts verifier accepts sentences: not fragments strung with commas, not list items.
+
+The answers here are ones a small model gave in the committed benchmark records and
+that the checker once counted right.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from self_refine.critics.verifiers import resolve_verifier
+from self_refine.critics.verifiers.shape import list_items, strung_fragments
+
+
+def _task(words: list[str]) -> str:
+    return (
+        "Write one or two natural sentences that use all of these words: " + ", ".join(words) + "."
+    )
+
+
+def _judge(text: str, words: list[str]) -> tuple[bool, list[str]]:
+    critique = resolve_verifier("concepts").verify(_task(words), text, {"concepts": words})
+    return critique.done, critique.feedback
+
+
+def _appears(concept: str, text: str) -> bool:
+    return concept in text.lower()
+
+
+def test_fragments_strung_with_commas_fail_and_say_to_join_them() -> None:
+    words = ["jacket", "fountain", "scarf", "island", "candle"]
+    text = (
+        "Jacket covers island, scarf covers fountain, island perfect for coffee shop, "
+        "candle just as nice as fountain."
+    )
+    done, feedback = _judge(text, words)
+    assert not done
+    assert any("not fragments strung together with commas" in item for item in feedback)
+
+
+def test_one_clause_per_word_after_an_article_fails_too() -> None:
+    words = ["train", "shovel", "scarf", "paddle", "library"]
+    text = (
+        "A man trains with a shovel, shovel sags with a paddle, a paddle spins with a scarf, "
+        "a scarf is pushed with a library."
+    )
+    done, feedback = _judge(text, words)
+    assert not done and any("fragments" in item for item in feedback)
+
+
+def test_sentences_laid_out_as_a_bulleted_list_fail_even_within_the_count() -> None:
+    words = ["library", "shovel", "anchor", "helmet", "tower"]
+    text = (
+        "- The library was filled with books, and the shovel was used to remove the oldest "
+        "books.\n- The anchor was tied around the tower, and the helmet was worn around the "
+        "audience."
+    )
+    done, feedback = _judge(text, words)
+    assert not done
+    assert any("plain prose, not as a list" in item for item in feedback)
+    assert not any("sentences, as the task asks" in item for item in feedback)  # two is allowed
+
+
+def test_the_same_two_sentences_as_prose_pass() -> None:
+    words = ["library", "shovel", "anchor", "helmet", "tower"]
+    text = (
+        "The library was filled with books, and the shovel was used to remove the oldest "
+        "books. The anchor was tied around the tower, and the helmet was worn around the "
+        "audience."
+    )
+    assert _judge(text, words) == (True, [])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # parts joined by "and"
+        "A beautiful, delicate jacket covers the delicate fountain, a delicate scarf stands on "
+        "the island, and a delicate candle illuminates the delicate island.",
+        # a sentence with asides: its parts do not each open with a word of the list
+        "A rabbit, floating in the sandy beach, is playing with a drum, its feathers fluttering "
+        "in the wind.",
+    ],
+)
+def test_a_long_sentence_with_commas_is_not_fragments(text: str) -> None:
+    words = ["jacket", "fountain", "scarf", "island", "candle", "rabbit", "beach", "drum"]
+    assert strung_fragments(text, words, _appears) is None
+    assert list_items(text) is None
