@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.quality.honesty import answer_forms, rejudge
-from benchmarks.quality.sets import SETS_DIR, VERIFIER
+from benchmarks.quality.sets import GRADER, SETS_DIR
 from self_refine.critics.verifiers import judge_draft
 
 __all__ = ["rejudge_budget_run", "rejudge_quality_run"]
@@ -34,7 +34,7 @@ Verdict = Callable[[str], bool]
 def _verdict(name: str, task: str, reference: Any) -> Verdict:
     def passes(draft: str | None) -> bool:
         return (
-            draft is not None and judge_draft(task, draft, reference, [VERIFIER[name]]) is not False
+            draft is not None and judge_draft(task, draft, reference, [GRADER[name]]) is not False
         )
 
     return passes
@@ -59,7 +59,7 @@ def _fall(holder: dict[str, Any], key: str, passes: bool) -> bool:
 
 def _quality_record(record: dict[str, Any], item: dict[str, Any], name: str) -> bool:
     """Judge one record of a quality run again, in place; True when a verdict fell."""
-    passes = _verdict(name, item["task"], item["reference"])
+    passes = _verdict(name, item["task"], item["grade"])
     fell = False
     for attempt in record.get("attempts") or []:
         fell |= _fall(attempt, "correct", passes(attempt.get("draft")))
@@ -136,7 +136,10 @@ def rejudge_budget_run(path: Path, sets: list[str]) -> list[str]:
         name = record["set"]
         if name not in sets:
             continue
-        reference = record.get("reference", _items(name)[record["id"]]["reference"])
+        # a budget record keeps what graded it (`grade`; `reference` in records before the split)
+        reference = (
+            record.get("grade") or record.get("reference") or _items(name)[record["id"]]["grade"]
+        )
         passes = _verdict(name, record["task"], reference)
         fallen = _fall(record, "correct_first", passes(record.get("answer")))
         for attempt in record.get("attempts") or []:
