@@ -75,7 +75,11 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         "--history-window", type=int, help="earlier attempts the refine prompt carries (all)"
     )
     parser.add_argument(
-        "--select", choices=("best", "last"), help=f"answer pick ({_DEFAULT.select})"
+        "--select",
+        choices=("best", "last", "vote"),
+        help=f"answer pick ({_DEFAULT.select}): the best-scoring draft, the last, or vote: the "
+        "final answer most drafts state (self-consistency; with --strategy sample or search "
+        "and a profile whose drafts end with a final answer, such as math)",
     )
     parser.add_argument(
         "--profile",
@@ -87,7 +91,7 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         "--critic",
         dest="critics",
         metavar="NAME[,NAME]",
-        help="who critiques: verifiers (answer, python_tests, concepts, json_schema) run "
+        help="who critiques: verifiers (answer, python_tests, concepts, json_schema, program) run "
         "first, then llm (the critic model) explains their findings when one fails; "
         "'human', alone, asks you at the terminal instead (default: the profile's critics)",
     )
