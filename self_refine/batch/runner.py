@@ -125,8 +125,8 @@ def _as_given(item: BatchItem) -> dict[str, Any]:
 class BatchRunner:
     """Runs items on an engine and turns each finished thread into a result record.
 
-    `select` must match the graph's ("best" or "last"): it tells which draft
-    the run would have answered after k refine steps, for the per-step curve.
+    `select` must match the graph's ("best", "last" or "vote"): it tells which draft
+    the run would have answered after k steps, for the per-step curve.
     """
 
     engine: Engine

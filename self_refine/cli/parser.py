@@ -10,7 +10,7 @@ import os
 from typing import Any, NoReturn
 
 from self_refine.cli.options import add_connection_options
-from self_refine.context import RefineContext
+from self_refine.context import SELECTS, RefineContext
 
 __all__ = ["build_parser"]
 
@@ -76,7 +76,7 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--select",
-        choices=("best", "last", "vote"),
+        choices=SELECTS,
         help=f"answer pick ({_DEFAULT.select}): the best-scoring draft, the last, or vote: the "
         "final answer most drafts state (self-consistency; with --strategy sample or search "
         "and a profile whose drafts end with a final answer, such as math)",
