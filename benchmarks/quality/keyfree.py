@@ -13,7 +13,8 @@ settings a user can switch on, and grades each answer with the set's key afterwa
 - `critic`: the paper's loop, math profile, the LLM critic, one refine step.
 
 Usage: python -m benchmarks.quality.keyfree run OUT.jsonl [--items 0-19] [--minutes 33]
-       python -m benchmarks.quality.keyfree summary OUT.jsonl
+           [--settings vote,program,critic]
+       python -m benchmarks.quality.keyfree summary OUT.jsonl [--settings ...]
 """
 
 from __future__ import annotations
@@ -67,14 +68,15 @@ def _right(item: dict[str, Any], answer: str) -> bool:
     return judge_draft(item["task"], answer, item["reference"], ["answer"]) is True
 
 
-def _run(out: Path, items: list[dict[str, Any]], minutes: float) -> None:
+def _run(out: Path, items: list[dict[str, Any]], minutes: float, settings: list[str]) -> None:
     done = set()
     if out.exists():
         done = {(r["id"], r["setting"]) for r in map(json.loads, out.read_text().splitlines())}
     stop_at = time.monotonic() + minutes * 60
     with out.open("a") as sink:
         for item in items:
-            for setting, options in _RUNS.items():
+            for setting in settings:
+                options = _RUNS[setting]
                 if (item["id"], setting) in done:
                     continue
                 if time.monotonic() > stop_at:
@@ -112,16 +114,17 @@ def _run(out: Path, items: list[dict[str, Any]], minutes: float) -> None:
                 sink.flush()
 
 
-def _summary(out: Path) -> None:
+def _summary(out: Path, settings: list[str]) -> None:
     records = [json.loads(line) for line in out.read_text().splitlines()]
+    shown = [s for s in SETTINGS if s in settings or (s == "first" and "vote" in settings)]
     complete = {
         i
         for i in {r["id"] for r in records}
-        if {r["setting"] for r in records if r["id"] == i} == set(SETTINGS)
+        if set(shown) <= {r["setting"] for r in records if r["id"] == i}
     }
-    print(f"{len(complete)} items with every setting: {', '.join(sorted(complete))}")
+    print(f"{len(complete)} items with every setting shown: {', '.join(sorted(complete))}")
     print(f"{'setting':<8} {'right':>6} {'acc':>5} {'95% Wilson':>13} {'tokens/item':>11}")
-    for setting in SETTINGS:
+    for setting in shown:
         rows = [r for r in records if r["setting"] == setting and r["id"] in complete]
         right = sum(r["right"] for r in rows)
         share = wilson(right, len(rows))
@@ -139,10 +142,19 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--items", default="0-19", help="line range of the set (tuning: 0-19)")
     parser.add_argument("--minutes", type=float, default=33.0, help="start nothing after this")
+    parser.add_argument(
+        "--settings",
+        default="vote,program,critic",
+        help="runs to make for each item, in order (vote also gives first)",
+    )
     args = parser.parse_args()
+    settings = [name for name in args.settings.split(",") if name]
+    unknown = [name for name in settings if name not in _RUNS]
+    if unknown:
+        parser.error(f"unknown settings {unknown}; choose from {', '.join(_RUNS)}")
     if args.command == "run":
-        _run(args.out, _items(args.items), args.minutes)
-    _summary(args.out)
+        _run(args.out, _items(args.items), args.minutes, settings)
+    _summary(args.out, settings)
 
 
 if __name__ == "__main__":
