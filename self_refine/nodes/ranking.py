@@ -45,13 +45,15 @@ def best_attempt(attempts: Sequence[Attempt]) -> Attempt | None:
 
 def chosen_attempt(attempts: Sequence[Attempt], select: str) -> Attempt | None:
     """The attempt a run answers with: the last for `select="last"`, for `select="vote"`
-    the best of those stating the most-voted final answer, else the best."""
+    the best of those stating the most-voted final answer (the verified ones voting alone
+    when there are any, as in `voted_candidate`), else the best."""
     if select == "last":
         return attempts[-1] if attempts else None
     if select == "vote":
-        votes = tally([a["draft"] for a in attempts])
+        voters = [a for a in attempts if a["critique"].get("verified") is True] or list(attempts)
+        votes = tally([a["draft"] for a in voters])
         if votes is not None:
-            return best_attempt([attempts[p] for p in votes.drafts])
+            return best_attempt([voters[p] for p in votes.drafts])
     return best_attempt(attempts)
 
 

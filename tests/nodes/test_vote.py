@@ -118,6 +118,8 @@ def test_a_batch_s_per_step_pick_follows_the_vote() -> None:
     assert chosen_attempt(attempts[:1], "vote") is attempts[0]
     assert chosen_attempt(attempts, "vote") is attempts[2], "the better-scored of the 8s"
     assert chosen_attempt(attempts, "best") is attempts[0]
+    attempts[0]["critique"]["verified"] = True
+    assert chosen_attempt(attempts, "vote") is attempts[0], "a verified draft outvotes the rest"
 
 
 @pytest.mark.parametrize(
