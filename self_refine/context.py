@@ -150,9 +150,9 @@ class RefineContext:
         default=None,
         metadata=_describe(
             'Who critiques each draft, by name: verifiers ("answer", "python_tests", '
-            '"concepts", "json_schema"), which run first, and "llm" (the critic model) to '
-            'explain their findings; or "human" alone (asks a person). A string is read as '
-            "\"name,name\". Empty: the graph's critics, else the profile's defaults."
+            '"concepts", "json_schema", "program"), which run first, and "llm" (the critic '
+            'model) to explain their findings; or "human" alone (asks a person). A string is '
+            "read as \"name,name\". Empty: the graph's critics, else the profile's defaults."
         ),
     )
     judge: tuple[str, ...] | None = field(
