@@ -3,8 +3,10 @@
 After Wang et al. (2023): sample several solutions and answer with the final answer
 most of them reach. Each draft's final answer is read as the `answer` verifier reads it
 (`extract_answer`: the last \\boxed{}, "####", "The answer is ...", else the last
-number), and two answers are one when `answers_match` says so (42, 42.0 and $42 are
-one answer). A draft with no final answer casts no vote.
+number), outside the draft's program when it has one (`stated_answer`: a
+`print("The answer is", x)` states nothing), and two answers are one when
+`answers_match` says so (42, 42.0 and $42 are one answer). A draft with no final answer
+casts no vote.
 
 `tally` gives the drafts that hold the most-voted answer, or, on a tie, the drafts of
 every answer tied for most: the run's usual ranking (`nodes/ranking.py`: the verifiers,
@@ -18,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from self_refine.critics.verifiers.answer import answers_match, extract_answer
+from self_refine.critics.verifiers.answer import answers_match
+from self_refine.critics.verifiers.program import stated_answer
 
 __all__ = ["Tally", "tally"]
 
@@ -45,7 +48,7 @@ def tally(drafts: Sequence[str]) -> Tally | None:
     """Count the drafts' final answers; None when no draft states one."""
     answers: list[tuple[str, list[int]]] = []
     for position, draft in enumerate(drafts):
-        found = extract_answer(draft) if draft.strip() else None
+        found = stated_answer(draft) if draft.strip() else None
         if found is None:
             continue
         value = found[0]

@@ -28,6 +28,7 @@ from typing import Any
 from benchmarks.quality.intervals import wilson
 from self_refine import refine
 from self_refine.critics.verifiers import judge_draft
+from self_refine.critics.verifiers.program import without_program
 from self_refine.state import Critique
 
 SET = Path(__file__).parent / "sets" / "arithmetic.jsonl"
@@ -65,7 +66,9 @@ def _items(spec: str) -> list[dict[str, Any]]:
 
 
 def _right(item: dict[str, Any], answer: str) -> bool:
-    return judge_draft(item["task"], answer, item["reference"], ["answer"]) is True
+    """Graded by the key, on the answer a reader reads: outside the draft's program."""
+    prose = without_program(answer)
+    return judge_draft(item["task"], prose, item["reference"], ["answer"]) is True
 
 
 def _run(out: Path, items: list[dict[str, Any]], minutes: float, settings: list[str]) -> None:

@@ -66,6 +66,12 @@ def test_a_tie_goes_to_the_answer_whose_draft_the_critic_scored_highest() -> Non
     assert result["answer"].endswith("The answer is 40.")
 
 
+def test_an_answer_printed_by_the_draft_s_program_is_no_vote() -> None:
+    program = '```python\nprint("The answer is", 15 * 3 - 5)\n```'
+    votes = tally([f"So 40 are left. The answer is 40.\n{program}", "The answer is 35."] * 2)
+    assert votes is not None and votes.leaders == ("40", "35") and votes.counted == 4
+
+
 def test_drafts_with_no_final_answer_cast_no_vote() -> None:
     result = _vote(_drafts("", "", "40", ""))
     assert result["answer"].endswith("The answer is 40.")

@@ -27,7 +27,7 @@ from self_refine.critics.verifiers.base import BuiltinVerifier
 from self_refine.critics.verifiers.python_tests import extract_code
 from self_refine.state import Critique
 
-__all__ = ["PROGRAM", "program_verifier"]
+__all__ = ["PROGRAM", "program_verifier", "stated_answer", "without_program"]
 
 _RUN = [CodeTest("pass", counts=False)]
 """What runs after the program: nothing to test, its output is the result."""
@@ -39,6 +39,19 @@ _ADD_PROGRAM = (
     "The draft has no program: add one ```python block that computes the result from the "
     'task\'s numbers and prints it, then end with one line "The answer is <answer>."'
 )
+
+
+def without_program(draft: str) -> str:
+    """The draft without its program (its longest ```python block), as a reader reads its
+    prose: a `print("The answer is", x)` inside the program states no answer."""
+    code = extract_code(draft)
+    return draft.replace(code, "") if code != draft else draft
+
+
+def stated_answer(draft: str) -> tuple[str, str] | None:
+    """The final answer the draft states outside its program, and where it was found, read
+    as the `answer` verifier reads one (`extract_answer`)."""
+    return extract_answer(without_program(draft))
 
 
 def _prepare(reference: Any) -> None:
@@ -54,7 +67,7 @@ def _judge(draft: str, limits: SandboxLimits | None) -> Critique:
     code = extract_code(draft)
     if code == draft or not code.strip():
         return _failed(_ADD_PROGRAM)
-    stated = extract_answer(draft.replace(code, ""))
+    stated = stated_answer(draft)
     if stated is None or stated[1] == _NOT_STATED:
         return _failed('No final answer found: end with "The answer is <answer>."')
     run = run_python_tests(code, _RUN, limits=limits)
