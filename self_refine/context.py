@@ -40,6 +40,7 @@ __all__ = [
     "ROLE_MODEL_FIELDS",
     "RefineForm",
     "RefineContext",
+    "SELECTS",
     "STRATEGIES",
     "Strategy",
     "call_settings",
@@ -69,6 +70,10 @@ CANDIDATES_LIMIT = 16
 Strategy = Literal["refine", "sample", "search"]
 STRATEGIES: tuple[Strategy, ...] = ("refine", "sample", "search")
 """How a run spends its steps: see the `strategy` setting (`nodes/search.py`)."""
+
+Select = Literal["best", "last", "vote"]
+SELECTS: tuple[Select, ...] = ("best", "last", "vote")
+"""Which draft a run answers with: see the `select` setting."""
 
 ROLE_MODEL_FIELDS = ("generator_model", "critic_model", "refiner_model")
 
@@ -163,9 +168,9 @@ class RefineContext:
         default=None,
         metadata=_describe(
             'Who critiques each draft, by name: verifiers ("answer", "python_tests", '
-            '"concepts", "json_schema"), which run first, and "llm" (the critic model) to '
-            'explain their findings; or "human" alone (asks a person). A string is read as '
-            "\"name,name\". Empty: the graph's critics, else the profile's defaults."
+            '"concepts", "json_schema", "program"), which run first, and "llm" (the critic '
+            'model) to explain their findings; or "human" alone (asks a person). A string is '
+            "read as \"name,name\". Empty: the graph's critics, else the profile's defaults."
         ),
     )
     judge: tuple[str, ...] | None = field(
@@ -265,11 +270,15 @@ class RefineContext:
             'profile\'s form, else "conversation".'
         ),
     )
-    select: Literal["best", "last"] = field(
+    select: Select = field(
         default="best",
         metadata=_describe(
             'Which draft is the answer: "best" (highest score; ties go to the earlier, then '
-            'the shorter draft) or "last".'
+            'the shorter draft), "last", or "vote" (self-consistency: the final answer most '
+            "drafts state, among the drafts the verifiers passed when any did; the best "
+            "draft stating it answers, and a tie goes to the answer whose draft ranks best; "
+            'needs strategy "sample" or "search" and a profile whose drafts end with a final '
+            'answer, such as "math").'
         ),
     )
     profile: str = field(
@@ -363,14 +372,35 @@ class RefineContext:
             )
         if not isinstance(self.first_verified, bool):
             raise ConfigError(f"first_verified must be true or false, got {self.first_verified!r}")
-        if self.select not in ("best", "last"):
-            raise ConfigError(f'select must be "best" or "last", got {self.select!r}')
+        if self.select not in SELECTS:
+            raise ConfigError(f'select must be "best", "last" or "vote", got {self.select!r}')
+        if self.select == "vote":
+            self._check_vote()
         for name in ("model", *ROLE_MODEL_FIELDS, "base_url", "api_key"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ConfigError(f"{name} must be a string, got {type(value).__name__}")
         if not isinstance(self.profile, str) or not self.profile:
             raise ConfigError(f"profile must be a profile's name, got {self.profile!r}")
+
+    def _check_vote(self) -> None:
+        """Raise ConfigError when a vote over final answers makes no sense for these settings."""
+        from self_refine.prompts.profiles import PROFILES
+
+        if self.strategy == "refine":
+            raise ConfigError(
+                'select="vote" counts the final answers of drafts sampled apart, and '
+                'strategy "refine" writes one chain of drafts: use strategy "sample" (or '
+                '"search") with it, or select "best"'
+            )
+        prompts = PROFILES.get(self.profile)
+        if prompts is not None and not prompts.final_answer:
+            voting = ", ".join(f'"{p.name}"' for p in PROFILES.values() if p.final_answer)
+            raise ConfigError(
+                f'select="vote" counts final answers, and the drafts of profile '
+                f"{self.profile!r} state none: use a profile whose drafts end with one "
+                f'({voting}), or select "best"'
+            )
 
     def kept(self) -> dict[str, Any]:
         """These settings as a run's thread keeps them for its resumes: never a secret.

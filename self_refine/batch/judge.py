@@ -43,8 +43,9 @@ class Judge(Protocol):
         ...
 
 
-DEFAULT_VERIFIERS: tuple[str, ...] = tuple(VERIFIERS)
-"""Every built-in verifier: each judges the items whose reference holds its data."""
+DEFAULT_VERIFIERS: tuple[str, ...] = tuple(name for name in VERIFIERS if name != "program")
+"""Every built-in verifier that reads a reference: each judges the items whose reference
+holds its data. Not `program`, which checks a draft against itself, never an item's answer."""
 
 REFERENCE_KEYS = ("answer", "concepts", "tests", "schema")
 """The reference keys the built-in verifiers read (answer, concepts, python_tests, json_schema)."""

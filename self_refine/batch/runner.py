@@ -124,8 +124,9 @@ class BatchRunner:
     """Runs items on an engine and turns each finished thread into a result record.
 
     Each item runs with `context`, one whose draft the caller says is wrong with
-    `unjudged` (the same settings without the judge). The settings' `select` tells
-    which draft the run would have answered after k refine steps, for the per-step curve.
+    `unjudged` (the same settings without the judge). The settings' `select` ("best",
+    "last" or "vote") tells which draft the run would have answered after k steps, for
+    the per-step curve.
     """
 
     engine: Engine

@@ -10,7 +10,7 @@ import os
 from typing import Any, NoReturn
 
 from self_refine.cli.options import add_connection_options
-from self_refine.context import RefineContext
+from self_refine.context import SELECTS, RefineContext
 
 __all__ = ["build_parser"]
 
@@ -85,10 +85,12 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--select",
-        choices=("best", "last"),
+        choices=SELECTS,
         help="which attempt is the answer: best, the highest-scoring one (ties to the "
-        "earlier, then the shorter draft); last, the newest one, whatever its score "
-        f"(default {_DEFAULT.select})",
+        "earlier, then the shorter draft); last, the newest one, whatever its score; vote, "
+        "the final answer most drafts state (self-consistency: with --strategy sample or "
+        "search and a profile whose drafts end with a final answer, such as math); "
+        f"default {_DEFAULT.select}",
     )
     parser.add_argument(
         "--profile",
@@ -100,7 +102,7 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         "--critic",
         dest="critics",
         metavar="NAME[,NAME]",
-        help="who critiques: verifiers (answer, python_tests, concepts, json_schema) run "
+        help="who critiques: verifiers (answer, python_tests, concepts, json_schema, program) run "
         "first, then llm (the critic model) explains their findings when one fails; "
         "'human', alone, asks you at the terminal instead (default: the profile's critics)",
     )

@@ -148,7 +148,7 @@ def create_self_refine_graph(
     every run whose call brings no context; a call's `context=` is that call's
     settings (a dict's fields are laid over these). `critics` lists who
     critiques: verifier names ("answer", "python_tests", "concepts",
-    "json_schema") or (task, draft, reference) callables, which run first, and
+    "json_schema", "program") or (task, draft, reference) callables, which run first, and
     one of "llm", "human" or a Critic object, which explains their findings
     when one fails ("human" works alone; a string is read as "name,name";
     default: the profile's critics). `judge` (verifier names or callables) stands in

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -10,10 +11,10 @@ from langgraph.runtime import Runtime
 from self_refine.context import RefineContext
 from self_refine.critics.typed import ResponseFormat
 from self_refine.nodes.parts import Parts
-from self_refine.nodes.ranking import best_attempt, best_candidate
+from self_refine.nodes.ranking import best_attempt, best_candidate, vote_count, voted_candidate
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.search import drafts_of
-from self_refine.state import ANSWER_NAME, Attempt, RefineState
+from self_refine.state import ANSWER_NAME, Attempt, Candidate, RefineState
 
 __all__ = ["make_finalize"]
 
@@ -30,16 +31,27 @@ def _typed(form: ResponseFormat, chosen: Attempt | None, any_valid: bool) -> dic
     return {"structured_response": None, "structured_error": error}
 
 
-def _best_draft(attempts: list[Attempt], answer_format: ResponseFormat | None) -> Attempt | None:
-    """The best of every draft of a run that samples or searches, as an attempt (None
-    for a run whose drafts are no tree: one that refines).
-
-    Not only each step's pick: a step's other replies are drafts of the tree too.
-    """
+def _drafts(attempts: list[Attempt], answer_format: ResponseFormat | None) -> list[Candidate]:
+    """Every draft of a run that samples or searches; with a response format, those that
+    match it (all of them when none does)."""
     drafts = drafts_of(attempts)
     if answer_format is not None:
         drafts = [d for d in drafts if answer_format.check(d["draft"]) is None] or drafts
-    chosen = best_candidate(drafts)
+    return drafts
+
+
+def _best_draft(
+    attempts: list[Attempt],
+    answer_format: ResponseFormat | None,
+    pick: Callable[[Sequence[Candidate]], Candidate | None] = best_candidate,
+) -> Attempt | None:
+    """The draft `pick` chooses among every draft of a run that samples or searches, as an
+    attempt (by default the best; `voted_candidate` for `select="vote"`); None for a run
+    whose drafts are no tree (one that refines).
+
+    Not only each step's pick: a step's other replies are drafts of the tree too.
+    """
+    chosen = pick(_drafts(attempts, answer_format))
     if chosen is None:
         return None
     for attempt in attempts:
@@ -59,7 +71,8 @@ def _best_draft(attempts: list[Attempt], answer_format: ResponseFormat | None) -
 
 
 def make_finalize(parts: Parts) -> Node:
-    """Build the node that chooses the answer ("best" or "last") and sends it as a message.
+    """Build the node that chooses the answer ("best", "last" or "vote") and sends it as a
+    message.
 
     The message (an `AIMessage` named "answer", in the node's output) is what
     `stream_mode="messages"` shows last: a chat front end can show the drafts'
@@ -80,6 +93,11 @@ def make_finalize(parts: Parts) -> Node:
         )
         best = _best_draft(attempts, answer_format) or best_attempt(valid or attempts)
         chosen = last if plan.settings.select == "last" else best
+        vote: dict[str, Any] = {}
+        if plan.settings.select == "vote":
+            chosen = _best_draft(attempts, answer_format, voted_candidate) or best
+            votes = vote_count(_drafts(attempts, answer_format))
+            vote = {"vote": votes.summary() if votes else None}
         answer = chosen["draft"] if chosen else state.get("draft", "")
         score = chosen["critique"].get("score") if chosen else None
         outcome = {"stop_reason": state.get("stop_reason"), "iterations": state.get("iteration", 0)}
@@ -89,7 +107,7 @@ def make_finalize(parts: Parts) -> Node:
             "answer_message": AIMessage(
                 answer,
                 name=ANSWER_NAME,
-                response_metadata={"self_refine": {**outcome, "score": score}},
+                response_metadata={"self_refine": {**outcome, "score": score, **vote}},
             ),
             "best": best,
             "last": last,

@@ -6,7 +6,10 @@
 - `best_candidate`: the reply a step of candidates keeps, and the answer of a run that
   samples or searches among all its drafts: a usable reply the verifiers passed, else
   the one they scored highest, then the critic's score, ties to the earlier (the lower
-  index in a step; the earlier node in a run); `why_kept` says which of these rules decided.
+  index in a step; the earlier node in a run); `why_kept` says which of these rules decided;
+- `voted_candidate`: the answer of a run with `select="vote"`: `best_candidate` among the
+  drafts that state the final answer most drafts state (`self_refine.voting`), the
+  drafts the verifiers passed voting alone when there are any.
 """
 
 from __future__ import annotations
@@ -14,8 +17,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from self_refine.state import STOPPED, Attempt, Candidate
+from self_refine.voting import Tally, tally
 
-__all__ = ["best_attempt", "best_candidate", "chosen_attempt", "why_kept"]
+__all__ = [
+    "best_attempt",
+    "best_candidate",
+    "chosen_attempt",
+    "vote_count",
+    "voted_candidate",
+    "why_kept",
+]
 
 
 def best_attempt(attempts: Sequence[Attempt]) -> Attempt | None:
@@ -33,9 +44,16 @@ def best_attempt(attempts: Sequence[Attempt]) -> Attempt | None:
 
 
 def chosen_attempt(attempts: Sequence[Attempt], select: str) -> Attempt | None:
-    """The attempt a run answers with: the last for `select="last"`, else the best."""
+    """The attempt a run answers with: the last for `select="last"`, for `select="vote"`
+    the best of those stating the most-voted final answer (the verified ones voting alone
+    when there are any, as in `voted_candidate`), else the best."""
     if select == "last":
         return attempts[-1] if attempts else None
+    if select == "vote":
+        voters = [a for a in attempts if a["critique"].get("verified") is True] or list(attempts)
+        votes = tally([a["draft"] for a in voters])
+        if votes is not None:
+            return best_attempt([voters[p] for p in votes.drafts])
     return best_attempt(attempts)
 
 
@@ -57,6 +75,32 @@ def best_candidate(candidates: Sequence[Candidate]) -> Candidate | None:
     model's own sample). None when every reply was rejected."""
     usable = [c for c in candidates if c["draft"].strip()]
     return max(usable, key=_candidate_rank) if usable else None
+
+
+def _voters(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The candidates whose final answers count: the usable ones the verifiers passed, when
+    any did (a checked draft outweighs any number a check rejected), else every usable one."""
+    usable = [c for c in candidates if c["draft"].strip()]
+    return [c for c in usable if c.get("verified") is True] or usable
+
+
+def vote_count(candidates: Sequence[Candidate]) -> Tally | None:
+    """How the candidates that vote (see `voted_candidate`) voted; None when none states a
+    final answer."""
+    return tally([c["draft"] for c in _voters(candidates)])
+
+
+def voted_candidate(candidates: Sequence[Candidate]) -> Candidate | None:
+    """The candidate a vote answers with: the best (`best_candidate`) of those stating the
+    most-voted final answer; the best of all when none states a final answer.
+
+    When the verifiers passed some drafts, only those vote.
+    """
+    voters = _voters(candidates)
+    votes = tally([c["draft"] for c in voters])
+    if votes is None:
+        return best_candidate(voters)
+    return best_candidate([voters[p] for p in votes.drafts])
 
 
 def why_kept(chosen: Candidate, candidates: Sequence[Candidate]) -> str:

@@ -55,6 +55,9 @@ class PromptSet:
     critique_tokens: int = 512
     """Most tokens a critique reply may have when the run's `max_tokens` does not say:
     the JSON of a few feedback items, a score and done."""
+    final_answer: bool = False
+    """Drafts end with one final answer ("The answer is ..."), read as the `answer`
+    verifier reads it: what `select="vote"` counts (`self_refine.voting`)."""
 
 
 _CODE_BLOCK = "Reply with the complete code in one ```python block."
@@ -168,6 +171,38 @@ MATH = PromptSet(
     'then end with one line "The answer is <answer>."',
     draft_tokens=768,
     critique_tokens=512,
+    final_answer=True,
+)
+
+_PROGRAM_LINES = (
+    "then write one ```python block that computes the final value from the numbers of the "
+    'problem and prints it, then end with one line "The answer is <answer>." that gives the '
+    "value the program prints."
+)
+
+MATH_PROGRAM = PromptSet(
+    name="math_program",
+    summary="Solve a word problem with a program; the program verifier runs it, no key needed.",
+    generate=f"You solve math word problems. Work step by step, {_PROGRAM_LINES}",
+    feedback=(
+        "You check a worked solution to a math problem and the Python program it computes "
+        "the result with: is the reasoning of each step sound, is each calculation right "
+        "(redo it), does the program compute what the problem asks from its numbers, and "
+        "does the final answer equal what the program prints? Give each error as one "
+        "feedback item that names the step or line and what is wrong. Score from 0 to 1; "
+        "set done to true only when every step is right."
+    ),
+    refine=(
+        "You correct a worked solution from the feedback. Redo the wrong steps and every "
+        f"step that depends on them, {_PROGRAM_LINES}"
+    ),
+    critics=("program", "llm"),
+    request=f"Solve the task above: work step by step, {_PROGRAM_LINES}",
+    revise=f"Solve the task again step by step, redoing every step the feedback points to, "
+    f"{_PROGRAM_LINES}",
+    draft_tokens=768,
+    critique_tokens=512,
+    final_answer=True,
 )
 
 SENTIMENT_REVERSAL = PromptSet(
@@ -280,14 +315,16 @@ PROFILES: dict[str, PromptSet] = {
         CODE_OPTIMIZATION,
         CODE_READABILITY,
         MATH,
+        MATH_PROGRAM,
         SENTIMENT_REVERSAL,
         ACRONYM,
         CONSTRAINED_GENERATION,
         PYTHON_FUNCTION,
     )
 }
-"""Every profile by name: `general`, the seven tasks of the Self-Refine paper, and
-`python_function` (code checked by tests)."""
+"""Every profile by name: `general`, the seven tasks of the Self-Refine paper,
+`math_program` (math checked by the draft's own program) and `python_function` (code
+checked by tests)."""
 
 
 def get_profile(name: str) -> PromptSet:

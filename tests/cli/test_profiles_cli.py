@@ -25,7 +25,7 @@ REFERENCE = '{"concepts": ["dog", "frisbee", "park", "catch"]}'
 
 
 def test_the_seven_paper_tasks_general_and_python_functions_are_profiles() -> None:
-    assert set(PROFILES) == PAPER_TASKS | {"general", "python_function"}
+    assert set(PROFILES) == PAPER_TASKS | {"general", "math_program", "python_function"}
     for profile in PROFILES.values():
         assert profile.generate and profile.feedback and profile.refine and profile.summary
         assert profile.critics and all(c == "llm" or c in VERIFIERS for c in profile.critics)
@@ -35,6 +35,7 @@ def test_the_seven_paper_tasks_general_and_python_functions_are_profiles() -> No
 
 def test_profiles_name_their_verifiers_and_stop_policies() -> None:
     assert get_profile("math").critics == ("answer", "llm")
+    assert get_profile("math_program").critics == ("program", "llm")
     assert get_profile("constrained_generation").critics == ("concepts", "llm")
     assert get_profile("general").critics == ("llm",)
     assert get_profile("python_function").critics == ("python_tests", "llm")

@@ -286,7 +286,7 @@ def test_json_schema_reference_errors(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_every_builtin_verifier_is_registered_by_name() -> None:
-    assert set(VERIFIERS) == {"answer", "python_tests", "concepts", "json_schema"}
+    assert set(VERIFIERS) == {"answer", "python_tests", "concepts", "json_schema", "program"}
     assert all(v.summary for v in VERIFIERS.values())
 
 

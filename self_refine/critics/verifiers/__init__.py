@@ -8,6 +8,7 @@ from self_refine.critics.verifiers.base import (
     VerifierCritic,
 )
 from self_refine.critics.verifiers.concepts import missing_concepts
+from self_refine.critics.verifiers.program import program_verifier
 from self_refine.critics.verifiers.python_tests import extract_code, python_tests_verifier
 from self_refine.critics.verifiers.registry import (
     EXPLAINER_NAMES,
@@ -28,6 +29,7 @@ __all__ = [
     "extract_code",
     "judge_draft",
     "missing_concepts",
+    "program_verifier",
     "python_tests_verifier",
     "resolve_verifier",
 ]

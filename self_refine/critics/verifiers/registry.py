@@ -14,13 +14,14 @@ from self_refine.critics.verifiers.base import (
 )
 from self_refine.critics.verifiers.concepts import CONCEPTS
 from self_refine.critics.verifiers.json_schema import JSON_SCHEMA
+from self_refine.critics.verifiers.program import PROGRAM
 from self_refine.critics.verifiers.python_tests import PYTHON_TESTS
 from self_refine.errors import ConfigError
 
 __all__ = ["EXPLAINER_NAMES", "VERIFIERS", "judge_draft", "resolve_verifier"]
 
 VERIFIERS: dict[str, BuiltinVerifier] = {
-    v.name: v for v in (ANSWER, PYTHON_TESTS, CONCEPTS, JSON_SCHEMA)
+    v.name: v for v in (ANSWER, PYTHON_TESTS, CONCEPTS, JSON_SCHEMA, PROGRAM)
 }
 """The built-in verifiers, by the name used in `critics=[...]` and `--critics`."""
 

@@ -1,0 +1,164 @@
+"""Arithmetic with no answer key in the run: first draft, vote, program check, critic loop.
+
+Runs the tuning items of the arithmetic set through the public API (`refine()`) in four
+settings a user can switch on, and grades each answer with the set's key afterwards
+(the key only grades):
+
+- `first`: the first draft alone (the vote run's first sample, node 0);
+- `vote`: self-consistency, 4 samples of the math profile, `select="vote"`; the run's
+  only critic is a verifier that passes no draft, so no critic tokens are spent and
+  every sample is drawn (the library has no critic-free run);
+- `program`: the `math_program` profile with the `program` verifier: samples until a
+  draft's own program prints its stated answer (at most 4), else the vote of the 4;
+- `critic`: the paper's loop, math profile, the LLM critic, one refine step.
+
+Usage: python -m benchmarks.quality.keyfree run OUT.jsonl [--items 0-19] [--minutes 33]
+           [--settings vote,program,critic]
+       python -m benchmarks.quality.keyfree summary OUT.jsonl [--settings ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.quality.intervals import wilson
+from self_refine import refine
+from self_refine.critics.verifiers import judge_draft
+from self_refine.critics.verifiers.program import without_program
+from self_refine.state import Critique
+
+SET = Path(__file__).parent / "sets" / "arithmetic.jsonl"
+SETTINGS = ("first", "vote", "program", "critic")
+
+
+def passes_nothing(task: str, draft: str, reference: Any) -> Critique:
+    """A verifier that judges nothing: every draft is unverified, no model is asked."""
+    return Critique(score=None, done=False)
+
+
+_RUNS: dict[str, dict[str, Any]] = {
+    "vote": {
+        "profile": "math",
+        "strategy": "sample",
+        "critics": [passes_nothing],
+        "select": "vote",
+        "max_iterations": 3,
+    },
+    "program": {
+        "profile": "math_program",
+        "strategy": "sample",
+        "critics": ["program"],
+        "select": "vote",
+        "max_iterations": 3,
+    },
+    "critic": {"profile": "math", "critics": ["llm"], "max_iterations": 1},
+}
+
+
+def _items(spec: str) -> list[dict[str, Any]]:
+    low, high = (int(n) for n in spec.split("-"))
+    lines = SET.read_text().splitlines()
+    return [json.loads(line) for line in lines[low : high + 1]]
+
+
+def _right(item: dict[str, Any], answer: str) -> bool:
+    """Graded by the key, on the answer a reader reads: outside the draft's program."""
+    prose = without_program(answer)
+    return judge_draft(item["task"], prose, item["reference"], ["answer"]) is True
+
+
+def _run(out: Path, items: list[dict[str, Any]], minutes: float, settings: list[str]) -> None:
+    done = set()
+    if out.exists():
+        done = {(r["id"], r["setting"]) for r in map(json.loads, out.read_text().splitlines())}
+    stop_at = time.monotonic() + minutes * 60
+    with out.open("a") as sink:
+        for item in items:
+            for setting in settings:
+                options = _RUNS[setting]
+                if (item["id"], setting) in done:
+                    continue
+                if time.monotonic() > stop_at:
+                    return
+                began = time.monotonic()
+                result = refine(item["task"], model="local", **options)
+                attempts = result["attempts"]
+                records: list[dict[str, Any]] = [
+                    {
+                        "setting": setting,
+                        "answer": result["answer"],
+                        "tokens": result["usage"]["total_tokens"],
+                        "drafts": sum(1 + len(a.get("candidates", [])) for a in attempts),
+                        "stop_reason": result["stop_reason"],
+                    }
+                ]
+                if setting == "vote":
+                    first = attempts[0]
+                    records.append(
+                        {
+                            "setting": "first",
+                            "answer": first["draft"],
+                            "tokens": first["usage"]["total_tokens"],
+                            "drafts": 1,
+                            "stop_reason": None,
+                        }
+                    )
+                for record in records:
+                    record.update(
+                        id=item["id"],
+                        right=_right(item, record["answer"]),
+                        seconds=round(time.monotonic() - began, 1),
+                    )
+                    sink.write(json.dumps(record) + "\n")
+                sink.flush()
+
+
+def _summary(out: Path, settings: list[str]) -> None:
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    shown = [s for s in SETTINGS if s in settings or (s == "first" and "vote" in settings)]
+    complete = {
+        i
+        for i in {r["id"] for r in records}
+        if set(shown) <= {r["setting"] for r in records if r["id"] == i}
+    }
+    print(f"{len(complete)} items with every setting shown: {', '.join(sorted(complete))}")
+    print(f"{'setting':<8} {'right':>6} {'acc':>5} {'95% Wilson':>13} {'tokens/item':>11}")
+    for setting in shown:
+        rows = [r for r in records if r["setting"] == setting and r["id"] in complete]
+        right = sum(r["right"] for r in rows)
+        share = wilson(right, len(rows))
+        tokens = sum(r["tokens"] for r in rows) / max(1, len(rows))
+        print(
+            f"{setting:<8} {right:>3}/{len(rows):<2} {share.value:>5.0%} "
+            f"[{share.low:>4.0%}, {share.high:>4.0%}] {tokens:>11.0f}"
+        )
+
+
+def main() -> None:
+    """Run the settings, or print the summary of a run's records."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("run", "summary"))
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--items", default="0-19", help="line range of the set (tuning: 0-19)")
+    parser.add_argument("--minutes", type=float, default=33.0, help="start nothing after this")
+    parser.add_argument(
+        "--settings",
+        default="vote,program,critic",
+        help="runs to make for each item, in order (vote also gives first)",
+    )
+    args = parser.parse_args()
+    settings = [name for name in args.settings.split(",") if name]
+    unknown = [name for name in settings if name not in _RUNS]
+    if unknown:
+        parser.error(f"unknown settings {unknown}; choose from {', '.join(_RUNS)}")
+    if args.command == "run":
+        _run(args.out, _items(args.items), args.minutes, settings)
+    _summary(args.out, settings)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Self-consistency: the final answer most of a run's drafts agree on (`select="vote"`).
+
+After Wang et al. (2023): sample several solutions and answer with the final answer
+most of them reach. Each draft's final answer is read as the `answer` verifier reads it
+(`extract_answer`: the last \\boxed{}, "####", "The answer is ...", else the last
+number), outside the draft's program when it has one (`stated_answer`: a
+`print("The answer is", x)` states nothing), and two answers are one when
+`answers_match` says so (42, 42.0 and $42 are one answer). A draft with no final answer
+casts no vote.
+
+`tally` gives the drafts that hold the most-voted answer, or, on a tie, the drafts of
+every answer tied for most: the run's usual ranking (`nodes/ranking.py`: the verifiers,
+then the critic's score, then the earlier draft) then picks the answer's draft among
+them. So a tie goes to the answer whose draft ranks best, and, when no draft has a
+score, to the answer some draft reached first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from self_refine.critics.verifiers.answer import answers_match
+from self_refine.critics.verifiers.program import stated_answer
+
+__all__ = ["Tally", "tally"]
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How the drafts voted: the leading answer(s), and which drafts hold them."""
+
+    leaders: tuple[str, ...]
+    """The most-voted answer, or every answer tied for most, in the order first reached."""
+    votes: int
+    """How many drafts state each leading answer."""
+    counted: int
+    """How many drafts state a final answer at all (the votes cast)."""
+    drafts: tuple[int, ...]
+    """The positions (in the sequence voted on) of the drafts that state a leading answer."""
+
+    def summary(self) -> dict[str, object]:
+        """The vote as a run's answer message records it."""
+        return {"answers": list(self.leaders), "votes": self.votes, "of": self.counted}
+
+
+def tally(drafts: Sequence[str]) -> Tally | None:
+    """Count the drafts' final answers; None when no draft states one."""
+    answers: list[tuple[str, list[int]]] = []
+    for position, draft in enumerate(drafts):
+        found = stated_answer(draft) if draft.strip() else None
+        if found is None:
+            continue
+        value = found[0]
+        same = next((held for held in answers if answers_match(value, held[0])), None)
+        if same is None:
+            answers.append((value, [position]))
+        else:
+            same[1].append(position)
+    if not answers:
+        return None
+    votes = max(len(held) for _, held in answers)
+    leading = [(value, held) for value, held in answers if len(held) == votes]
+    return Tally(
+        leaders=tuple(value for value, _ in leading),
+        votes=votes,
+        counted=sum(len(held) for _, held in answers),
+        drafts=tuple(sorted(p for _, held in leading for p in held)),
+    )

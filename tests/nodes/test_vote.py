@@ -1,0 +1,151 @@
+"""select="vote": self-consistency over a sampling run's final answers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+
+from self_refine import RefineContext, create_self_refine_graph, refine
+from self_refine.errors import ConfigError
+from self_refine.nodes.ranking import chosen_attempt
+from self_refine.state import Attempt, Critique
+from self_refine.voting import tally
+from tests.fakes import FakeChatModel, critique
+
+TASK = "A box holds 15 cookies. Ben buys 3 boxes and eats 5. How many cookies are left?"
+
+
+def _drafts(*answers: str) -> FakeChatModel:
+    """A generator whose k-th draft ends with the k-th answer ("" for a draft with none)."""
+    replies = iter(answers)
+
+    def draft(messages: Sequence[BaseMessage]) -> str:
+        answer = next(replies)
+        steps = "15 times 3 boxes, then the cookies eaten come off."
+        return f"{steps} The answer is {answer}." if answer else "I could not work it out."
+
+    return FakeChatModel(script={"generator": [draft], "critic": [critique(score=0.5)]})
+
+
+def _vote(model: FakeChatModel, **settings: Any) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "profile": "math",
+        "strategy": "sample",
+        "select": "vote",
+        "max_iterations": 3,
+        **settings,
+    }
+    return dict(refine(TASK, model=model, **options))
+
+
+def test_the_answer_most_drafts_state_wins_over_the_first_and_the_best() -> None:
+    result = _vote(_drafts("45", "40", "40", "35"))
+    assert result["answer"].endswith("The answer is 40.")
+    assert result["attempts"][0]["draft"].endswith("The answer is 45.")
+    best = _vote(_drafts("45", "40", "40", "35"), select="best")
+    assert best["answer"].endswith("The answer is 45."), "every score ties: best keeps the first"
+
+
+def test_one_answer_in_many_notations_is_one_vote() -> None:
+    result = _vote(_drafts("1000", "$1,000", "999", "1000.0"))
+    assert result["answer"].endswith("The answer is 1000.")
+
+
+def test_a_tie_goes_to_the_answer_reached_first_when_no_score_differs() -> None:
+    result = _vote(_drafts("35", "40", "40", "35"))
+    assert result["answer"].endswith("The answer is 35.")
+
+
+def test_a_tie_goes_to_the_answer_whose_draft_the_critic_scored_highest() -> None:
+    model = _drafts("35", "40", "40", "35")
+    model.script["critic"] = [critique(score=0.3), critique(score=0.9), critique(score=0.3)]
+    result = _vote(model)
+    assert result["answer"].endswith("The answer is 40.")
+
+
+def test_an_answer_printed_by_the_draft_s_program_is_no_vote() -> None:
+    program = '```python\nprint("The answer is", 15 * 3 - 5)\n```'
+    votes = tally([f"So 40 are left. The answer is 40.\n{program}", "The answer is 35."] * 2)
+    assert votes is not None and votes.leaders == ("40", "35") and votes.counted == 4
+
+
+def test_drafts_with_no_final_answer_cast_no_vote() -> None:
+    result = _vote(_drafts("", "", "40", ""))
+    assert result["answer"].endswith("The answer is 40.")
+
+
+def test_with_no_final_answer_anywhere_the_best_draft_answers() -> None:
+    model = _drafts("", "", "", "")
+    model.script["critic"] = [critique(score=0.2), critique(score=0.8), critique(score=0.2)]
+    result = _vote(model)
+    assert result["answer"] == "I could not work it out."
+    assert result["score"] == 0.8
+
+
+def test_a_draft_the_verifiers_passed_outvotes_the_drafts_they_rejected() -> None:
+    def passes_forty(task: str, draft: str, reference: Any) -> Critique:
+        return Critique(done="is 40." in draft)
+
+    result = _vote(_drafts("35", "35", "40", "35"), critics=[passes_forty])
+    assert result["stop_reason"] == "verified"
+    assert result["answer"].endswith("The answer is 40.")
+
+
+def test_the_answer_message_records_the_vote() -> None:
+    model = _drafts("45", "40", "40", "35")
+    settings = RefineContext(profile="math", strategy="sample", select="vote", max_iterations=3)
+    graph = create_self_refine_graph(model, settings=settings).compile()
+    events = list(graph.stream({"task": TASK}, stream_mode="messages"))
+    message = events[-1][0]
+    assert message.name == "answer" and message.text.endswith("The answer is 40.")
+    recorded = message.response_metadata["self_refine"]["vote"]
+    assert recorded == {"answers": ["40"], "votes": 2, "of": 4}
+
+
+def test_the_tally_counts_answers_and_names_the_drafts_holding_the_leaders() -> None:
+    votes = tally(["The answer is 42.", "no number", "The answer is 41.", "#### 42.0", ""])
+    assert votes is not None
+    assert (votes.leaders, votes.votes, votes.counted, votes.drafts) == (("42",), 2, 3, (0, 3))
+    tied = tally(["The answer is 7.", "The answer is 8."])
+    assert tied is not None and tied.leaders == ("7", "8") and tied.drafts == (0, 1)
+    assert tally(["no answer", ""]) is None
+
+
+def _attempt(iteration: int, answer: str, score: float) -> Attempt:
+    draft = f"The answer is {answer}."
+    return {"iteration": iteration, "draft": draft, "critique": {"score": score}, "usage": {}}
+
+
+def test_a_batch_s_per_step_pick_follows_the_vote() -> None:
+    attempts = [_attempt(0, "7", 0.9), _attempt(1, "8", 0.1), _attempt(2, "8", 0.2)]
+    assert chosen_attempt(attempts[:1], "vote") is attempts[0]
+    assert chosen_attempt(attempts, "vote") is attempts[2], "the better-scored of the 8s"
+    assert chosen_attempt(attempts, "best") is attempts[0]
+    attempts[0]["critique"]["verified"] = True
+    assert chosen_attempt(attempts, "vote") is attempts[0], "a verified draft outvotes the rest"
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        ({"profile": "math"}, 'use strategy "sample"'),
+        ({"profile": "general", "strategy": "sample"}, '("math", "math_program")'),
+        ({"profile": "python_function", "strategy": "search"}, "state none"),
+    ],
+)
+def test_a_vote_that_makes_no_sense_is_refused_before_any_model_call(
+    settings: dict[str, Any], says: str
+) -> None:
+    model = FakeChatModel(script={"*": ["never asked"]})
+    with pytest.raises(ConfigError, match=r"select=\"vote\"") as refused:
+        refine(TASK, model=model, select="vote", **settings)
+    assert says in str(refused.value)
+    assert model.requests == []
+
+
+def test_an_unknown_select_names_the_three_choices() -> None:
+    with pytest.raises(ConfigError, match=r'"best", "last" or "vote", got \'most\''):
+        RefineContext(select="most")  # type: ignore[arg-type]
