@@ -165,9 +165,10 @@ class Attempt(TypedDict):
     taken as this draft (see `RejectedReply`). When the step sampled several
     candidates, `candidate` is the index of the one picked (absent when every reply
     was rejected and the previous draft stayed), `kept_because` says which ranking
-    rule picked it, `candidates` holds the others, and `usage` covers every
-    candidate's calls; in a run that samples or searches, `node`, `parent` and
-    `checked` are the picked candidate's (see `Candidate`).
+    rule picked it, `checked` is its lowest verifier score, `candidates` holds the
+    others, and `usage` covers every candidate's calls; in a run that samples or
+    searches, `node` and `parent` are the picked candidate's, and the first draft's
+    attempt has `checked` too (see `Candidate`).
     """
 
     iteration: int

@@ -157,9 +157,9 @@ def ranking_values(draft: Mapping[str, Any]) -> str:
     """The values a step's pick compared for one reply: "verified no, lowest 0.33, critic 0.33".
 
     `verified` and `checked` (the verifiers' verdict and lowest score) are a candidate's
-    own fields; a kept reply's are on its attempt (its critique's verdict, and `checked`
-    in a run that samples or searches: a refine run's attempt does not record it, "not
-    recorded"). "-": no verifier judged it, or no score.
+    own fields; a kept reply's are on its attempt (its critique's verdict, and `checked`:
+    "not recorded" for a refine run's attempt saved by a version that did not record
+    it). "-": no verifier judged it, or no score.
     """
     rejected = draft.get("rejected")
     if rejected:

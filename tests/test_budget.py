@@ -3,6 +3,7 @@ what is left of `max_tokens_total`, so a run overshoots its budget by one reply 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from self_refine import RefineContext, Roles, create_self_refine_graph
@@ -72,3 +73,29 @@ def test_the_reported_run_stops_before_a_refine_step_it_cannot_pay_for() -> None
     assert result["stop_reason"] == "token_budget"
     assert result["usage"]["total_tokens"] == 448
     assert refiner.requests == []  # the refine step it could not pay for never started
+
+
+def test_the_quality_guide_and_the_budget_page_state_the_rule_the_library_applies() -> None:
+    """Both name the expected cost of a reply (`reply_cost`, not the mean of every reply so
+    far) and say that a step whose reply would not fit is not started."""
+    from benchmarks.quality.budget_page import markdown
+
+    document: dict[str, Any] = {
+        "model": {"name": "m", "model": "m"},
+        "date": "2026-11-28",
+        "command": "python -m benchmarks.quality.spend",
+        "machine": {"cores": 2, "python": "3.12"},
+        "budgets": [1, 2, 4, 8],
+        "max_tokens": 256,
+        "candidates": 3,
+        "resamples": 10_000,
+        "seed": 0,
+        "results": {},
+    }
+    page = markdown(document)
+    guide = (Path(__file__).parents[1] / "docs" / "guides" / "quality.md").read_text()
+    row = next(line for line in guide.splitlines() if line.startswith("| `refine+candidates` |"))
+    for text in (page, row):
+        assert "`reply_cost`" in text
+        assert "a step starts only when one reply fits" in text
+        assert "mean cost of a reply so far" not in text

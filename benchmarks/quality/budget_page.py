@@ -79,8 +79,10 @@ def _head(document: dict[str, Any]) -> list[str]:
             "library caps a model it resolves from a string; "
         )
         + f"refine+candidates and search sample up to {document['candidates']} replies a step, "
-        "as many as the budget left holds at the mean cost of a reply so far (the library's "
-        "`step_width`; a first step, its cost unknown, one)",
+        "as many as the budget left holds at the expected cost of a reply (the library's "
+        "`step_width` and `reply_cost`: the mean of the later steps' replies so far, else the "
+        "first step's; a first step, its cost unknown, one); a step starts only when one "
+        "reply fits, else the run stops (`token_budget`)",
         "- judged by each set's exact checker on its grading data (never given to the run); an "
         "echo of the prompt, feedback wording taken over, or a gamed form the checker fails "
         "counts wrong",

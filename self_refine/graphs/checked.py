@@ -15,7 +15,9 @@ before anything is read or written, it reads the thread once and:
   so every node reads them as `runtime.context`, and with the recursion limit they
   need (`recursion_limit`; a limit the caller gave is kept);
 - checks that they suit the graph (`RunPlan.check_settings`: the human critic), that a
-  continued run keeps the settings that shape its tree (`FIXED_SETTINGS`), and for new
+  continued run still has its task (`thread_damage`: a thread whose input was removed
+  from the database is refused, not run on with an empty task) and keeps the settings
+  that shape its tree (`FIXED_SETTINGS`), and for new
   input its shape (`validate_input`), the thread it lands on (an unfinished run,
   `run_finished`, is continued with None, not replaced) and whether a run can start on
   it (`RunPlan.check_start`: critics for the reference, models, images).
@@ -41,6 +43,7 @@ from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.input_checks import validate_input
 from self_refine.nodes.parts import Parts
+from self_refine.persistence.failures import thread_damage
 from self_refine.persistence.locks import atry_lock, try_lock
 from self_refine.state import RUN_CONTEXT, RefineInput, RefineOutput, RefineState
 
@@ -107,6 +110,16 @@ def _refuse_fixed_changes(kept: Mapping[str, Any] | None, settings: RefineContex
             "settings it began with (leave them out), or start the task again on a new "
             "thread with the new ones"
         )
+
+
+def _refuse_damaged(thread: StateSnapshot | None) -> None:
+    """Raise ConfigError when the thread to continue lost its input (`thread_damage`):
+    continued, it would run on with an empty task."""
+    if thread is None:
+        return
+    thread_id = (thread.config.get("configurable") or {}).get("thread_id")
+    if damage := thread_damage(str(thread_id), thread.values):
+        raise ConfigError(f"{damage}: it cannot be continued; start its task again on a new thread")
 
 
 def _limited(config: RunnableConfig | None, own: Any, settings: RefineContext) -> RunnableConfig:
@@ -301,6 +314,7 @@ class CheckedStateGraph(StateGraph[RefineState, RefineContext, RefineInput, Refi
         settings = self.parts.settings_for(context, None if new else values.get(RUN_CONTEXT))
         plan = self.parts.plan(settings)
         if not new:
+            _refuse_damaged(thread)
             plan.check_settings(saved=saved)
             if thread is not None and not run_finished(thread):
                 _refuse_fixed_changes(values.get(RUN_CONTEXT), settings)

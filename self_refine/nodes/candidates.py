@@ -157,11 +157,11 @@ def _attempt(state: RefineState, candidates: list[Candidate]) -> Attempt:
     if chosen is not None:
         attempt["candidate"] = chosen["index"]
         attempt["kept_because"] = why_kept(chosen, candidates)
+        attempt["checked"] = chosen.get("checked")
         if chosen.get("problems"):
             attempt["problems"] = list(chosen["problems"])
         if "node" in chosen:
             attempt["node"], attempt["parent"] = chosen["node"], chosen.get("parent")
-            attempt["checked"] = chosen.get("checked")
     return attempt
 
 

@@ -250,5 +250,7 @@ def test_a_refine_run_with_candidates_shows_the_values_each_reply_was_ranked_on(
                 f"critic {other['critique']['score']:.2f}"
             )
             assert f"        candidate {other['index']}  {values_ranked}" in table
-        # A refine run's attempt does not record its kept reply's lowest verifier score.
-        assert f"candidate {attempt['candidate']}  verified no, lowest not recorded, " in table
+        # The kept reply's lowest verifier score is recorded on its attempt, as in a search.
+        kept = f"verified no, lowest {attempt['checked']:.2f}, critic "
+        assert f"candidate {attempt['candidate']}  {kept}" in table
+        assert "not recorded" not in table

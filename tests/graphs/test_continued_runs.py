@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 
 from self_refine import ConfigError, RefineContext, create_self_refine_graph
 
@@ -115,3 +118,46 @@ def test_new_input_is_refused_while_a_step_of_candidates_waits_for_its_pick() ->
     while graph.get_state(config).next or graph.get_state(config).tasks:
         graph.invoke(None, config)
     assert graph.get_state(config).values["stop_reason"]
+
+
+def _without_its_task(db: Path, thread_id: str, how: str) -> None:
+    """Remove a stopped thread's input from the database as `how` says: the writes of its
+    `task`, or the first checkpoint (the one those writes belong to)."""
+    with sqlite3.connect(db) as connection:
+        if how == "task writes":
+            removed = connection.execute(
+                "DELETE FROM writes WHERE thread_id = ? AND channel = 'task'", (thread_id,)
+            ).rowcount
+        else:
+            removed = connection.execute(
+                "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = (SELECT "
+                "MIN(checkpoint_id) FROM checkpoints WHERE thread_id = ?)",
+                (thread_id, thread_id),
+            ).rowcount
+        assert removed == 1
+
+
+@pytest.mark.parametrize("how", ["task writes", "first checkpoint"])
+def test_a_thread_that_lost_its_task_is_refused_before_anything_is_written(
+    tmp_path: Path, how: str
+) -> None:
+    db = tmp_path / "c.sqlite"
+    config: dict[str, Any] = {"configurable": {"thread_id": "damaged"}}
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        graph = create_self_refine_graph("offline").compile(checkpointer=saver)
+        graph.invoke(START, config, context=SEARCH, interrupt_after=["pick"])
+    _without_its_task(db, "damaged", how)
+    calls = _ModelCalls()
+
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        graph = create_self_refine_graph("offline").compile(checkpointer=saver)
+        assert graph.get_state(config).next and not graph.get_state(config).values.get("task")
+        checkpoints = len(list(graph.get_state_history(config)))
+        with pytest.raises(ConfigError) as refused:
+            graph.invoke(None, {**config, "callbacks": [calls]})
+        assert len(list(graph.get_state_history(config))) == checkpoints
+
+    message = str(refused.value)
+    assert "thread damaged is damaged: its task is missing" in message
+    assert "new thread" in message and "\n" not in message
+    assert calls.count == 0
