@@ -4,8 +4,9 @@
 (`quality-*.json`, written by `run.py`) or a budget run (`budget-*.json`, written by
 `spend.py`) with its `.records.jsonl`, judges every draft and answer of the sets named
 (`--sets`, default the constrained set, whose checker's rule changed) with the set's
-verifier as it is now, and writes the run's files again from its records, with a line
-on the page saying that it was re-judged, at which commit, and which answers fell.
+grader (its checker on the item's grading data) as it is now, and writes the run's files
+again from its records, with a line on the page saying that it was re-judged, at which
+commit, and which answers fell.
 
 The verdicts only fall: an answer the checker now fails counts wrong, one it failed
 before stays wrong. The run's picks are not replayed: where a run stopped at a draft

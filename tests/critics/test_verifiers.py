@@ -332,3 +332,14 @@ def test_answers_compare_exactly_and_never_overflow() -> None:
     assert answers_match("1e400", "1e400") and not answers_match("1e400", "1e401")
     assert not answers_match("0.1000001", "0.1")
     assert answers_match("0.333333", "1/3") and answers_match("\\frac{3}{4}", "0.75")
+
+
+def test_the_answer_is_read_outside_the_drafts_python_blocks() -> None:
+    program = 'x = 3 * 94\nprint("The answer is", x)\n'
+    draft = f"First I compute the total.\n```python\n{program}```\nThe answer is 282."
+    assert extract_answer(draft) == ("282", '"the answer is"')
+    assert answer("t", draft, {"answer": "282"}).done
+    # a program's print is no statement of the answer, however the draft ends
+    assert extract_answer(f"```python\n{program}```") is None
+    # an unlabelled block is prose the model fenced: its statement counts
+    assert extract_answer("```\nThe answer is 41.\n```") == ("41", '"the answer is"')

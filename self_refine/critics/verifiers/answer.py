@@ -21,6 +21,9 @@ __all__ = ["ANSWER", "answers_match", "extract_answer"]
 _ANSWER_IS = re.compile(
     r"(?:final answer|the answer|answer)\s*(?:is\b\s*:?|:|=)\s*(?:\*\*)?\s*(?P<value>[^\n]+)", re.I
 )
+_PROGRAM = re.compile(r"```[ \t]*(?:python3?|py)\b[^\n]*\n.*?(?:```|\Z)", re.S | re.I)
+"""A Python block of the draft: what it prints or assigns is no answer the draft states."""
+
 _HASHES = re.compile(r"^\s*####\s*(?P<value>.+?)\s*$", re.M)
 _NUMBER = re.compile(
     r"[-\u2212]?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+)?"
@@ -51,8 +54,10 @@ def extract_answer(draft: str) -> tuple[str, str] | None:
 
     Looks for, in order: the last \\boxed{...}, the last "#### ...", the last
     "The answer is ..." (or "Answer: ..."; its last number when the statement
-    is not a plain number), and the last number in the text.
+    is not a plain number), and the last number in the text, all outside the draft's
+    Python blocks (a `print("The answer is", x)` in a program states no answer).
     """
+    draft = _PROGRAM.sub("", draft)
     boxed = _boxed(draft)
     if boxed:
         return boxed, "\\boxed{}"
