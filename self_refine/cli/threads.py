@@ -33,9 +33,17 @@ __all__ = ["cmd_resume", "cmd_run"]
 
 
 def _stream(
-    args: argparse.Namespace, graph: Any, thread_id: str, payload: Any, settings: RefineContext
+    args: argparse.Namespace,
+    graph: Any,
+    thread_id: str,
+    payload: Any,
+    settings: RefineContext,
+    thread: Any = None,
 ) -> int:
     """Run a new thread (payload: its input) or continue one (None), printing each step.
+
+    `thread`: the state of the thread to continue, as the caller has just read it (a
+    read walks the thread's checkpoints back to its run's start, so it is not read twice).
 
     The caller holds the thread's writer lock from its first read to the last write,
     so that a second `run` or `resume` of it is refused (ThreadBusyError) before it
@@ -56,7 +64,10 @@ def _stream(
         "metadata": _trace_metadata(settings),
     }
     print(f"thread: {thread_id}  (db: {db})", file=notes, flush=True)
-    if payload is None and run_finished(graph.get_state(config)):
+    state: Any = None  # read as the run begins (a continued one) and after each stream
+    if payload is None:
+        state = thread if thread is not None else graph.get_state(config)
+    if state is not None and run_finished(state):
         print(f"thread {thread_id} is already finished: nothing to resume", file=notes)
         payload = _STOP
     meter = token_meter(settings, sys.stderr, shown=not args.json)
@@ -83,7 +94,8 @@ def _stream(
                         for node, update in chunk.items():
                             if not args.json:
                                 _print_step(node, update, thread_id)
-                    payload = _answer_human_critic(graph.get_state(config), args)
+                    state = graph.get_state(config)
+                    payload = _answer_human_critic(state, args)
             except Interrupted as interrupted:
                 if meter:
                     meter.close()
@@ -97,7 +109,7 @@ def _stream(
     finally:
         if meter:
             meter.close()
-    state = graph.get_state(config)
+    # the state read last, after the run's last step: nothing has written the thread since
     _report(args, thread_id, state, db)
     if state.interrupts:
         print(
@@ -275,7 +287,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         settings = graph.builder.check_call(None, given, thread=thread, saved=True)
         check_reachable(settings)
         warn_key_on_command_line(args)
-        return _stream(args, graph, args.thread_id, None, settings)
+        return _stream(args, graph, args.thread_id, None, settings, thread)
 
 
 def _key_file(args: argparse.Namespace) -> list[tuple[str, str | None]]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableBinding
 from langchain_core.utils.json import parse_json_markdown
 from pydantic import BaseModel, Field
 
@@ -65,6 +67,7 @@ class LLMCritic:
         self.model = model
         self.prompts = prompts
         self.ask = ask or StructuredAsk(model)
+        self._format = _sent_format(model)
 
     def _messages(self, request: CritiqueRequest) -> list[BaseMessage]:
         return feedback_messages(self.prompts, request.task, request.draft, request.notes)
@@ -78,7 +81,12 @@ class LLMCritic:
     def _build(self, mode: str) -> Any:
         method = "json_schema" if mode == "json_schema" else "json_mode"
         chain = self.model.with_structured_output(CritiqueReply, method=method, include_raw=True)
-        return bare_request(chain) or chain
+        bare = bare_request(chain)
+        if bare is None:
+            return chain
+        if mode == "json_schema" and self._format and isinstance(bare, RunnableBinding):
+            return bare.bind(response_format=self._format)
+        return bare
 
     def critique(self, request: CritiqueRequest) -> CritiqueResult:
         """Judge the draft, asking the best way the model takes (see the class)."""
@@ -111,6 +119,8 @@ class LLMCritic:
             return reply, [], []
         structured = _as_structured(reply)
         try:
+            if mode == "json_schema" and self._format:
+                _validate_as_the_sdk_does(reply)
             result = self._from_structured(structured)
         except Exception as error:  # noqa: BLE001 - unreadable: ask in plain text
             return None, [], _unreadable(error)
@@ -184,6 +194,37 @@ class LLMCritic:
         elif empty:
             problems.insert(0, f"{_EMPTY}; asked again")
         return CritiqueResult(critique, usage, (*earlier, *problems))
+
+
+def _sent_format(model: Any) -> dict[str, Any] | None:
+    """CritiqueReply as the openai SDK sends it, for a ChatOpenAI model (None for others).
+
+    Handed the class, ChatOpenAI passes it on to the SDK, which works its strict JSON
+    schema out again at every call (pydantic's schema generation: about 0.3 ms of CPU
+    per critique). The critic's bound request takes the SDK's own format instead, worked
+    out here once (`_build`), so every request is the same, byte for byte; the SDK then
+    leaves the reply unparsed, and the critic validates it as the SDK did
+    (`_validate_as_the_sdk_does`).
+    """
+    chat_openai = sys.modules.get("langchain_openai")
+    if chat_openai is None or not isinstance(model, chat_openai.chat_models.base.BaseChatOpenAI):
+        return None
+    try:
+        from openai.lib._parsing import type_to_response_format_param
+    except ImportError:  # another SDK version: it works the format out itself
+        return None
+    sent: Any = type_to_response_format_param(CritiqueReply)
+    return dict(sent)
+
+
+def _validate_as_the_sdk_does(reply: Any) -> None:
+    """Raise pydantic's ValidationError for a reply with text that is not CritiqueReply's
+    JSON, as the SDK does when handed the class (a refusal or an empty reply is read on)."""
+    if not isinstance(reply, BaseMessage) or refusal_of(reply):
+        return
+    text = reply.content if isinstance(reply.content, str) else message_text(reply)
+    if text:
+        CritiqueReply.model_validate_json(text)
 
 
 def _unreadable(error: Exception) -> list[str]:

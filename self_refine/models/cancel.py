@@ -104,9 +104,18 @@ def note_reply(text: str, usage: Any) -> None:
 
 class StopNewCalls(BaseCallbackHandler):
     """A callback handler that refuses every model call, before its request is sent, once
-    `cancel_calls()` was called: put it in a run's `callbacks`."""
+    `cancel_calls()` was called: put it in a run's `callbacks`.
+
+    It takes only model starts: LangChain hands a run's handlers every event of every
+    runnable inside it (a graph step, each node, each parser: a dozen per refine
+    iteration), and skips a handler for the kinds it ignores."""
 
     raise_error = True
+    ignore_chain = True
+    ignore_agent = True
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
 
     def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
         """Refuse the call when the program is stopping."""

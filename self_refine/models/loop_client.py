@@ -6,11 +6,16 @@ second `asyncio.run(...)` with the same base URL (a training loop that calls
 `arefine_batch` every step, a notebook cell run twice, pytest's loop per test) then
 reuses a connection of a closed loop and fails with "Event loop is closed". This
 client keeps one pool per running loop; a pool goes with its loop.
+
+The client itself never sends: it is built on a transport that refuses to, so that
+making it (once per resolved model) opens no pool and loads no TLS certificates
+(about 25 ms each time); only the pools of the loops that send do.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import weakref
 from typing import Any
 
@@ -19,11 +24,24 @@ import openai
 __all__ = ["LoopLocalAsyncClient"]
 
 
+def _client_transport_base() -> type:
+    """The transport base class of the HTTP library the openai SDK's client is built on."""
+    client_base = openai.DefaultAsyncHttpxClient.__mro__[1]
+    return vars(sys.modules[client_base.__module__.split(".")[0]])["AsyncBaseTransport"]
+
+
+class _NoTransport(_client_transport_base()):  # type: ignore[misc]
+    """The transport of the client object itself, which sends through its loops' pools."""
+
+    async def handle_async_request(self, request: Any) -> Any:
+        raise RuntimeError("LoopLocalAsyncClient sends through the pool of the running loop")
+
+
 class LoopLocalAsyncClient(openai.DefaultAsyncHttpxClient):
     """An `httpx.AsyncClient` (as the openai SDK builds it) that sends through a pool per loop."""
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+        super().__init__(**{**options, "transport": _NoTransport()})
         self._options = options
         self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
             weakref.WeakKeyDictionary()
