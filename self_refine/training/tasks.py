@@ -1,30 +1,36 @@
 """What a GRPO prompt asks, and the reference that checks its answers.
 
 TRL's prompts are a string (standard format) or a list of chat messages
-(conversational format). The refine graph is given the prompt's task: the string
-itself, or the text of its last user message. A rollout function receives only the
-prompts, so the references that verifiers check answers against are looked up by
-that task, from the dataset the trainer trains on (`References`).
+(conversational format); a dataset's images reach them as `{"type": "image", "image":
+<PIL image>}` parts of the first user message. The prompt's task is the string itself,
+or the text of its last user message; the refine graph is given that text, with the
+prompt's images before it as inline PNG blocks (`graph_task`). A rollout function
+receives only the prompts, so the references that verifiers check answers against are
+looked up by the task's text, from the dataset the trainer trains on (`References`).
 """
 
 from __future__ import annotations
 
+import base64
+import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from self_refine.critics import Verifier, resolve_verifier
 from self_refine.errors import ConfigError
 
-__all__ = ["References", "completion_text", "task_of"]
+__all__ = [
+    "References",
+    "completion_text",
+    "graph_task",
+    "loggable_prompt",
+    "prompt_images",
+    "task_of",
+]
 
 
-def task_of(prompt: Any, *, images: bool = False) -> str:
-    """The task text of a TRL prompt: the string, or its last user message's text.
-
-    A message with an image block is refused unless `images` is true, where its text
-    blocks alone are the task (a verifier reads text; the refine rollout's policy
-    would not see the image, so the rollout refuses it).
-    """
+def task_of(prompt: Any) -> str:
+    """The task text of a TRL prompt: the string, or its last user message's text blocks."""
     if isinstance(prompt, str):
         if not prompt.strip():
             raise ConfigError("a prompt is empty: every prompt must ask something")
@@ -32,7 +38,7 @@ def task_of(prompt: Any, *, images: bool = False) -> str:
     if isinstance(prompt, Sequence) and prompt and all(isinstance(m, Mapping) for m in prompt):
         users = [m for m in prompt if m.get("role") == "user"]
         if users:
-            return _content_text(users[-1].get("content"), images)
+            return _content_text(users[-1].get("content"))
     raise ConfigError(
         "a prompt must be a string or a list of chat messages with a user message "
         f"(TRL's standard or conversational format), got {str(prompt)[:80]!r}"
@@ -46,17 +52,66 @@ def completion_text(completion: Any) -> str:
     return "".join(_content_text(m.get("content")) for m in completion if isinstance(m, Mapping))
 
 
-def _content_text(content: Any, images: bool = False) -> str:
+def prompt_images(prompt: Any) -> list[Any]:
+    """The images of a TRL prompt's messages, in their order (none for a string)."""
+    if isinstance(prompt, str):
+        return []
+    return [
+        block["image"]
+        for message in prompt
+        if isinstance(message, Mapping) and isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, Mapping) and block.get("type") == "image" and "image" in block
+    ]
+
+
+def graph_task(prompt: Any, task: str) -> str | list[dict[str, Any]]:
+    """What the refine graph is given for a prompt: its task text, after its images.
+
+    Each image is an inline PNG block (lossless, so a processor reads the pixels the
+    trainer's dataset holds); a prompt without images gives the text alone.
+    """
+    images = prompt_images(prompt)
+    if not images:
+        return task
+    blocks: list[dict[str, Any]] = []
+    for image in images:
+        if not hasattr(image, "save"):
+            raise ConfigError(
+                f"a prompt's image is a {type(image).__name__}, not a PIL image: give the "
+                "dataset's image column as images (datasets' Image feature decodes them)"
+            )
+        png = io.BytesIO()
+        image.save(png, format="PNG")
+        data = base64.b64encode(png.getvalue()).decode("ascii")
+        blocks.append({"type": "image", "base64": data, "mime_type": "image/png"})
+    return [*blocks, {"type": "text", "text": task}]
+
+
+def loggable_prompt(prompt: Any) -> Any:
+    """The prompt with each image part's image left out (a JSONL line holds text)."""
+    if isinstance(prompt, str):
+        return prompt
+    return [
+        {
+            **message,
+            "content": [
+                {k: v for k, v in block.items() if k != "image"}
+                if isinstance(block, Mapping) and block.get("type") == "image"
+                else block
+                for block in message["content"]
+            ],
+        }
+        if isinstance(message, Mapping) and isinstance(message.get("content"), list)
+        else message
+        for message in prompt
+    ]
+
+
+def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        if not images and any(
-            isinstance(b, Mapping) and b.get("type") not in ("text", None) for b in content
-        ):
-            raise ConfigError(
-                "a prompt with images cannot be refined: refine_rollout's policy reads text "
-                "(train a vision-language model with TRL's own rollouts: rollout_func=None)"
-            )
         return "".join(
             str(b.get("text", ""))
             for b in content
