@@ -87,7 +87,7 @@ class RefineRollout:
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         """Sample, judge, refine the wrong samples and return what GRPOTrainer trains on."""
         for prompt in prompts:  # every prompt's reference found before any generation
-            self.references.of(task_of(prompt))
+            self.references.of(prompt)
         _check_trainer(trainer)
         processor = _processor_of(trainer.processing_class)
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
@@ -135,7 +135,7 @@ class RefineRollout:
         Returns one outcome per prompt and the seconds turn 2 took.
         """
         tasks = [task_of(p) for p in prompts]
-        references = [self.references.of(t) for t in tasks]
+        references = [self.references.of(p) for p in prompts]
         if policy.processor is None and any(prompt_images(p) for p in prompts):
             raise ConfigError(
                 "a prompt carries images and the policy reads text: train a vision-language "
@@ -172,7 +172,7 @@ class RefineRollout:
                 model=policy,
                 answers=[o.draft for o in wrong],
                 correct=[False] * len(wrong),
-                references=[self.references.of(o.task) for o in wrong],
+                references=[self.references.of(o.prompt) for o in wrong],
                 verifiers=self.verifiers,
                 critics=self.critics,
                 roles=Roles(critic=self.critic_model),

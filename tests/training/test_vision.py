@@ -280,3 +280,25 @@ def test_a_vision_policy_answers_a_message_with_an_inline_image_and_refuses_a_ur
     with pytest.raises(ConfigError, match="reads images given inline"):
         policy.invoke([HumanMessage([url, text])])
     assert len(given) == 1
+
+
+def test_one_question_asked_of_two_images_finds_each_images_reference() -> None:
+    from PIL import Image
+
+    red, blue = (Image.new("RGB", (28, 28), c) for c in ((255, 0, 0), (0, 0, 255)))
+    question = [{"role": "user", "content": "Name the colour."}]
+    rows = [
+        {"prompt": question, "image": red, "reference": {"min_chars": 3}},
+        {"prompt": question, "image": blue, "reference": {"min_chars": 4}},
+    ]
+    rollout = refine_rollout(rows, verifiers=[long_enough])
+
+    def asked(image: Any) -> list[dict[str, Any]]:  # the prompt as GRPOTrainer sends it
+        content = [{"type": "image", "image": image}, {"type": "text", "text": "Name the colour."}]
+        return [{"role": "user", "content": content}]
+
+    assert rollout.references.of(asked(red.copy())) == {"min_chars": 3}
+    assert rollout.references.of(asked(blue.copy())) == {"min_chars": 4}
+    green = Image.new("RGB", (28, 28), (0, 255, 0))
+    with pytest.raises(ConfigError, match="not in the rollout's dataset .* with its images"):
+        rollout.references.of(asked(green))
