@@ -126,7 +126,8 @@ def _conversation(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     for turn in conversation:
         if not isinstance(turn.get("content"), str):
             raise ConfigError(
-                "the policy model reads text only: a task with images cannot be refined"
+                "the policy model reads text only: a task with images needs a "
+                "vision-language policy and its processor (PolicyChatModel(processor=...))"
             )
     return [{"role": turn["role"], "content": turn["content"]} for turn in conversation]
 
@@ -261,8 +262,11 @@ class PolicyChatModel(BaseChatModel):
     def render_conversation(
         self, conversation: Sequence[Mapping[str, Any]]
     ) -> tuple[list[int], dict[str, Any]]:
-        """Chat turns as transformers reads them (images as `{"type": "image", "image": ...}`
-        parts), rendered by the processor's chat template: the ids and the image inputs."""
+        """Render chat turns with the processor's chat template: the ids and the image inputs.
+
+        The turns are as transformers reads them: an image is a `{"type": "image",
+        "image": <PIL image>}` part, as GRPOTrainer puts a dataset's image in a prompt.
+        """
         if self.processor is None:
             raise ConfigError("rendering images needs the policy's processor: pass processor=")
         turns = [
