@@ -138,8 +138,8 @@ class RefineRollout:
         references = [self.references.of(p) for p in prompts]
         if policy.processor is None and any(prompt_images(p) for p in prompts):
             raise ConfigError(
-                "a prompt carries images and the policy reads text: train a vision-language "
-                "model with its processor as the trainer's processing_class"
+                "a prompt carries images and the policy reads text: give a vision-language "
+                "model with its processor (in a trainer: its processing_class)"
             )
         prompt_ids, inputs = _rendered_prompts(prompts, policy)
         marked = sorted({k for i in inputs for k in i} & set(TOKEN_ALIGNED_INPUTS))

@@ -241,7 +241,7 @@ def test_image_prompts_are_refused_before_generating_when_the_policy_reads_text(
             ],
         }
     ]
-    with pytest.raises(ConfigError, match="policy reads text: train a vision-language model"):
+    with pytest.raises(ConfigError, match="policy reads text: give a vision-language model"):
         rollout.turns([prompt], PolicyChatModel(model=model, tokenizer=tokenizer), 4)
     assert generated == []
 
@@ -302,3 +302,12 @@ def test_one_question_asked_of_two_images_finds_each_images_reference() -> None:
     green = Image.new("RGB", (28, 28), (0, 255, 0))
     with pytest.raises(ConfigError, match="not in the rollout's dataset .* with its images"):
         rollout.references.of(asked(green))
+
+
+def test_held_out_evaluation_refuses_items_with_images_before_loading_a_model(
+    tmp_path: Path,
+) -> None:
+    from self_refine.training import evaluate_policy
+
+    with pytest.raises(ConfigError, match="item 0 carries images: evaluate_policy evaluates text"):
+        evaluate_policy(tmp_path / "no-model", _rows(), verifiers=[long_enough])
