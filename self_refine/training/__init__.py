@@ -3,7 +3,8 @@
 `refine_rollout` builds a `rollout_func` that refines each step's wrong samples
 through the refine graph, the policy answering through `PolicyChatModel` (a
 transformers model as a chat model, its concurrent calls batched into one
-`generate`); `verifier_reward` makes reward functions of the same verifiers;
+`generate`; a vision-language model reads a prompt's images through its
+processor); `verifier_reward` makes reward functions of the same verifiers;
 `trainable_model` turns the embedded GGUF model into a transformers model directory
 the trainer can train; `evaluate_policy` measures a policy's acc@t1, acc@t2 and
 transitions on held-out items (`python -m self_refine.training.evaluate`). torch,

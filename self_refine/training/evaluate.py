@@ -165,6 +165,13 @@ def _prepared(
             f"'prompt' and its reference), got {type(items).__name__}"
         )
     rows = list(items)
+    pictured = next((i for i, row in enumerate(rows) if _has_images(row)), None)
+    if pictured is not None:
+        raise ConfigError(
+            f"item {pictured} carries images: evaluate_policy evaluates text items only "
+            "(a vision-language policy trains with refine rollouts, but its evaluation is not "
+            "built); give items without an image column or image parts"
+        )
     rollout = refine_rollout(
         rows, verifiers=verifiers, profile=profile, critics=critics, max_new_tokens=max_new_tokens
     )
@@ -221,6 +228,25 @@ def evaluation_callback(
                 self._evaluate(state, kwargs["model"], kwargs["processing_class"])
 
     return _EvaluateEvery()
+
+
+def _has_images(row: Any) -> bool:
+    """True for an item with an image column or a prompt with image parts."""
+    if not isinstance(row, Mapping):
+        return False
+    column = row.get("images") or ([row["image"]] if row.get("image") is not None else [])
+    prompt = row.get("prompt")
+    parts = (
+        [
+            b
+            for m in prompt
+            if isinstance(m, Mapping) and isinstance(m.get("content"), list)
+            for b in m["content"]
+        ]
+        if isinstance(prompt, list)
+        else []
+    )
+    return bool(column) or any(isinstance(b, Mapping) and b.get("type") == "image" for b in parts)
 
 
 def _refuse_trained(rows: list[Mapping[str, Any]], trained_on: Iterable[Mapping[str, Any]]) -> None:

@@ -14,17 +14,26 @@ template rendered them, the generated ids and the call's run metadata (the graph
 thread id, role, iteration), which is what a trainer needs to score the refinement
 in the context it was written in. Sampling follows `generation_config` (a GRPO
 trainer's own, for the policy's turns).
+
+A vision-language policy comes with its `processor`: every request is rendered by the
+processor's chat template, each image of a message (given inline, as a base64 or
+data: URL block) an `{"type": "image"}` part there, and the processor's image inputs
+(`pixel_values` and the like) go to `generate` with the ids, concatenated over the
+batch in the order of its prompts as the ids' image tokens are.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import copy
+import io
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -34,7 +43,10 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from self_refine.errors import ConfigError
 
-__all__ = ["PolicyCall", "PolicyChatModel"]
+__all__ = ["TOKEN_ALIGNED_INPUTS", "PolicyCall", "PolicyChatModel"]
+
+TOKEN_ALIGNED_INPUTS = ("token_type_ids", "mm_token_type_ids")
+"""A processor's inputs with one value per prompt token (the others are per image)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,7 @@ class PolicyCall:
 @dataclass
 class _Request:
     prompt_ids: list[int]
+    inputs: dict[str, Any]
     max_new_tokens: int
     future: asyncio.Future[list[int]]
 
@@ -64,9 +77,11 @@ class _Gatherer:
         self.arrived = asyncio.Event()
         self.worker: asyncio.Task[None] | None = None
 
-    async def ask(self, prompt_ids: list[int], max_new_tokens: int) -> list[int]:
+    async def ask(
+        self, prompt_ids: list[int], inputs: dict[str, Any], max_new_tokens: int
+    ) -> list[int]:
         future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
-        self.waiting.append(_Request(prompt_ids, max_new_tokens, future))
+        self.waiting.append(_Request(prompt_ids, inputs, max_new_tokens, future))
         self.arrived.set()
         if self.worker is None or self.worker.done():
             self.worker = asyncio.create_task(self._drain())
@@ -89,6 +104,7 @@ class _Gatherer:
                         self.policy.generate_ids,
                         [r.prompt_ids for r in batch],
                         [r.max_new_tokens for r in batch],
+                        [r.inputs for r in batch],
                     )
                 except Exception as error:  # every caller of the batch gets it
                     for request in batch:
@@ -110,23 +126,85 @@ def _conversation(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     for turn in conversation:
         if not isinstance(turn.get("content"), str):
             raise ConfigError(
-                "the policy model reads text only: a task with images cannot be refined"
+                "the policy model reads text only: a task with images needs a "
+                "vision-language policy and its processor (PolicyChatModel(processor=...))"
             )
     return [{"role": turn["role"], "content": turn["content"]} for turn in conversation]
+
+
+def _vision_conversation(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """The messages as a processor's chat template reads them: text and image parts."""
+    turns = []
+    for turn in convert_to_openai_messages(list(messages)):
+        content = turn.get("content")
+        parts = (
+            [{"type": "text", "text": content}]
+            if isinstance(content, str)
+            else [_vision_part(part) for part in content or []]
+        )
+        turns.append({"role": turn["role"], "content": parts})
+    return turns
+
+
+def _vision_part(part: Any) -> dict[str, Any]:
+    if part.get("type") == "text":
+        return {"type": "text", "text": str(part.get("text", ""))}
+    inner = part.get("image_url") if part.get("type") == "image_url" else None
+    url = str(inner.get("url", "")) if isinstance(inner, Mapping) else ""
+    head, _, data = url.partition(",")
+    if not (head.startswith("data:image/") and head.endswith(";base64")):
+        raise ConfigError(
+            "the policy reads images given inline (base64 or a data:image/ URL), not "
+            f"{url[:40] or part.get('type')!r}: give the task's images as data"
+        )
+    from PIL import Image
+
+    try:
+        image = Image.open(io.BytesIO(base64.b64decode(data, validate=True)))
+        image.load()
+    except (binascii.Error, OSError) as error:
+        raise ConfigError(f"an image of the task cannot be read ({error})") from None
+    return {"type": "image", "image": image}
+
+
+def _batched_inputs(
+    inputs: Sequence[Mapping[str, Any]], lengths: Sequence[int], width: int
+) -> dict[str, Any]:
+    """The prompts' image inputs as one batch's: per-image tensors concatenated in prompt
+    order, per-token ones (`TOKEN_ALIGNED_INPUTS`) left-padded with zeros like the ids."""
+    import torch
+
+    batched: dict[str, Any] = {}
+    for key in sorted({k for each in inputs for k in each}):
+        if key in TOKEN_ALIGNED_INPUTS:
+            rows = torch.zeros((len(lengths), width), dtype=torch.long)
+            for row, (each, length) in enumerate(zip(inputs, lengths, strict=True)):
+                if key in each and length:
+                    rows[row, width - length :] = torch.as_tensor(each[key]).reshape(-1)[-length:]
+            batched[key] = rows
+        else:
+            batched[key] = torch.cat([torch.as_tensor(each[key]) for each in inputs if key in each])
+    return batched
 
 
 class PolicyChatModel(BaseChatModel):
     """A transformers causal LM (a GRPO trainer's policy) as a chat model; calls batch up.
 
     `model` and `tokenizer` are a `PreTrainedModel` and its tokenizer, which must
-    have a chat template. `generation_config` is how to sample (None: the model's
-    own); `max_new_tokens` caps each reply.
+    have a chat template. A vision-language model comes with its `processor`, whose
+    chat template renders every request and which reads the requests' images.
+    `generation_config` is how to sample (None: the model's own); `max_new_tokens`
+    caps each reply.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     model: Any = Field(description="The transformers causal LM that answers.")
     tokenizer: Any = Field(description="Its tokenizer, with a chat template.")
+    processor: Any = Field(
+        default=None,
+        description="A vision-language model's processor (None: the model reads text).",
+    )
     generation_config: Any = Field(default=None, description="How to sample (None: the model's).")
     max_new_tokens: int = Field(default=256, ge=1, description="Most tokens one reply may have.")
     max_batch: int = Field(default=64, ge=1, description="Most requests answered by one generate.")
@@ -140,9 +218,6 @@ class PolicyChatModel(BaseChatModel):
         default_factory=dict,
         description="Options of `apply_chat_template` (`chat_template` among them).",
     )
-
-    accepts_images: ClassVar[bool] = False
-    """It reads text: a task with images is refused before the first call."""
 
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _gatherers: dict[int, tuple[asyncio.AbstractEventLoop, _Gatherer]] = PrivateAttr(
@@ -160,8 +235,19 @@ class PolicyChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_name": self.model_name, "max_new_tokens": self.max_new_tokens}
 
+    @property
+    def accepts_images(self) -> bool:
+        """True with a processor; a text policy's task with images is refused before any call."""
+        return self.processor is not None
+
     def prompt_ids(self, messages: Sequence[BaseMessage]) -> list[int]:
         """The token ids of the messages as the chat template renders them, ready to answer."""
+        return self.render(messages)[0]
+
+    def render(self, messages: Sequence[BaseMessage]) -> tuple[list[int], dict[str, Any]]:
+        """The messages' token ids, ready to answer, and the processor's image inputs for them."""
+        if self.processor is not None:
+            return self.render_conversation(_vision_conversation(messages))
         if getattr(self.tokenizer, "chat_template", None) is None:
             raise ConfigError("the policy's tokenizer has no chat template: set one first")
         rendered = self.tokenizer.apply_chat_template(
@@ -171,15 +257,48 @@ class PolicyChatModel(BaseChatModel):
             return_dict=True,
             **self.chat_template_kwargs,
         )
-        return list(rendered["input_ids"])
+        return list(rendered["input_ids"]), {}
+
+    def render_conversation(
+        self, conversation: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[int], dict[str, Any]]:
+        """Render chat turns with the processor's chat template: the ids and the image inputs.
+
+        The turns are as transformers reads them: an image is a `{"type": "image",
+        "image": <PIL image>}` part, as GRPOTrainer puts a dataset's image in a prompt.
+        """
+        if self.processor is None:
+            raise ConfigError("rendering images needs the policy's processor: pass processor=")
+        turns = [
+            {**turn, "content": [{"type": "text", "text": turn["content"]}]}
+            if isinstance(turn.get("content"), str)
+            else dict(turn)
+            for turn in conversation
+        ]
+        rendered = self.processor.apply_chat_template(
+            turns,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+            return_tensors="pt",
+            **self.chat_template_kwargs,
+        )
+        ids = [int(t) for t in rendered["input_ids"][0]]
+        inputs = {k: v for k, v in rendered.items() if k not in ("input_ids", "attention_mask")}
+        return ids, inputs
 
     def generate_ids(
-        self, prompts: Sequence[Sequence[int]], max_new_tokens: Sequence[int] | int | None = None
+        self,
+        prompts: Sequence[Sequence[int]],
+        max_new_tokens: Sequence[int] | int | None = None,
+        inputs: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[list[int]]:
         """Generate after each prompt with one left-padded `generate`; each reply ends at EOS.
 
         A reply keeps its end-of-sequence token when it wrote one (as a GRPO
         trainer's own rollouts do) and is cut at its own `max_new_tokens`.
+        `inputs` are each prompt's image inputs (`render`), given to `generate`
+        with the batch.
         """
         import torch
 
@@ -201,13 +320,17 @@ class PolicyChatModel(BaseChatModel):
                 ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
                 mask[row, width - len(prompt) :] = 1
         device = getattr(self.model, "device", None) or torch.device("cpu")
+        extra = _batched_inputs(inputs or [], [len(p) for p in prompts], width)
         config = copy.deepcopy(self.generation_config or self.model.generation_config)
         config.max_new_tokens = max(caps)
         config.pad_token_id = pad
         ends = self._end_ids(config)
         with self._lock, torch.no_grad():
             output = self.model.generate(
-                input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                generation_config=config,
+                **{k: v.to(device) for k, v in extra.items()},
             )
         replies = []
         for row, cap in zip(output[:, width:].tolist(), caps, strict=True):
@@ -304,8 +427,8 @@ class PolicyChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        prompt = self.prompt_ids(messages)
-        reply = self.generate_ids([prompt], self._cap(kwargs))[0]
+        prompt, inputs = self.render(messages)
+        reply = self.generate_ids([prompt], self._cap(kwargs), [inputs])[0]
         return self._result(messages, prompt, reply, stop, run_manager)
 
     async def _agenerate(
@@ -315,6 +438,6 @@ class PolicyChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        prompt = self.prompt_ids(messages)
-        reply = await self._gatherer().ask(prompt, self._cap(kwargs))
+        prompt, inputs = self.render(messages)
+        reply = await self._gatherer().ask(prompt, inputs, self._cap(kwargs))
         return self._result(messages, prompt, reply, stop, run_manager)

@@ -63,7 +63,7 @@ def verifier_reward(
             if rollout is not None
             else [completion_text(c) for c in completions]
         )
-        tasks = [task_of(p, images=True) for p in prompts]  # a verifier reads the text
+        tasks = [task_of(p) for p in prompts]  # a verifier reads the text
         scores = [_score(t, a, r) for t, a, r in zip(tasks, answers, references, strict=True)]
         log_metric = kwargs.get("log_metric")
         if log_metric is not None:

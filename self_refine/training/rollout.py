@@ -10,6 +10,15 @@ concurrent calls share one `generate`. The trainer gets each sample's token ids
 functions, a `self_refine` entry per sample (the answer to judge, whether it was
 refined, right before and after).
 
+Image prompts (a dataset's `image` or `images` column, which TRL puts into each
+prompt's first user message) need a vision-language policy, whose processor is the
+trainer's `processing_class`: its drafts are sampled from the prompt as TRL renders it,
+and the refine graph gets the task as text and image blocks, so that the critique (when
+the policy critiques) and the refinement requests carry the image too. The trainer
+scores every sample with the image inputs it makes itself from the dataset's images
+and its own rendering of the prompt; the sample's ids carry that image once, in the
+prompt (the draft's prompt, or the refine request's opening), so they line up.
+
 Every refined sample goes to the JSONL `log`. The step's metrics (`METRICS`) reach the
 trainer's log through TRL's public API: the rollout returns them per sample in its
 `self_refine` entries, which TRL forwards to the reward functions, and `verifier_reward`
@@ -40,9 +49,15 @@ from self_refine.errors import ConfigError, SelfRefineError
 from self_refine.graphs import Roles
 from self_refine.models.resolve import check_model, resolve_model
 from self_refine.prompts import get_profile
-from self_refine.training.policy import PolicyCall, PolicyChatModel
+from self_refine.training.policy import TOKEN_ALIGNED_INPUTS, PolicyCall, PolicyChatModel
 from self_refine.training.samples import TRAIN_ON, Outcome, TrainOn, trainer_sample
-from self_refine.training.tasks import References, task_of
+from self_refine.training.tasks import (
+    References,
+    graph_task,
+    loggable_prompt,
+    prompt_images,
+    task_of,
+)
 
 __all__ = ["RefineRollout", "RefineStepError", "refine_rollout"]
 
@@ -72,13 +87,15 @@ class RefineRollout:
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         """Sample, judge, refine the wrong samples and return what GRPOTrainer trains on."""
         for prompt in prompts:  # every prompt's reference found before any generation
-            self.references.of(task_of(prompt))
+            self.references.of(prompt)
         _check_trainer(trainer)
+        processor = _processor_of(trainer.processing_class)
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
         with _generating(trainer) as model:
             policy = PolicyChatModel(
                 model=model,
                 tokenizer=tokenizer,
+                processor=processor,
                 generation_config=trainer.generation_config,
                 max_new_tokens=self.max_new_tokens or trainer.max_completion_length,
                 gather_seconds=self.gather_seconds,
@@ -118,9 +135,22 @@ class RefineRollout:
         Returns one outcome per prompt and the seconds turn 2 took.
         """
         tasks = [task_of(p) for p in prompts]
-        references = [self.references.of(t) for t in tasks]
-        prompt_ids = _prompt_ids(prompts, policy.tokenizer, policy.chat_template_kwargs)
-        drafts_ids = policy.generate_ids(prompt_ids, draft_tokens)
+        references = [self.references.of(p) for p in prompts]
+        if policy.processor is None and any(prompt_images(p) for p in prompts):
+            raise ConfigError(
+                "a prompt carries images and the policy reads text: give a vision-language "
+                "model with its processor (in a trainer: its processing_class)"
+            )
+        prompt_ids, inputs = _rendered_prompts(prompts, policy)
+        marked = sorted({k for i in inputs for k in i} & set(TOKEN_ALIGNED_INPUTS))
+        if self.train_on == "exchange" and marked:
+            raise ConfigError(
+                f"this policy's processor marks the prompt's tokens ({', '.join(marked)}), "
+                "which GRPOTrainer makes from its own rendering of the trainer's prompt, not from "
+                "the refine request's opening that an exchange sample starts with: "
+                "pass train_on='refinement'"
+            )
+        drafts_ids = policy.generate_ids(prompt_ids, draft_tokens, inputs)
         outcomes = []
         for prompt, task, ids, ref, reference in zip(
             prompts, tasks, drafts_ids, prompt_ids, references, strict=True
@@ -138,11 +168,11 @@ class RefineRollout:
             return
         with policy.recording() as calls, policy.expecting(len(wrong)):
             result = refine_batch(
-                [o.task for o in wrong],
+                [graph_task(o.prompt, o.task) for o in wrong],
                 model=policy,
                 answers=[o.draft for o in wrong],
                 correct=[False] * len(wrong),
-                references=[self.references.of(o.task) for o in wrong],
+                references=[self.references.of(o.prompt) for o in wrong],
                 verifiers=self.verifiers,
                 critics=self.critics,
                 roles=Roles(critic=self.critic_model),
@@ -176,7 +206,7 @@ class RefineRollout:
                 [
                     {
                         "step": step,
-                        "prompt": o.prompt,
+                        "prompt": loggable_prompt(o.prompt),
                         "draft": o.draft,
                         "critique": o.critique,
                         "refinement": o.refinement,
@@ -227,22 +257,43 @@ def _template_options(trainer: Any) -> dict[str, Any]:
     return options
 
 
-def _prompt_ids(prompts: list[Any], tokenizer: Any, template: dict[str, Any]) -> list[list[int]]:
-    """The prompts' token ids, as the trainer's own generation would have them.
+def _processor_of(processing_class: Any) -> Any:
+    """The trainer's processor when it has one (a vision-language model's), else None."""
+    try:
+        from transformers import ProcessorMixin
+    except ImportError:
+        return None
+    return processing_class if isinstance(processing_class, ProcessorMixin) else None
+
+
+def _rendered_prompts(
+    prompts: list[Any], policy: PolicyChatModel
+) -> tuple[list[list[int]], list[dict[str, Any]]]:
+    """The prompts' token ids and image inputs, as the trainer's own generation would have them.
 
     A string (TRL's standard format) is tokenized as it is; chat messages are rendered
-    with the chat template, ready for the answer.
+    with the chat template, ready for the answer (the processor's, with its images,
+    when the policy has one).
     """
-    ids = []
+    tokenizer, template = policy.tokenizer, policy.chat_template_kwargs
+    ids: list[list[int]] = []
+    inputs: list[dict[str, Any]] = []
     for prompt in prompts:
         if isinstance(prompt, str):
             ids.append(list(tokenizer(text=prompt)["input_ids"]))
+            inputs.append({})
+            continue
+        if policy.processor is not None:
+            prompt_ids, prompt_inputs = policy.render_conversation(prompt)
+            ids.append(prompt_ids)
+            inputs.append(prompt_inputs)
             continue
         rendered = tokenizer.apply_chat_template(
             prompt, add_generation_prompt=True, tokenize=True, return_dict=True, **template
         )
         ids.append(list(rendered["input_ids"]))
-    return ids
+        inputs.append({})
+    return ids, inputs
 
 
 def _generating(trainer: Any) -> AbstractContextManager[Any]:

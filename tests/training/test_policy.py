@@ -98,3 +98,22 @@ def test_a_task_with_images_is_refused_before_generating() -> None:
     image = {"type": "image", "url": "https://example.com/cat.png"}
     with pytest.raises(ConfigError, match="reads text only"):
         policy.invoke([HumanMessage([{"type": "text", "text": "What is it?"}, image])])
+
+
+def test_a_text_policy_renders_with_its_tokenizer_and_generates_from_the_ids_alone() -> None:
+    policy = _greedy()
+    given: list[dict[str, Any]] = []
+    generate = policy.model.generate
+    policy.model.generate = lambda **kw: given.append(kw) or generate(**kw)
+    messages = [SystemMessage("Be brief."), HumanMessage("Say hi.")]
+    policy.invoke(messages)
+    expected = policy.tokenizer.apply_chat_template(
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi."}],
+        add_generation_prompt=True,
+        tokenize=True,
+        return_dict=True,
+    )["input_ids"]
+    assert policy.prompt_ids(messages) == list(expected)
+    assert set(given[0]) == {"input_ids", "attention_mask", "generation_config"}
+    assert given[0]["input_ids"][0].tolist() == list(expected)
+    assert policy.accepts_images is False
