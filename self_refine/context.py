@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "FIELD_NAMES",
     "MAX_ITERATIONS_LIMIT",
+    "NO_CRITIC",
     "REFINE_FORMS",
     "RESULT_FIELDS",
     "ROLE_MODEL_FIELDS",
@@ -76,6 +77,9 @@ SELECTS: tuple[Select, ...] = ("best", "last", "vote")
 """Which draft a run answers with: see the `select` setting."""
 
 ROLE_MODEL_FIELDS = ("generator_model", "critic_model", "refiner_model")
+
+NO_CRITIC = "none"
+"""The critic list that critiques nothing (`critics="none"`): a vote over samples alone."""
 
 _INTEGER_LIMIT = 2**63 - 1
 """Largest whole-number setting: what a checkpoint (SQLite, msgpack) can store."""
@@ -169,8 +173,11 @@ class RefineContext:
         metadata=_describe(
             'Who critiques each draft, by name: verifiers ("answer", "python_tests", '
             '"concepts", "json_schema", "program"), which run first, and "llm" (the critic '
-            'model) to explain their findings; or "human" alone (asks a person). A string is '
-            "read as \"name,name\". Empty: the graph's critics, else the profile's defaults."
+            'model) to explain their findings; or "human" alone (asks a person); or "none" '
+            "alone: no draft is critiqued, no critic model is called, and the run's tokens "
+            'go to samples (self-consistency: needs strategy "sample" and select "vote"). A '
+            "string is read as \"name,name\". Empty: the graph's critics, else the profile's "
+            "defaults."
         ),
     )
     judge: tuple[str, ...] | None = field(
@@ -374,6 +381,8 @@ class RefineContext:
             raise ConfigError(f"first_verified must be true or false, got {self.first_verified!r}")
         if self.select not in SELECTS:
             raise ConfigError(f'select must be "best", "last" or "vote", got {self.select!r}')
+        if self.critics == (NO_CRITIC,):
+            self.check_without_critic()
         if self.select == "vote":
             self._check_vote()
         for name in ("model", *ROLE_MODEL_FIELDS, "base_url", "api_key"):
@@ -382,6 +391,30 @@ class RefineContext:
                 raise ConfigError(f"{name} must be a string, got {type(value).__name__}")
         if not isinstance(self.profile, str) or not self.profile:
             raise ConfigError(f"profile must be a profile's name, got {self.profile!r}")
+
+    def check_without_critic(self) -> None:
+        """Raise ConfigError unless a run of these settings can go without a critic.
+
+        With no critique there is no feedback to refine from and no score to rank or stop
+        by: only fresh samples answered by their vote make sense.
+        """
+        fix = 'or name a critic (e.g. critics "llm")'
+        if self.strategy in ("refine", "search"):
+            raise ConfigError(
+                f'critics "none" leaves nothing to refine from, and strategy "{self.strategy}" '
+                f'refines: use strategy "sample" (with select "vote"), {fix}'
+            )
+        if self.select != "vote":
+            raise ConfigError(
+                f'critics "none" gives no score, so select "{self.select}" has nothing to '
+                f'rank by: use select "vote" (the final answer most samples state), {fix}'
+            )
+        for name in ("score_threshold", "patience"):
+            if getattr(self, name) is not None:
+                raise ConfigError(
+                    f'{name} stops by the critic\'s score, and critics "none" gives none: '
+                    f"leave {name} out, {fix}"
+                )
 
     def _check_vote(self) -> None:
         """Raise ConfigError when a vote over final answers makes no sense for these settings."""

@@ -9,7 +9,8 @@ one's is the rest). The reading stops at the first unit that would take the tota
 b. The answer is the library's own choice (`best_attempt`) among the steps read whole;
 a step read in part counts as the candidates read, the library's pick among them
 (`best_candidate`): the pick of all of them when it is among those read, as the rank
-is one order.
+is one order. A run that votes (`select="vote"`) answers with the vote among the drafts
+read (`voted_candidate`), as its finalize does among all of them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from self_refine.nodes.ranking import best_attempt, best_candidate
+from self_refine.nodes.ranking import best_attempt, best_candidate, voted_candidate
 
 __all__ = ["Reading", "answer_at", "tokens_of"]
 
@@ -71,8 +72,9 @@ def _part(attempt: dict[str, Any], read: list[dict[str, Any] | None]) -> dict[st
     }
 
 
-def answer_at(attempts: Sequence[dict[str, Any]], budget: int) -> Reading:
-    """The answer the run would have given had it stopped at `budget` tokens."""
+def answer_at(attempts: Sequence[dict[str, Any]], budget: int, select: str = "best") -> Reading:
+    """The answer the run would have given had it stopped at `budget` tokens (`select`: the
+    run's setting; "vote" counts in a run that samples)."""
     whole: list[dict[str, Any]] = []
     spent = 0
     for attempt in attempts:
@@ -89,10 +91,11 @@ def answer_at(attempts: Sequence[dict[str, Any]], budget: int) -> Reading:
         if part is not None:
             whole.append(part)
         if any("node" in a for a in attempts):
-            return Reading(_best_of_tree(attempts, read_nodes(attempts, budget)), spent, len(whole))
+            nodes = read_nodes(attempts, budget)
+            return Reading(_best_of_tree(attempts, nodes, select), spent, len(whole))
         break
     if any("node" in a for a in attempts):
-        return Reading(_best_of_tree(attempts, None), spent, len(whole))
+        return Reading(_best_of_tree(attempts, None, select), spent, len(whole))
     return Reading(best_attempt(whole), spent, len(whole))  # type: ignore[arg-type]
 
 
@@ -112,10 +115,11 @@ def read_nodes(attempts: Sequence[dict[str, Any]], budget: int) -> set[int]:
 
 
 def _best_of_tree(
-    attempts: Sequence[dict[str, Any]], nodes: set[int] | None
+    attempts: Sequence[dict[str, Any]], nodes: set[int] | None, select: str = "best"
 ) -> dict[str, Any] | None:
     """A run that samples or searches answers with the best of all its drafts (the library's
-    `best_candidate` over every node, as its finalize does), here those read (`nodes`)."""
+    `best_candidate` over every node, as its finalize does; with `select="vote"`, its
+    `voted_candidate`), here those read (`nodes`)."""
     drafts = []
     for attempt in attempts:
         picked = {
@@ -132,7 +136,8 @@ def _best_of_tree(
         drafts += [d for d in (picked, *others) if d.get("node") is not None]
     if nodes is not None:
         drafts = [d for d in drafts if d["node"] in nodes]
-    chosen = best_candidate(drafts)  # type: ignore[arg-type]
+    pick = voted_candidate if select == "vote" else best_candidate
+    chosen = pick(drafts)  # type: ignore[arg-type]
     if chosen is None:
         return None
     return {

@@ -5,9 +5,8 @@ settings a user can switch on, and grades each answer with the set's key afterwa
 (the key only grades):
 
 - `first`: the first draft alone (the vote run's first sample, node 0);
-- `vote`: self-consistency, 4 samples of the math profile, `select="vote"`; the run's
-  only critic is a verifier that passes no draft, so no critic tokens are spent and
-  every sample is drawn (the library has no critic-free run);
+- `vote`: self-consistency, 4 samples of the math profile, `select="vote"`, no critic
+  (`critics="none"`): no draft is critiqued, so every token goes to the samples;
 - `program`: the `math_program` profile with the `program` verifier: samples until a
   draft's own program prints its stated answer (at most 4), else the vote of the 4;
 - `critic`: the paper's loop, math profile, the LLM critic, one refine step.
@@ -29,22 +28,16 @@ from benchmarks.quality.intervals import wilson
 from self_refine import refine
 from self_refine.critics.verifiers import judge_draft
 from self_refine.critics.verifiers.program import without_program
-from self_refine.state import Critique
 
 SET = Path(__file__).parent / "sets" / "arithmetic.jsonl"
 SETTINGS = ("first", "vote", "program", "critic")
-
-
-def passes_nothing(task: str, draft: str, reference: Any) -> Critique:
-    """A verifier that judges nothing: every draft is unverified, no model is asked."""
-    return Critique(score=None, done=False)
 
 
 _RUNS: dict[str, dict[str, Any]] = {
     "vote": {
         "profile": "math",
         "strategy": "sample",
-        "critics": [passes_nothing],
+        "critics": "none",
         "select": "vote",
         "max_iterations": 3,
     },

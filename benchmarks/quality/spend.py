@@ -10,6 +10,9 @@ tokens, prompt and reply (`--budgets`). Each strategy then runs once per item th
 - refine+candidates: as refine, `--candidates` replies per step (the first draft's too);
 - search: the library's search over attempts; skipped, with a note, when the library has
   no `strategy` setting.
+- vote: self-consistency, fresh drafts answered by their vote with no critic (every
+  token buys samples); on sets whose profile's drafts end with a final answer
+  (arithmetic), skipped with a note on the others.
 
 What a run may check its drafts with is `--feedback` (`feedback.py`): the checks the task
 gives (the default: the words a constrained task lists, the example asserts a code task
@@ -65,12 +68,17 @@ BUDGETS = (1, 2, 4, 8)
 
 
 def _reading(
-    item: dict[str, Any], attempts: list[dict[str, Any]], budget: int, grader: Grader
+    item: dict[str, Any],
+    attempts: list[dict[str, Any]],
+    budget: int,
+    grader: Grader,
+    select: str = "best",
 ) -> dict[str, Any]:
-    """The answer at one budget, judged by the grader on the item's grading reference."""
+    """The answer at one budget (chosen as the run's `select` chooses), judged by the grader
+    on the item's grading reference."""
     from self_refine.batch.judge import is_echo
 
-    read = answer_at(attempts, budget)
+    read = answer_at(attempts, budget, select)
     found = {"budget": budget, "tokens": read.tokens, "steps": read.attempts}
     if read.answer is None:
         return {**found, "answer": None, "correct": False, "forms": [], "echo": False}
@@ -143,7 +151,10 @@ async def _anytime(
     seconds = time.perf_counter() - start
     record = result.records[0] or {}
     attempts = list(record.get("attempts") or [])
-    readings = [{"multiple": m, **_reading(item, attempts, m * unit, grader)} for m in args.budgets]
+    select = str(settings.get("select", "best"))
+    readings = [
+        {"multiple": m, **_reading(item, attempts, m * unit, grader, select)} for m in args.budgets
+    ]
     done = {
         "id": item["id"],
         "task": item["task"],
@@ -221,18 +232,39 @@ def _model(
     return cached, {**meta, "cache": {"enabled": True, "folder": str(args.cache)}}, cache
 
 
-def _skipped(args: argparse.Namespace) -> dict[str, str]:
-    """The strategies asked for that this library cannot run, and why (said on stderr)."""
+def _skipped(args: argparse.Namespace) -> dict[tuple[str, str], str]:
+    """The (set, strategy) pairs asked for that cannot run, and why (said on stderr): a
+    strategy this library lacks, or one the set's profile cannot take (a vote where drafts
+    state no final answer)."""
     skipped = {}
     for strategy in args.strategies:
-        try:
-            strategy_settings(
-                strategy, verifier=None, profile="", budget=1, first_tokens=1, candidates=2
-            )
-        except Unavailable as why:
-            skipped[strategy] = str(why)
-            print(f"NOTE: {why}", file=sys.stderr, flush=True)
+        for name in args.sets:
+            try:
+                strategy_settings(
+                    strategy,
+                    verifier=None,
+                    profile=PROFILE[name],
+                    budget=1,
+                    first_tokens=1,
+                    candidates=2,
+                )
+            except Unavailable as why:
+                skipped[(name, strategy)] = str(why)
+                print(f"NOTE: {name}: {why}", file=sys.stderr, flush=True)
     return skipped
+
+
+def _skip_notes(skipped: dict[tuple[str, str], str], sets: list[str]) -> dict[str, str]:
+    """Each skipped strategy with why, for the page: the reason alone when every set skipped
+    it for the same reason, else each set that skipped it with its own."""
+    notes: dict[str, str] = {}
+    for strategy in dict.fromkeys(s for _, s in skipped):
+        whys = {name: why for (name, s), why in skipped.items() if s == strategy}
+        if set(whys) == set(sets) and len(set(whys.values())) == 1:
+            notes[strategy] = next(iter(whys.values()))
+        else:
+            notes[strategy] = "; ".join(f"on {name}: {why}" for name, why in whys.items())
+    return notes
 
 
 def _document(
@@ -280,10 +312,15 @@ async def run(
     suffixes = {"json": ".json", "md": ".md", "png": ".png", "records": ".records.jsonl"}
     paths = {kind: args.out / f"{stem}{suffix}" for kind, suffix in suffixes.items()}
     refuse_existing(list(paths.values()), args.overwrite)
-    skipped = _skipped(args)
-    strategies = [s for s in args.strategies if s not in skipped]
+    not_run = _skipped(args)
+    skipped = _skip_notes(not_run, args.sets)
     sizes = {name: len(load_items(name, args.n, args.part)) for name in args.sets}
-    plan = [(name, phase, sizes[name]) for name in args.sets for phase in ["first", *strategies]]
+    plan = [
+        (name, phase, sizes[name])
+        for name in args.sets
+        for phase in ["first", *args.strategies]
+        if (name, phase) not in not_run
+    ]
     progress = Progress(plan, cache)
     results: dict[str, Any] = {}
     records: list[dict[str, Any]] = []
@@ -362,7 +399,7 @@ def parser() -> argparse.ArgumentParser:
         "LLM critic only, or the answer key and hidden tests (an upper bound, never what a "
         "user gets)",
     )
-    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="default: all four")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="default: all five")
     parser.add_argument(
         "--budgets",
         default=",".join(map(str, BUDGETS)),

@@ -8,10 +8,17 @@ the run's token budget as `max_tokens_total`:
 - refine+candidates: as refine, `candidates` replies per step (the first draft's too);
 - search: the library's search over the tree of attempts, on the verifier's findings
   alone (no explaining critic: its tokens would come out of the budget).
+- vote: self-consistency (Wang et al., 2023), the baseline where no checker exists:
+  fresh drafts, `select="vote"`, and no critic (`critics="none"`: every token of the
+  budget buys samples); the run's verifier, where the feedback setting gives one, still
+  judges (the vote counts the drafts it passed, and a passed draft ends the run). Only for
+  sets whose profile's drafts end with a final answer (arithmetic: "math"); elsewhere
+  `strategy_settings` says it is skipped.
 
 The run's verifier is what the feedback setting allows (`feedback.run_checks`); where it
-allows none (critic only, or arithmetic, whose run has no key), every strategy has the
-LLM critic alone: its score picks sample's draft and ranks the search's.
+allows none (critic only, or arithmetic, whose run has no key), every strategy but vote has
+the LLM critic alone: its score picks sample's draft and ranks the search's (vote has no
+critic at all).
 
 Where `RefineContext` has a `strategy` setting, each strategy is that setting (the
 library's sample spends the budget by itself). Where it has none, sample is one step of
@@ -33,7 +40,7 @@ __all__ = [
     "strategy_settings",
 ]
 
-STRATEGIES = ("sample", "refine", "refine+candidates", "search")
+STRATEGIES = ("sample", "refine", "refine+candidates", "search", "vote")
 """Every strategy the benchmark compares, in the order its tables show them."""
 
 _SAMPLE_MARGIN = 1.25
@@ -62,10 +69,11 @@ def strategy_settings(
 ) -> dict[str, Any]:
     """The `RefineContext` fields that run `strategy` on one item within `budget` tokens.
 
-    `verifier` is the run's verifier (None: the LLM critic alone); `first_tokens` is what
-    the item's first draft cost (prompt and reply); `candidates` the replies per step of
-    refine+candidates (and of search). Raises `Unavailable` for a strategy this library
-    cannot run.
+    `verifier` is the run's verifier (None: the LLM critic alone, for vote no critic);
+    `first_tokens` is what the item's first draft cost (prompt and reply); `candidates` the
+    replies per step of refine+candidates (and of search). Raises `Unavailable` for a
+    strategy this library cannot run, or this profile cannot take (a vote where drafts
+    state no final answer).
     """
     from self_refine.context import CANDIDATES_LIMIT, MAX_ITERATIONS_LIMIT
 
@@ -79,6 +87,8 @@ def strategy_settings(
     }
     checked = (verifier,) if verifier else ("llm",)
     refining = {**common, "critics": (verifier, "llm") if verifier else ("llm",)}
+    if strategy == "vote":
+        return {**common, **_vote(profile, verifier)}
     if has_strategy_setting():
         if strategy == "sample":
             return {**common, "strategy": "sample", "critics": checked}
@@ -102,3 +112,20 @@ def strategy_settings(
     if strategy == "refine":
         return refining
     return {**refining, "candidates": candidates}
+
+
+def _vote(profile: str, verifier: str | None) -> dict[str, Any]:
+    """The settings of a vote over fresh samples with no critic; `Unavailable` where the
+    library or the profile cannot vote."""
+    from self_refine.context import NO_CRITIC
+    from self_refine.prompts import get_profile
+
+    if not has_strategy_setting():
+        raise Unavailable("vote is skipped: this library's RefineContext has no `strategy` setting")
+    if not get_profile(profile).final_answer:
+        raise Unavailable(
+            f"vote is skipped: it counts final answers, and the drafts of profile {profile!r} "
+            "state none"
+        )
+    critics = (verifier,) if verifier else (NO_CRITIC,)
+    return {"strategy": "sample", "select": "vote", "critics": critics}

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from itertools import zip_longest
 from typing import Any, TextIO
 
+from self_refine.context import NO_CRITIC
 from self_refine.redact import terminal_safe
 from self_refine.state import STOPPED, Attempt, Candidate
 from self_refine.tree import (
@@ -85,6 +86,8 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
         if attempt.get("kept_because"):
             print(f"    {kept}: {terminal_safe(attempt['kept_because'])}", file=out)
         empty = "(every verifier passed)" if critique.get("verified") else "(no feedback items)"
+        if critique.get("source") == NO_CRITIC:
+            empty = "(not critiqued: critics none)"
         for item in shown_feedback(critique.get("feedback") or [empty]):
             print(
                 textwrap.fill(

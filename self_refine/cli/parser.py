@@ -104,7 +104,9 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         metavar="NAME[,NAME]",
         help="who critiques: verifiers (answer, python_tests, concepts, json_schema, program) run "
         "first, then llm (the critic model) explains their findings when one fails; "
-        "'human', alone, asks you at the terminal instead (default: the profile's critics)",
+        "'human', alone, asks you at the terminal instead; 'none', alone, critiques nothing "
+        "and calls no critic model, so the tokens go to samples: self-consistency, with "
+        "--strategy sample --select vote only (default: the profile's critics)",
     )
     parser.add_argument(
         "--max-tokens-total", type=int, help="token budget of the run (stop reason token_budget)"

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from self_refine.context import NO_CRITIC
 from self_refine.critics.base import Critic
 from self_refine.critics.combined import check_judgeable
 from self_refine.critics.verifiers import EXPLAINER_NAMES, VerifierCritic, resolve_verifier
@@ -29,6 +30,11 @@ class CriticPlan:
     verifiers: tuple[VerifierCritic, ...]
     explainer: Explainer | None
 
+    @property
+    def critiques(self) -> bool:
+        """False for the list that critiques nothing (`"none"`), True for any other."""
+        return bool(self.verifiers) or self.explainer is not None
+
     def check(self, reference: Any) -> None:
         """Raise ConfigError if the reference is malformed or no critic could judge a draft."""
         check_judgeable(self.verifiers, self.explainer is not None, reference)
@@ -43,7 +49,8 @@ def unchecked_verifiers(specs: Sequence[Any], reference: Any) -> dict[str, str]:
     and its caller says which verifier sits idle. `specs` holds critic and judge
     specs; explaining critics and callables are skipped.
     """
-    names = [spec for spec in specs if isinstance(spec, str) and spec not in EXPLAINER_NAMES]
+    skipped = (*EXPLAINER_NAMES, NO_CRITIC)
+    names = [spec for spec in specs if isinstance(spec, str) and spec not in skipped]
     reasons = {name: resolve_verifier(name).applies(reference) for name in dict.fromkeys(names)}
     return {name: reason for name, reason in reasons.items() if reason}
 
@@ -64,12 +71,20 @@ def resolve_critics(specs: str | Sequence[Any]) -> CriticPlan:
 
     `specs` holds verifier names or (task, draft, reference) callables, and at
     most one of "llm", "human" or a Critic object; a string is read as a
-    comma-separated list of names. Raises ConfigError for an empty list, an
-    unknown name, the human critic named with others, or two explaining critics.
+    comma-separated list of names. "none" alone is the list that critiques nothing (no
+    verifier, no explaining critic). Raises ConfigError for an empty list, an unknown
+    name, "none" or the human critic named with others, or two explaining critics.
     """
     items = critic_names(specs) if isinstance(specs, str) else list(specs)
     if not items:
         raise ConfigError('no critic configured: add "llm" or a verifier to the critics')
+    if NO_CRITIC in items:
+        if len(items) > 1:
+            raise ConfigError(
+                'critics "none" means no critic at all: name it alone (critics ["none"], '
+                "--critics none), or leave it out and keep the others"
+            )
+        return CriticPlan((), None)
     explainers = [spec for spec in items if _is_explainer(spec)]
     verifiers = [
         spec if isinstance(spec, VerifierCritic) else resolve_verifier(spec)

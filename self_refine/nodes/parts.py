@@ -23,6 +23,7 @@ from self_refine.context import RefineContext, call_settings, context_changes
 from self_refine.critics import CombinedCritic, Critic, HumanCritic, LLMCritic, resolve_critics
 from self_refine.critics.base import RunCritic
 from self_refine.critics.judge import FirstDraftJudge
+from self_refine.critics.none import NoCritic
 from self_refine.critics.typed import ResponseFormat, TypedAnswerCritic
 from self_refine.errors import ConfigError
 from self_refine.models.calls import trace_config
@@ -97,6 +98,8 @@ class RunPlan:
     models: RoleModels = field(repr=False)
     answer_format: ResponseFormat | None = None
     """The graph's response format: drafts are asked for as JSON of its schema."""
+    critiques: bool = True
+    """False when the run critiques nothing (`critics="none"`: `NoCritic`)."""
 
     @property
     def profile(self) -> str:
@@ -153,9 +156,13 @@ class RunPlan:
     def check_settings(self, *, saved: bool) -> None:
         """Raise ConfigError when these settings cannot run in this graph, new run or not.
 
-        A human critic answers one draft at a time and needs the run saved (`saved`)
-        to be resumed with the answer.
+        A run with no critic must sample and vote (`RefineContext.check_without_critic`:
+        the graph's `critics=["none"]` meets the call's settings here). A human critic
+        answers one draft at a time and needs the run saved (`saved`) to be resumed with
+        the answer.
         """
+        if not self.critiques:
+            self.settings.check_without_critic()
         if not isinstance(self.critic.critic.explainer, HumanCritic):
             return
         if self.settings.candidates > 1:
@@ -249,11 +256,13 @@ class Parts:
             explainer = LLMCritic(model, prompts, models.ask(model))
         elif not isinstance(critics.explainer, str):
             explainer = critics.explainer  # a Critic object, or None
-        critic: RunCritic = (
-            TypedAnswerCritic(critics.verifiers, explainer, answer_format)
-            if answer_format is not None
-            else CombinedCritic(critics.verifiers, explainer)
-        )
+        critic: RunCritic
+        if not critics.critiques:  # critics "none": a vote's samples, judged by nothing
+            critic = NoCritic()
+        elif answer_format is not None:
+            critic = TypedAnswerCritic(critics.verifiers, explainer, answer_format)
+        else:
+            critic = CombinedCritic(critics.verifiers, explainer)
         judge = self.judge if settings.judge is None else settings.judge
         if judge:
             critic = FirstDraftJudge(judge, critic)
@@ -272,6 +281,7 @@ class Parts:
                 )
             ),
             critic=CriticRun(critic),
+            critiques=critics.critiques,
             writes_code=prompts.name.startswith("code") or "python_tests" in prompts.critics,
             models=models,
             answer_format=answer_format,

@@ -325,11 +325,71 @@ async def test_a_draft_the_examples_pass_is_graded_by_the_hidden_tests(tmp_path:
     assert verdicts == {"task": True, "key": False}  # the run's own check passed it
 
 
-def test_without_a_verifier_every_strategy_has_the_critic_alone() -> None:
+def test_without_a_verifier_every_strategy_but_the_vote_has_the_critic_alone() -> None:
     ask = {"profile": "math", "budget": 800, "first_tokens": 100, "candidates": 3}
     for strategy in strategies.STRATEGIES:
         settings = strategies.strategy_settings(strategy, verifier=None, **ask)
-        assert settings["critics"] == ("llm",), strategy
+        assert settings["critics"] == ("none",) if strategy == "vote" else ("llm",), strategy
+
+
+def test_the_vote_samples_with_no_critic_and_needs_drafts_that_state_a_final_answer() -> None:
+    ask = {"budget": 800, "first_tokens": 100, "candidates": 3}
+    vote = strategies.strategy_settings("vote", verifier=None, profile="math", **ask)
+    assert vote["strategy"] == "sample" and vote["select"] == "vote"
+    assert vote["critics"] == ("none",) and vote["max_tokens_total"] == 800
+    keyed = strategies.strategy_settings("vote", verifier="answer", profile="math", **ask)
+    assert keyed["critics"] == ("answer",), "a verifier the feedback setting gives still judges"
+    with pytest.raises(strategies.Unavailable, match="'constrained_generation' state none"):
+        strategies.strategy_settings("vote", verifier=None, profile="constrained_generation", **ask)
+
+
+def _answers(*answers: str) -> Any:
+    """Drafts stating the given answers in turn, the last repeated."""
+    said = list(answers)
+
+    def draft(messages: Any) -> str:
+        answer = said.pop(0) if len(said) > 1 else said[0]
+        return f"Working through the costs step by step. The answer is {answer}."
+
+    return draft
+
+
+async def test_the_vote_spends_the_budget_on_samples_alone_and_is_read_as_a_vote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The first draft (the first phase's), then the vote's samples: wrong, right, right, ...
+    model = FakeChatModel(script={"generator": [_answers("31", "31", "30", "30", "29", "30")]})
+    given = ["--n", "1", "--sets", "arithmetic,constrained", "--no-cache", "--resamples", "100"]
+    given += ["--strategies", "vote", "--out", str(tmp_path)]
+    document, records, paths = await run(arguments(given), model)
+    assert {s.role for s in model.requests} == {"generator"}, "no critic was asked"
+    assert set(document["results"]["arithmetic"]["strategies"]) == {"vote"}
+    assert document["results"]["constrained"]["strategies"] == {}
+    assert "on constrained: vote is skipped" in document["skipped"]["vote"]
+    assert "NOTE: constrained: vote is skipped" in capsys.readouterr().err
+    assert "vote not run" in paths["md"].read_text()
+    (voted,) = [r for r in records if r["strategy"] == "vote"]
+    assert voted["set"] == "arithmetic" and voted["stop_reason"] == "token_budget"
+    assert voted["settings"]["critics"] == ("none",)
+    samples = [d for a in voted["attempts"] for d in [a, *a.get("candidates", [])]]
+    one = voted["first_tokens"]
+    assert len(samples) == 8 and voted["run_tokens"] == 8 * one  # 8x: eight samples
+    assert {d["critique"]["source"] for d in samples} == {"none"}
+    # 1x: the first sample (31); 2x: a tie of 31 and 30 goes to the earlier; 4x, 8x: 30.
+    assert [b["correct"] for b in voted["budgets"]] == [False, False, True, True]
+
+    judged = FakeChatModel(
+        script={
+            "generator": [_answers("31", "31", "30", "30", "29", "30")],
+            "critic": [critique(["Check the change."], score=0.5)],
+        }
+    )
+    sampled = ["--n", "1", "--sets", "arithmetic", "--no-cache", "--resamples", "100"]
+    sampled += ["--strategies", "sample", "--out", str(tmp_path / "sample")]
+    _, records, _ = await run(arguments(sampled), judged)
+    (critiqued,) = [r for r in records if r["strategy"] == "sample"]
+    drawn = sum(1 + len(a.get("candidates", [])) for a in critiqued["attempts"])
+    assert drawn == 4, "a critique costs what a sample does: half the samples at 8x"
 
 
 def test_bad_options_are_refused_before_any_model_is_loaded() -> None:

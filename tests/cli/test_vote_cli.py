@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from self_refine.cli.main import main
@@ -21,3 +23,34 @@ def test_the_command_line_takes_a_vote_and_refuses_one_that_makes_no_sense(
         ["run", "What is 2 + 3?", "--profile", "math", "--strategy", "sample", "--select", "vote"]
     )
     assert code == 0 and calls.roles[0] == "generator"
+
+
+@pytest.mark.usefixtures("workdir")
+def test_a_vote_without_a_critic_calls_no_critic_and_shows_its_drafts_as_not_critiqued(
+    capsys: pytest.CaptureFixture[str], calls: Calls, workdir: Path
+) -> None:
+    vote = ["--profile", "math", "--strategy", "sample", "--select", "vote"]
+    code = main(["run", "What is 2 + 3?", *vote, "--critics", "none", "--thread-id", "v"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert calls.roles and set(calls.roles) == {"generator"}
+    assert "(not critiqued: critics none)" in out and "Stopped: max_iterations" in out
+    assert main(["show", "v"]) == 0
+    assert "max_iterations" in capsys.readouterr().out
+    assert main(["show", "v", "--html", "v.html"]) == 0
+    assert "not critiqued (critics none)" in (workdir / "v.html").read_text()
+
+
+@pytest.mark.usefixtures("workdir")
+def test_the_command_line_refuses_no_critic_without_a_vote_and_its_help_says_when_it_fits(
+    capsys: pytest.CaptureFixture[str], calls: Calls
+) -> None:
+    code = main(["run", "What is 2 + 3?", "--profile", "math", "--critics", "none"])
+    err = capsys.readouterr().err
+    assert code == 2 and '--critics "none" leaves nothing to refine from' in err
+    assert 'use strategy "sample" (with select "vote")' in err
+    assert calls.roles == []
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "'none', alone, critiques nothing" in shown and "--select vote" in shown

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from self_refine.context import NO_CRITIC
 from self_refine.critics.verifiers.answer import ANSWER
 from self_refine.critics.verifiers.base import (
     BuiltinVerifier,
@@ -30,7 +31,7 @@ EXPLAINER_NAMES = ("llm", "human")
 
 
 def _known() -> str:
-    return ", ".join(repr(n) for n in (*EXPLAINER_NAMES, *VERIFIERS))
+    return ", ".join(repr(n) for n in (*EXPLAINER_NAMES, *VERIFIERS, NO_CRITIC))
 
 
 def resolve_verifier(spec: str | Verifier) -> VerifierCritic:
