@@ -12,7 +12,9 @@ from tests.cli.conftest import Calls
 def test_the_command_line_takes_a_vote_and_refuses_one_that_makes_no_sense(
     capsys: pytest.CaptureFixture[str], calls: Calls
 ) -> None:
-    code = main(["run", "What is 2 + 3?", "--profile", "math", "--select", "vote"])
+    code = main(
+        ["run", "What is 2 + 3?", "--profile", "math", "--strategy", "refine", "--select", "vote"]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "--select vote counts the final answers" in err
     assert 'use strategy "sample"' in err
@@ -21,3 +23,13 @@ def test_the_command_line_takes_a_vote_and_refuses_one_that_makes_no_sense(
         ["run", "What is 2 + 3?", "--profile", "math", "--strategy", "sample", "--select", "vote"]
     )
     assert code == 0 and calls.roles[0] == "generator"
+
+
+@pytest.mark.usefixtures("workdir")
+def test_a_vote_with_no_strategy_named_samples_and_says_so(
+    capsys: pytest.CaptureFixture[str], calls: Calls
+) -> None:
+    code = main(["run", "What is 2 + 3?", "--profile", "math", "--select", "vote"])
+    err = capsys.readouterr().err
+    assert code == 0 and calls.roles[0] == "generator"
+    assert 'self-refine: strategy sample (select "vote" counts the final answers' in err
