@@ -238,10 +238,11 @@ class RefineContext:
             'How each step is spent: "refine" (the draft is critiqued and rewritten from the '
             'critique, the loop of the paper), "sample" (fresh drafts of the task, best-of-N '
             'until the budget is spent) or "search" (each reply of a step either refines '
-            "one of the drafts so far or writes a fresh one, chosen by a bandit over the "
-            "verifiers' graded scores; the best draft so far is the answer). With "
-            '"sample" and "search" the steps go on until a draft is verified, the token '
-            'budget (max_tokens_total) is spent, or max_iterations steps are taken. "auto": '
+            "one of the drafts a verifier failed, saying what failed, or writes a fresh one, "
+            "chosen by a bandit over the verifiers' graded scores; the best draft so far is "
+            'the answer). With "sample" and "search" the steps go on until a draft is '
+            "verified, the token budget (max_tokens_total) is spent, or max_iterations steps "
+            'are taken. "auto": '
             '"sample" when a verifier can check the drafts, "refine" when the critic alone '
             'judges them or the offline stand-in writes them, "sample" with select "vote"; '
             "the run keeps the strategy it took."
