@@ -14,16 +14,15 @@ MODEL ?= local
 # model one greedy draft of the default task misses a word and refinement of that one
 # draft rarely fixes it, while one of four samples passes (benchmarks/results/quality-latest.md).
 CANDIDATES ?= 4
-# The default task comes with its concept check, so it spends its steps as the budget
-# benchmark says pays with this model: fresh drafts (--strategy sample) until one is
-# verified (benchmarks/results/budget-local-qwen2.5-coder-0.5b-*.md: sampling and search
-# tie at 8x a first draft's tokens on every set, refining never beat the first draft).
-# The offline stand-in writes the same draft every time, so with it the task refines.
-# A TASK of your own runs plain: the refine loop, the model critiquing.
-STRATEGY ?= $(if $(filter offline,$(MODEL)),refine,sample)
+# The strategy is the run's default (the strategy setting's "auto", which the run names on
+# stderr): the default task comes with its concept check, so its steps are fresh drafts
+# until one is verified (sample); with MODEL=offline, whose drafts never differ, and for a
+# TASK of your own (the model critiquing), the refine loop. STRATEGY=... names one.
+STRATEGY ?=
 ifeq ($(origin TASK),file)
-RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)' --strategy $(STRATEGY)
+RUN_OPTIONS := --profile constrained_generation --reference '$(REFERENCE)'
 endif
+RUN_OPTIONS += $(if $(STRATEGY),--strategy $(STRATEGY))
 RUN_NEEDS := $(if $(filter local local:%,$(MODEL)),$(VENV)/.installed-local,$(VENV)/.installed-run)
 
 .PHONY: run test lint studio bench bench-quality bench-budget bench-training docs clean local-runtime

@@ -1,7 +1,9 @@
 """Refine a tool-using ReAct agent's answer with an exact verifier.
 
 The generator and the refiner are a LangGraph ReAct agent with a calculator tool;
-the `answer` verifier checks the result against the known answer. The agent runs
+the `answer` verifier checks the result against the known answer, and the run
+refines a wrong answer (`strategy="refine"`: with a verifier, a run's default
+strategy would write fresh answers instead). The agent runs
 inside the refine run: its tool calls, and its checkpoints, nest under the refine
 node that called it (stream with `subgraphs=True` to see its steps).
 
@@ -19,7 +21,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.prebuilt import create_react_agent
 
-from self_refine import Roles, create_self_refine_graph
+from self_refine import RefineContext, Roles, create_self_refine_graph
 
 
 @tool
@@ -56,7 +58,10 @@ with warnings.catch_warnings():
     agent = create_react_agent(model, [multiply], name="calculator")
 
 graph = create_self_refine_graph(
-    "offline", roles=Roles(generator=agent, refiner=agent), critics=["answer"]
+    "offline",
+    roles=Roles(generator=agent, refiner=agent),
+    critics=["answer"],
+    settings=RefineContext(strategy="refine"),
 ).compile()
 task = {"task": "What is 6 times 7?", "reference": {"answer": "42"}}
 for namespace, update in graph.stream(task, subgraphs=True, stream_mode="updates"):

@@ -31,9 +31,11 @@ __all__ = [
     "CANDIDATES_LIMIT",
     "CONNECTION_FIELDS",
     "DEFAULT_MAX_ITERATIONS",
+    "DEFAULT_STRATEGY",
     "DEFAULT_REFINE_FORM",
     "DEFAULT_MAX_TOKENS",
     "FIELD_NAMES",
+    "KEPT_BEFORE",
     "MAX_ITERATIONS_LIMIT",
     "NO_CRITIC",
     "REFINE_FORMS",
@@ -43,10 +45,13 @@ __all__ = [
     "RefineContext",
     "SELECTS",
     "STRATEGIES",
+    "STRATEGY_SETTINGS",
     "Strategy",
+    "StrategySetting",
     "call_settings",
     "check_context_names",
     "context_changes",
+    "default_strategy",
 ]
 
 DEFAULT_MAX_TOKENS = 1024
@@ -71,6 +76,41 @@ CANDIDATES_LIMIT = 16
 Strategy = Literal["refine", "sample", "search"]
 STRATEGIES: tuple[Strategy, ...] = ("refine", "sample", "search")
 """How a run spends its steps: see the `strategy` setting (`nodes/search.py`)."""
+StrategySetting = Literal["auto", "refine", "sample", "search"]
+STRATEGY_SETTINGS: tuple[StrategySetting, ...] = ("auto", *STRATEGIES)
+"""What the `strategy` setting may say: a strategy, or "auto" (`default_strategy`)."""
+
+DEFAULT_STRATEGY: dict[str, tuple[Strategy, str]] = {
+    "vote": ("sample", 'select "vote" counts the final answers of drafts sampled apart'),
+    "offline": (
+        "refine",
+        "the offline stand-in writes the same draft every time, so fresh drafts add nothing",
+    ),
+    "verifier": (
+        "sample",
+        "the default when a verifier checks the drafts: fresh drafts until one passes",
+    ),
+    "critic": (
+        "refine",
+        "the default when no verifier checks the drafts: the paper's loop of critique and rewrite",
+    ),
+}
+"""The strategy a run whose settings say "auto" takes, by the checks it has, first row first.
+
+- "vote": `select="vote"` counts answers of drafts sampled apart; refine writes one chain.
+- "offline": a writer (generator or refiner) is the offline stand-in, whose drafts never
+  differ, so sampling it gets nothing new.
+- "verifier": a verifier in `critics` can judge the drafts (the reference holds what it
+  needs). Measured with the local 0.5B model on the tuning part of the constrained set,
+  the concepts check on the task's own words, at 8x a first draft's tokens: sample 60%
+  of items verified against refine 30%, search tied with sample
+  (benchmarks/results/budget-local-qwen2.5-coder-0.5b-*-1841.md).
+- "critic": the LLM critic (or a person) alone judges: the paper's loop. Sample and search
+  would pick by the critic's score alone; no measurement here has compared them yet.
+
+The door works it out once per run (`Parts.settings_for`), from the critics and the
+reference of the run's input, and the run keeps the concrete strategy in its settings.
+"""
 
 Select = Literal["best", "last", "vote"]
 SELECTS: tuple[Select, ...] = ("best", "last", "vote")
@@ -199,16 +239,20 @@ class RefineContext:
             "refined (with candidates, best-of-N sampling)."
         ),
     )
-    strategy: Strategy = field(
-        default="refine",
+    strategy: StrategySetting = field(
+        default="auto",
         metadata=_describe(
             'How each step is spent: "refine" (the draft is critiqued and rewritten from the '
             'critique, the loop of the paper), "sample" (fresh drafts of the task, best-of-N '
             'until the budget is spent) or "search" (each reply of a step either refines '
-            "one of the drafts so far or writes a fresh one, chosen by a bandit over the "
-            "verifiers' graded scores; the best draft so far is the answer). With "
-            '"sample" and "search" the steps go on until a draft is verified, the token '
-            "budget (max_tokens_total) is spent, or max_iterations steps are taken."
+            "one of the drafts a verifier failed, saying what failed, or writes a fresh one, "
+            "chosen by a bandit over the verifiers' graded scores; the best draft so far is "
+            'the answer). With "sample" and "search" the steps go on until a draft is '
+            "verified, the token budget (max_tokens_total) is spent, or max_iterations steps "
+            'are taken. "auto": '
+            '"sample" when a verifier can check the drafts, "refine" when the critic alone '
+            'judges them or the offline stand-in writes them, "sample" with select "vote"; '
+            "the run keeps the strategy it took."
         ),
     )
     candidates: int = field(
@@ -373,9 +417,9 @@ class RefineContext:
             raise ConfigError(
                 f'refine_form must be "conversation", "single" or "fresh", got {self.refine_form!r}'
             )
-        if self.strategy not in STRATEGIES:
+        if self.strategy not in STRATEGY_SETTINGS:
             raise ConfigError(
-                f'strategy must be "refine", "sample" or "search", got {self.strategy!r}'
+                f'strategy must be "auto", "refine", "sample" or "search", got {self.strategy!r}'
             )
         if not isinstance(self.first_verified, bool):
             raise ConfigError(f"first_verified must be true or false, got {self.first_verified!r}")
@@ -460,7 +504,7 @@ class RefineContext:
         """The settings a run began with, read back from what its thread kept.
 
         A kept `base_url` whose password was masked cannot be used: the call must
-        give its context again.
+        give its context again. A run kept before the `strategy` setting existed refined.
         """
         from self_refine.redact import redact_url, url_has_password
 
@@ -470,8 +514,12 @@ class RefineContext:
                 "the run's base_url carries a password, which is never stored: "
                 "give base_url again in the context of this call"
             )
-        return cls(**kept)
+        return cls(**{**KEPT_BEFORE, **kept})
 
+
+KEPT_BEFORE: dict[str, Any] = {"strategy": "refine"}
+"""What a run kept before a setting existed ran with, for each such setting whose default
+is no longer that (threads kept before `strategy` refined)."""
 
 FIELD_NAMES = tuple(f.name for f in dataclasses.fields(RefineContext))
 """Every setting's one name."""
@@ -524,3 +572,9 @@ def call_settings(given: Any, base: RefineContext) -> RefineContext:
         return given
     changes = context_changes(given)
     return dataclasses.replace(base, **changes) if changes else base
+
+
+def default_strategy(*, vote: bool, offline: bool, verifier: bool) -> tuple[Strategy, str]:
+    """The strategy "auto" comes to for a run's checks, and why (`DEFAULT_STRATEGY`)."""
+    row = "vote" if vote else "offline" if offline else "verifier" if verifier else "critic"
+    return DEFAULT_STRATEGY[row]

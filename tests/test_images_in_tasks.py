@@ -62,7 +62,9 @@ def test_the_image_block_reaches_every_role_unchanged(form: str) -> None:
         red = "red" in draft
         return Critique(feedback=[] if red else ["Name the colour."], done=red, score=float(red))
 
-    result = refine(task, model=model, refine_form=form, critics=[sees_text, "llm"])
+    result = refine(
+        task, model=model, refine_form=form, critics=[sees_text, "llm"], strategy="refine"
+    )
     assert result["answer"] == "A red dot." and result["stop_reason"] == "verified"
     assert {sent.role for sent in model.requests} == {"generator", "critic", "refiner"}
     for sent in model.requests:

@@ -70,7 +70,9 @@ def test_a_failure_before_any_thread_neither_names_the_model_nor_promises_progre
         raise TypeError("Recursion limit reached")
 
     monkeypatch.setattr(SqliteSaver, "put", unserializable)
-    code = main(["run", "a task about dogs", "--model", "offline", "--thread-id", "t"])
+    # The strategy named: the run's line about its default would name the offline model.
+    argv = ["run", "a task about dogs", "--model", "offline", "--strategy", "refine"]
+    code = main([*argv, "--thread-id", "t"])
     error = capsys.readouterr().err
     assert code == 1 and error.count("\n") == 1, error
     assert "the run failed: TypeError: Recursion limit reached" in error
@@ -86,6 +88,7 @@ def test_a_failure_in_a_verifier_does_not_blame_the_model(
 
     monkeypatch.setattr(BuiltinVerifier, "__call__", broken)
     argv = ["run", "Use the words dog, park.", "--model", "offline", "--thread-id", "t"]
+    argv += ["--strategy", "refine"]  # named: the line about a default would name the model
     code = main([*argv, "--critics", "concepts", "--reference", '{"concepts": ["dog", "park"]}'])
     error = capsys.readouterr().err
     assert code == 1, error

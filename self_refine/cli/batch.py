@@ -6,9 +6,10 @@ import argparse
 import json
 import shlex
 import sys
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from self_refine.batch.files import FileBatch
 from self_refine.batch.items import BatchItem
@@ -24,11 +25,14 @@ from self_refine.cli.paths import (
     refuse_overlaps,
 )
 from self_refine.cli.progress import Progress, uses_local_model
-from self_refine.cli.settings import build_graph
+from self_refine.cli.settings import build_graph, say_strategy
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.pages.render import is_page
 from self_refine.redact import redact, terminal_safe
+
+if TYPE_CHECKING:
+    from self_refine.nodes.parts import Parts
 
 __all__ = ["batch_command", "report_command"]
 
@@ -66,6 +70,17 @@ def _job(
         concurrency=args.concurrency,
         response_format=response_format,
     )
+
+
+def _say_strategies(parts: Parts, context: RefineContext, items: Sequence[BatchItem]) -> None:
+    """Say, in one line, which strategy the items' runs take when the flags name none, and why
+    (each run's door works it out from the item's reference)."""
+    taken = Counter(parts.strategy_for(context, item.reference) for item in items)
+    if len(taken) == 1:
+        say_strategy(*next(iter(taken)))
+        return
+    shown = "; ".join(f"{strategy} for {count} ({why})" for (strategy, why), count in taken.items())
+    _warn(f"strategy {shown}; --strategy names one for every item")
 
 
 def _warn(message: str) -> None:
@@ -165,6 +180,8 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
         builder = build_graph(response_format)
         job.check_models(builder.parts, items)
     batch.prepare(items)  # a server that is down, an -o file that is not results: no work
+    if builder is not None and context.strategy == "auto":
+        _say_strategies(builder.parts, job.context, items)
     try:
         with stoppable("finished items are saved: run the same command to continue") as stop:
             try:

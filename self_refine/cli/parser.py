@@ -53,11 +53,12 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--strategy",
-        choices=("refine", "sample", "search"),
+        choices=("auto", "refine", "sample", "search"),
         help="how steps are spent: refine the draft from its critique; sample fresh drafts, "
-        "best-of-N; or search, where each reply refines one of the drafts so far or writes a "
-        "fresh one, as a bandit over the verifiers' scores chooses (default "
-        f"{_DEFAULT.strategy})",
+        "best-of-N; or search, where each reply refines one of the drafts a verifier failed "
+        "or writes a fresh one, as a bandit over the verifiers' scores chooses (default "
+        f"{_DEFAULT.strategy}: sample when a verifier checks the drafts, refine when the "
+        "critic alone judges them or the offline stand-in writes them; the run says which)",
     )
     parser.add_argument(
         "--first-verified",

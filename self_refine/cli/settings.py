@@ -18,7 +18,7 @@ import sys
 from typing import Any
 from urllib.parse import urlparse
 
-from self_refine.context import FIELD_NAMES, ROLE_MODEL_FIELDS, RefineContext
+from self_refine.context import DEFAULT_STRATEGY, FIELD_NAMES, ROLE_MODEL_FIELDS, RefineContext
 from self_refine.errors import ConfigError
 from self_refine.redact import redact_url
 
@@ -30,6 +30,7 @@ __all__ = [
     "critic_list",
     "given_settings",
     "read_key_file",
+    "say_strategy",
     "settings_from_flags",
     "warn_key_on_command_line",
 ]
@@ -154,6 +155,22 @@ def warn_unchecked(critics: list[Any], judge: tuple[str, ...], reference: Any) -
         f"self-refine: note: {'; '.join(idle.values())}: without it the "
         f"{' and '.join(idle)} verifier checks nothing, and the {judging} critic alone "
         "judges the drafts; give --reference to check them",
+        file=sys.stderr,
+    )
+
+
+_OTHER_STRATEGY = {
+    DEFAULT_STRATEGY["verifier"][1]: "--strategy refine for the paper's loop",
+    DEFAULT_STRATEGY["critic"][1]: "--strategy sample for fresh drafts, best-of-N",
+}
+"""What the line that names a run's default strategy offers instead, by why it was taken."""
+
+
+def say_strategy(strategy: str, why: str) -> None:
+    """Say, in one line, which strategy a run took when the user named none, and why."""
+    other = _OTHER_STRATEGY.get(why)
+    print(
+        f"self-refine: strategy {strategy} ({why}{'; ' + other if other else ''})",
         file=sys.stderr,
     )
 

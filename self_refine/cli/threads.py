@@ -19,6 +19,7 @@ from self_refine.cli.settings import (
     build_graph,
     check_reachable,
     given_settings,
+    say_strategy,
     settings_from_flags,
     warn_key_on_command_line,
     warn_offline_sampling,
@@ -234,7 +235,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         payload["reference"] = reference
     # Bad input, models, profiles, critics for this reference, missing keys fail here,
     # as the graph's door would refuse them, before the database is opened.
-    builder.check_call(payload, context, saved=True)
+    context = builder.check_call(payload, context, saved=True)
     check_reachable(context)
     warn_key_on_command_line(args)
     warn_unchecked(builder.parts.critic_specs(context), context.judge or (), reference)
@@ -249,6 +250,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"with `{shell_command('self-refine', 'resume', thread_id)}` or choose "
                 "another --thread-id"
             )
+        if getattr(args, "strategy", None) in (None, "auto"):
+            say_strategy(*builder.parts.strategy_for(context, reference))
         return _stream(args, graph, thread_id, payload, context)
 
 

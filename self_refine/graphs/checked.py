@@ -11,7 +11,8 @@ before anything is read or written, it reads the thread once and:
 
 - works the call's settings out, once (`Parts.settings_for`: the call's context over
   the settings the run began with when it continues one, else over the graph's; a
-  nested run's, the parent's context), and streams the run with them as its context,
+  nested run's, the parent's context; a strategy of "auto" made the one the run kept,
+  or for a new run the one its checks call for), and streams the run with them as its context,
   so every node reads them as `runtime.context`, and with the recursion limit they
   need (`recursion_limit`; a limit the caller gave is kept);
 - checks that they suit the graph (`RunPlan.check_settings`: the human critic), that a
@@ -98,7 +99,7 @@ def _refuse_fixed_changes(kept: Mapping[str, Any] | None, settings: RefineContex
     """Raise ConfigError when a continuation changes a setting the run cannot change midway."""
     if not kept:
         return
-    began = RefineContext()
+    began = RefineContext.from_kept({})
     changed = [
         f"{name}={kept.get(name, getattr(began, name))!r} -> {getattr(settings, name)!r}"
         for name in FIXED_SETTINGS
@@ -311,16 +312,21 @@ class CheckedStateGraph(StateGraph[RefineState, RefineContext, RefineInput, Refi
         """
         new = _is_new_input(input)
         values: Mapping[str, Any] = thread.values if thread is not None else {}
-        settings = self.parts.settings_for(context, None if new else values.get(RUN_CONTEXT))
-        plan = self.parts.plan(settings)
         if not new:
+            # A stored run with no settings kept began before runs kept them: {}.
+            kept = values.get(RUN_CONTEXT, {} if values.get("task") else None)
+            settings = self.parts.settings_for(context, kept, values)
+            plan = self.parts.plan(settings)
             _refuse_damaged(thread)
             plan.check_settings(saved=saved)
             if thread is not None and not run_finished(thread):
                 _refuse_fixed_changes(values.get(RUN_CONTEXT), settings)
             return settings
+        settings = self.parts.settings_for(context)
         merged = {**values, **input} if isinstance(input, Mapping) else input
         validate_input(merged)
+        settings = self.parts.settings_for(settings, None, merged)
+        plan = self.parts.plan(settings)
         if thread is not None and not run_finished(thread):
             raise ConfigError(UNFINISHED_MESSAGE)
         plan.check_start(merged, saved=saved)

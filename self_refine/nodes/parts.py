@@ -10,6 +10,7 @@ settings, never tied to one.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Mapping, Sequence
@@ -19,7 +20,14 @@ from typing import Any, Literal, cast
 from langchain_core.runnables import RunnableConfig
 
 from self_refine.content import TaskContent, has_images, task_text
-from self_refine.context import RefineContext, call_settings, context_changes
+from self_refine.context import (
+    KEPT_BEFORE,
+    RefineContext,
+    Strategy,
+    call_settings,
+    context_changes,
+    default_strategy,
+)
 from self_refine.critics import CombinedCritic, Critic, HumanCritic, LLMCritic, resolve_critics
 from self_refine.critics.base import RunCritic
 from self_refine.critics.judge import FirstDraftJudge
@@ -217,14 +225,52 @@ class Parts:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_plans", functools.lru_cache(_PLANS_KEPT)(self._plan))
 
-    def settings_for(self, given: Any, kept: Mapping[str, Any] | None = None) -> RefineContext:
+    def settings_for(
+        self,
+        given: Any,
+        kept: Mapping[str, Any] | None = None,
+        run: Mapping[str, Any] | None = None,
+    ) -> RefineContext:
         """A call's settings: `given` (the call's context) over the settings the run began
-        with (`kept`, what its thread keeps), else over the graph's (see `self_refine.context`)."""
+        with (`kept`, what its thread keeps), else over the graph's (see `self_refine.context`).
+
+        A strategy of "auto" becomes the run's own: the one the run kept (`kept` empty:
+        a run kept before its settings were, which refined), else the one the checks of
+        its input `run` (its task and reference) call for (`strategy_for`);
+        with neither (a batch's settings, shared by runs of many references) it stays
+        "auto" for each run's door to work out.
+        """
         if isinstance(given, RefineContext):
-            return given
-        if not kept:
-            return call_settings(given, self.settings)
-        return RefineContext.from_kept({**kept, **context_changes(given)})
+            settings = given
+        elif not kept:
+            settings = call_settings(given, self.settings)
+        else:
+            settings = RefineContext.from_kept({**kept, **context_changes(given)})
+        if settings.strategy != "auto":
+            return settings
+        if kept is not None:
+            strategy = {**KEPT_BEFORE, **kept}["strategy"]
+        elif run is not None:
+            strategy = self.strategy_for(settings, run.get("reference"))[0]
+        else:
+            return settings
+        return dataclasses.replace(settings, strategy=strategy)
+
+    def strategy_for(self, settings: RefineContext, reference: Any) -> tuple[Strategy, str]:
+        """The strategy "auto" comes to for a run of `settings` on `reference`, and why: by
+        whether a verifier of its critics can judge drafts for that reference, whether the
+        offline stand-in writes its drafts, and whether it votes (`DEFAULT_STRATEGY`)."""
+        prompts = self.prompts or get_profile(settings.profile)
+        verifiers = resolve_critics(critic_specs(settings, self.critics, prompts)).verifiers
+        writers = (
+            getattr(settings, f"{role}_model") or settings.model or self.roles.get(role)
+            for role in ("generator", "refiner")
+        )
+        return default_strategy(
+            vote=settings.select == "vote",
+            offline=any(_is_offline(writer) for writer in writers),
+            verifier=any(verifier.applies(reference) is None for verifier in verifiers),
+        )
 
     def critic_specs(self, settings: RefineContext) -> list[Any]:
         """The critics of a run of these settings (see `critic_specs`)."""
@@ -328,3 +374,12 @@ def _resolve(
         seed=settings.seed,
     )
     return cast(RoleModel, model)
+
+
+def _is_offline(model: Any) -> bool:
+    """Whether `model` (a model string or object) is the offline stand-in."""
+    if isinstance(model, str):
+        return model.partition(":")[0].strip() == "offline"
+    from self_refine.models.offline import OfflineModel
+
+    return isinstance(model, OfflineModel)

@@ -1,17 +1,17 @@
 """The planner node: what the next step of a run that samples or searches asks.
 
-A run that samples or searches comes here first and after each judged step (the
-routing sends it: `routing.route_after_step`). The planner records the step in the
-search (`search.record_step`: the drafts it judged, each an arm unless rejected,
-verified or a repeat; the parents counted as refined; what each kind of reply cost)
-and chooses the next step's replies (`search.plan_step`: as many as `fan_out`, the
-width under the token budget the step's record worked out, each a fresh draft or a
-refinement of one node), into `next_replies`, unless the step named a stop reason;
-its edge sends one `candidate` branch per reply, with the chain of drafts that reply
-refines, or finalizes. Before the first step it makes
-the input's draft, when there is one, the tree's first node, and the critique judges
-it. The search and the plan are state, and the draws are seeded by the task and the
-step, so a resumed or forked run plans what it planned.
+A run that samples or searches comes here first and after each judged step (the routing
+sends it: `routing.route_after_step`). The planner records the step in the search
+(`search.record_step`: the drafts it judged, each an arm when a verifier failed it
+saying what failed, unless rejected or a repeat; the parents counted as refined; what
+each kind of reply cost) and chooses the next step's replies (`search.plan_step`: as
+many as `fan_out`, the width under the token budget the step's record worked out, each a
+fresh draft or a refinement of one node), into `next_replies`, unless the step named a
+stop reason; its edge sends one `candidate` branch per reply, with the chain of drafts
+that reply refines, or finalizes. Before the first step it makes the input's draft, when
+there is one, the tree's first node, and the critique judges it. The search and the plan
+are state, and the draws are seeded by the task and the step, so a resumed or forked run
+plans what it planned.
 """
 
 from __future__ import annotations

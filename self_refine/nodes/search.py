@@ -10,18 +10,24 @@ and the quality guide):
   Beta(1 + right, 1 + wrong) over the run's fresh drafts so far; refining one of its
   drafts with chance Beta(W*g + right', W*(1 - g) + wrong') over its refinements so
   far, g = g(h) for the run's best draft (h its graded score: the lowest score its
-  verifiers gave, the share of required words, of tests passed, ...; the critic's score
-  when no verifier judged it), W = 20, and g(h) the chance measured that a draft of
-  score h refines into a verified one. One draw of each, divided by what a reply of
-  that kind has cost so far (a refine request carries the draft and its feedback): the
-  search spends a token budget, not a number of calls. The refinements are pooled, so
-  every failed one counts against refining: with a model whose refinements never
-  verify, the search soon writes only fresh drafts and spends its budget as sampling
-  does (REx draws every draft as an arm of its own, and with many drafts the best of
-  their draws beat a fresh draft's however often refining had failed);
+  verifiers gave, the share of required words, of tests passed, ...), W = 20, and g(h)
+  the chance measured that a draft of score h refines into a verified one. One draw of
+  each, divided by what a reply of that kind has cost so far (a refine request carries
+  the draft and its feedback): the search spends a token budget, not a number of
+  calls. The refinements are pooled, so every failed one counts against refining: with
+  a model whose refinements never verify, the search soon writes only fresh drafts and
+  spends its budget as sampling does (REx draws every draft as an arm of its own, and
+  with many drafts the best of their draws beat a fresh draft's however often refining
+  had failed);
 - which draft to refine: draft k's draw from Beta(1 + C*g(h), 1 + C*(1 - g(h)) + n),
   n the times it was refined already, C = 20 as in REx (which takes g(h) = h: that
   made a small model refine half-right drafts its refinements almost never fixed).
+
+A draft is an arm to refine only when its findings carry information (`informative`):
+a verifier judged it, failed it and said what failed (a test's failure, the missing
+words). A draft the LLM critic alone scored, or whose verifiers could not judge it,
+is no arm: a refinement asked from a score alone knows nothing a fresh draft lacks. With
+no such draft every reply is a fresh draft, and the search spends as sampling does.
 
 Each reply of a step takes the best draw, the arm it took counted as taken for the
 replies after it. Every refinement is asked in the run's refine form, with the chain
@@ -60,6 +66,7 @@ __all__ = [
     "chain_of",
     "drafts_of",
     "graded",
+    "informative",
     "initial_search",
     "plan_step",
     "record_step",
@@ -116,6 +123,18 @@ def graded(candidate: Mapping[str, Any]) -> float:
     return float(score) if score is not None else 0.0
 
 
+def informative(candidate: Mapping[str, Any]) -> bool:
+    """Whether a draft's findings tell a refinement what to fix: a verifier judged it
+    (`checked`), failed it (`verified` False: only a verifier's verdict says so) and its
+    critique says what failed; never a critic's score alone or an unjudged draft."""
+    critique = candidate.get("critique") or {}
+    return (
+        candidate.get("checked") is not None
+        and critique.get("verified") is False
+        and bool(critique.get("feedback"))
+    )
+
+
 def drafts_of(attempts: Iterable[Attempt]) -> list[Candidate]:
     """Every draft of the steps of candidates so far, in the order they were made."""
     found: list[Candidate] = []
@@ -168,7 +187,8 @@ def record_step(
     """The search once a step's replies are judged: new arms, parents counted as refined.
 
     A reply that was rejected, or that repeats a draft of an earlier step (`earlier`)
-    or of this one, is no arm: refining it again would ask what was asked.
+    or of this one, is no arm: refining it again would ask what was asked; nor is a
+    draft whose findings carry no information (`informative`).
     """
     arms: list[Arm] = [{**arm} for arm in search["arms"]]
     right, wrong = search["fresh"]["right"], search["fresh"]["wrong"]
@@ -194,7 +214,7 @@ def record_step(
             if parent in by_node:
                 by_node[parent]["refined"] += 1
         draft = branch["draft"]
-        if draft.strip() and draft not in seen and not branch.get("verified"):
+        if draft.strip() and draft not in seen and informative(branch):
             arm: Arm = {"node": branch.get("node", 0), "h": graded(branch), "refined": 0}
             arms.append(arm)
             by_node[arm["node"]] = arm

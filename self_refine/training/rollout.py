@@ -379,7 +379,9 @@ def refine_rollout(
         train_on=train_on,
         max_new_tokens=max_new_tokens,
         log=log_path,
-        settings=dataclasses.replace(run_settings, profile=profile, max_iterations=1),
+        settings=dataclasses.replace(
+            run_settings, profile=profile, max_iterations=1, strategy="refine"
+        ),
         gather_seconds=float(gather_seconds),
     )
 
@@ -408,7 +410,7 @@ def _check_settings(settings: Any) -> RefineContext:
         raise ConfigError(
             f"settings must be a RefineContext, got {type(settings).__name__}: pass settings={hint}"
         )
-    if settings.strategy != "refine" or settings.candidates != 1:
+    if settings.strategy not in ("auto", "refine") or settings.candidates != 1:
         raise ConfigError(
             "a rollout refines each wrong sample once with one candidate, so settings must "
             f"keep strategy='refine' and candidates=1 (got strategy={settings.strategy!r}, "

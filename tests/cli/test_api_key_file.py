@@ -39,7 +39,9 @@ def test_the_key_is_read_from_the_file(
     server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     key_file = _key_file(tmp_path, f"  {KEY}\n\n", 0o600)  # blanks and a newline are fine
-    assert main(_run(server, tmp_path, "--api-key-file", str(key_file))) == 0
+    # The strategy named: with none, the run would say which one it took (not a warning).
+    args = ["--api-key-file", str(key_file), "--strategy", "refine"]
+    assert main(_run(server, tmp_path, *args)) == 0
     assert {r.headers["authorization"] for r in server.chat_requests()} == {f"Bearer {KEY}"}
     assert capsys.readouterr().err == ""
 

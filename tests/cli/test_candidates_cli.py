@@ -91,8 +91,20 @@ def test_resume_takes_no_flag_that_reshapes_the_run_and_goes_on_as_it_began(
     capsys: pytest.CaptureFixture[str], calls: Calls
 ) -> None:
     calls.fail["refiner"] = KeyboardInterrupt()  # the second step's first refinement
+    # The concepts verifier fails the drafts saying which words they miss: only such a
+    # draft is refined in a search.
+    checked = ["--critics", "concepts,llm", "--reference", '{"concepts": ["frisbee", "catch"]}']
     code, _, _ = _cli(
-        capsys, "run", TASK, "--strategy", "search", "--candidates", "3", "--thread-id", "s"
+        capsys,
+        "run",
+        TASK,
+        "--strategy",
+        "search",
+        "--candidates",
+        "3",
+        "--thread-id",
+        "s",
+        *checked,
     )
     assert code == 130
     _, before, _ = _cli(capsys, "show", "s", "--json")

@@ -188,7 +188,7 @@ def test_model_failure_mid_run_exits_1_and_leaves_the_thread_resumable(
     capsys: pytest.CaptureFixture[str], calls: Calls
 ) -> None:
     calls.fail["refiner"] = RuntimeError("connection reset by peer")
-    code, out, err = cli(capsys, "run", TASK, "--thread-id", "f")
+    code, out, err = cli(capsys, "run", TASK, "--thread-id", "f", "--strategy", "refine")
     assert code == 1
     assert err.count("\n") == 1
     assert err.startswith("self-refine: error: model 'offline'")

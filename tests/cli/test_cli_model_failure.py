@@ -35,6 +35,7 @@ def test_exhausted_retries_end_the_run_in_one_line_and_resume_finishes_it(
     db = str(tmp_path / "c.sqlite")
     monkeypatch.setenv("OPENAI_API_KEY", "k")  # --api-key would add its warning line
     common = ["--model", "openai:test-model", "--base-url", server.base_url, "--db", db]
+    common += ["--strategy", "refine"]  # named: the run says nothing of its strategy
     assert main(["run", TASK, "--thread-id", "ref", "--json", *common]) == 0
     expected = _final(capsys.readouterr().out)["attempts"]
     server.requests.clear()
@@ -64,6 +65,7 @@ def test_resume_can_give_a_failing_endpoint_more_retries(
 ) -> None:
     db = str(tmp_path / "c.sqlite")
     common = ["--model", "openai:test-model", "--base-url", server.base_url, "--db", db]
+    common += ["--strategy", "refine"]  # named: the run says nothing of its strategy
     server.fail_next("500", times=1, role="generator")
     code = main(["run", TASK, "--thread-id", "t", "--max-retries", "0", "--api-key", "k", *common])
     assert code == 1

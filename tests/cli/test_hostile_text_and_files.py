@@ -48,7 +48,8 @@ def test_an_error_quoting_a_server_shows_its_escapes(
     with OpenAIServer() as server:
         server.fail_next("500_escapes", times=1, role="generator")
         model = ["--model", "openai:m", "--base-url", server.base_url, "--max-retries", "0"]
-        code = main(["run", "a task", *model, "--db", str(tmp_path / "c.db")])
+        strategy = ["--strategy", "refine"]  # named: the run says nothing of its strategy
+        code = main(["run", "a task", *model, *strategy, "--db", str(tmp_path / "c.db")])
     err = capsys.readouterr().err
     assert code == 1
     _clean(err)

@@ -14,7 +14,9 @@ from tests.cli.conftest import Calls
 def test_the_command_line_takes_a_vote_and_refuses_one_that_makes_no_sense(
     capsys: pytest.CaptureFixture[str], calls: Calls
 ) -> None:
-    code = main(["run", "What is 2 + 3?", "--profile", "math", "--select", "vote"])
+    code = main(
+        ["run", "What is 2 + 3?", "--profile", "math", "--strategy", "refine", "--select", "vote"]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "--select vote counts the final answers" in err
     assert 'use strategy "sample"' in err
@@ -54,3 +56,13 @@ def test_the_command_line_refuses_no_critic_without_a_vote_and_its_help_says_whe
         main(["run", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
     assert "'none', alone, critiques nothing" in shown and "--select vote" in shown
+
+
+@pytest.mark.usefixtures("workdir")
+def test_a_vote_with_no_strategy_named_samples_and_says_so(
+    capsys: pytest.CaptureFixture[str], calls: Calls
+) -> None:
+    code = main(["run", "What is 2 + 3?", "--profile", "math", "--select", "vote"])
+    err = capsys.readouterr().err
+    assert code == 0 and calls.roles[0] == "generator"
+    assert 'self-refine: strategy sample (select "vote" counts the final answers' in err

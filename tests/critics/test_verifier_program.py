@@ -66,7 +66,7 @@ def test_its_feedback_reaches_the_refiner_and_a_fixed_draft_ends_the_run() -> No
     model = FakeChatModel(
         script={"generator": [wrong], "refiner": [RIGHT], "critic": [critique(score=0.2)]}
     )
-    result = refine(TASK, model=model, profile="math_program", max_iterations=2)
+    result = refine(TASK, model=model, profile="math_program", max_iterations=2, strategy="refine")
     assert result["stop_reason"] == "verified" and result["answer"] == RIGHT
     (request,) = model.requests_for("refiner")
     assert "Your program prints 42 but your answer says 30" in request.prompt

@@ -20,6 +20,7 @@ from typing_extensions import TypedDict
 from self_refine import (
     ConfigError,
     ModelCallError,
+    RefineContext,
     Roles,
     arefine,
     create_self_refine_graph,
@@ -68,7 +69,10 @@ def test_a_react_agent_as_generator_and_refiner_runs_its_tool_and_its_answer_is_
     agent = create_react_agent(model, [multiply], name="calculator")
     saver = InMemorySaver()
     graph = create_self_refine_graph(
-        "offline", roles=Roles(generator=agent, refiner=agent), critics=["answer"]
+        "offline",
+        roles=Roles(generator=agent, refiner=agent),
+        critics=["answer"],
+        settings=RefineContext(strategy="refine"),  # a verifier's default would sample
     ).compile(checkpointer=saver)
     config: Any = {"configurable": {"thread_id": "agent"}}
     chunks = list(
@@ -102,6 +106,7 @@ async def test_an_agent_role_runs_under_ainvoke_too() -> None:
         critics=["answer"],
         generator_model=agent,
         refiner_model=agent,
+        strategy="refine",
     )
     assert result["answer"] == "The answer is 42."
 
@@ -171,6 +176,7 @@ def test_the_thread_lock_is_held_once_around_an_agents_nested_run(tmp_path: Path
             critics=["answer"],
             generator_model=agent,
             refiner_model=agent,
+            strategy="refine",
             checkpointer=saver,
             thread_id="locked",
         )
@@ -208,6 +214,7 @@ def test_langchains_create_agent_is_a_role() -> None:
         critics=["answer"],
         generator_model=agent,
         refiner_model=agent,
+        strategy="refine",
     )
     assert result["answer"] == "The answer is 42."
 

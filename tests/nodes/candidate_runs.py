@@ -14,13 +14,16 @@ RIGHT = "A dog catches a frisbee in the park."
 
 
 def refined(model: Any, **options: Any) -> RefineOutput:
-    """`refine()` of the task, judged by the concepts verifier alone."""
+    """`refine()` of the task, judged by the concepts verifier alone, in the refine loop
+    unless `options` name another strategy (the verifier would make it sample)."""
+    options.setdefault("strategy", "refine")
     return refine(TASK, model=model, reference=REFERENCE, critics=["concepts"], **options)
 
 
 def concepts_graph(model: Any, saver: InMemorySaver | None = None, **settings: Any) -> Any:
-    """The graph with the concepts verifier, compiled with a checkpointer."""
-    context = RefineContext(critics=("concepts",), **settings)
+    """The graph with the concepts verifier, compiled with a checkpointer: the refine loop
+    unless `settings` name another strategy (the verifier would make it sample)."""
+    context = RefineContext(critics=("concepts",), **{"strategy": "refine", **settings})
     builder = create_self_refine_graph(model, settings=context)
     return builder.compile(checkpointer=saver or InMemorySaver())
 

@@ -91,6 +91,7 @@ def test_when_the_verifiers_tie_the_critics_score_picks_even_a_later_candidate()
         critics=["concepts", "llm"],
         candidates=2,
         max_iterations=1,
+        strategy="refine",
     )
     step = result["attempts"][1]
     assert step["draft"] == "A dog sleeps in the park." and step["candidate"] == 1

@@ -11,11 +11,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import create_self_refine_graph
 from self_refine.nodes.search import initial_search, plan_step, record_step
-from tests.fakes import FakeChatModel
+from tests.fakes import FakeChatModel, critique
 
 WORDS = ["train", "pencil", "compass", "river"]
 TASK = f"Write one or two natural sentences that use all of these words: {', '.join(WORDS)}."
 REFERENCE = {"concepts": WORDS}
+FINDING = {"feedback": ['Use the word "compass".'], "verified": False, "source": "concepts"}
+"""What the concepts verifier says of a draft it failed: which word is missing."""
 FRESH = ["A train crossed the river.", "The pencil fell in the river.", "A train stopped."]
 
 
@@ -130,7 +132,7 @@ def test_the_bandit_prefers_the_fuller_draft_and_never_plans_the_same_step_twice
                 "node": 0,
                 "parent": None,
                 "draft": "a",
-                "critique": {},
+                "critique": FINDING,
                 "usage": {},
                 "verified": False,
                 "checked": 0.25,
@@ -140,7 +142,7 @@ def test_the_bandit_prefers_the_fuller_draft_and_never_plans_the_same_step_twice
                 "node": 1,
                 "parent": None,
                 "draft": "b",
-                "critique": {},
+                "critique": FINDING,
                 "usage": {},
                 "verified": False,
                 "checked": 0.75,
@@ -150,7 +152,7 @@ def test_the_bandit_prefers_the_fuller_draft_and_never_plans_the_same_step_twice
                 "node": 2,
                 "parent": None,
                 "draft": "b",
-                "critique": {},
+                "critique": FINDING,
                 "usage": {},
                 "verified": False,
                 "checked": 0.75,
@@ -191,3 +193,36 @@ def test_failed_refinements_count_against_refining_any_draft() -> None:
     # much, the search writes fresh drafts, as sampling does.
     assert refining(fresh_wrong=2, refine_wrong=40) < 0.15
     assert refining(fresh_wrong=40, refine_wrong=0) > 0.5
+
+
+def test_a_search_judged_by_the_llm_critic_alone_never_refines() -> None:
+    # The critic scores every draft 0.5 and asks for more: a score, no finding.
+    model = FakeChatModel(
+        script={
+            "generator": [_fresh],
+            "refiner": [_refine],
+            "critic": [critique("Make it better.", score=0.5)],
+        }
+    )
+    _fresh.calls = -1  # type: ignore[attr-defined]
+    graph = create_self_refine_graph(model).compile()
+    result = graph.invoke(
+        {"task": TASK}, context={**_settings("search"), "critics": ["llm"], "max_iterations": 4}
+    )
+    drafts = _drafts(result)
+    assert len(drafts) > 4  # every step was taken, each of fresh drafts
+    assert all(d["parent"] is None for d in drafts)
+    assert "refiner" not in {s.role for s in model.requests}
+
+
+def test_a_search_refines_a_draft_a_verifier_failed_saying_what_failed() -> None:
+    model = _model()
+    graph = create_self_refine_graph(model).compile()
+    result = graph.invoke({"task": TASK, "reference": REFERENCE}, context=_settings("search"))
+    drafts = {d["node"]: d for d in _drafts(result)}
+    parents = [drafts[d["parent"]] for d in drafts.values() if d["parent"] is not None]
+    assert parents
+    for parent in parents:
+        assert parent["critique"]["source"] == "concepts"
+        assert parent["critique"]["verified"] is False
+        assert parent["critique"]["feedback"]  # the words it missed

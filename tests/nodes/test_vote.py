@@ -131,7 +131,7 @@ def test_a_batch_s_per_step_pick_follows_the_vote() -> None:
 @pytest.mark.parametrize(
     ("settings", "says"),
     [
-        ({"profile": "math"}, 'use strategy "sample"'),
+        ({"profile": "math", "strategy": "refine"}, 'use strategy "sample"'),
         ({"profile": "general", "strategy": "sample"}, '("math", "math_program")'),
         ({"profile": "python_function", "strategy": "search"}, "state none"),
     ],

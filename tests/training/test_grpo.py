@@ -243,7 +243,7 @@ def test_bad_settings_are_refused_before_any_model_runs() -> None:
     [
         ({"settings": "search"}, r"strategy='refine' and candidates=1 \(got strategy='search'"),
         ({"settings": "sample"}, r"strategy='refine' and candidates=1 \(got strategy='sample'"),
-        ({"settings": "candidates"}, r"candidates=1 \(got strategy='refine', candidates=3\)"),
+        ({"settings": "candidates"}, r"candidates=1 \(got strategy='auto', candidates=3\)"),
         ({"settings": {"max_tokens": 64}}, r"settings must be a RefineContext, got dict: pass "),
         ({"verifiers": "concepts"}, r"verifiers must be a list .*write verifiers=\['concepts'\]"),
         ({"max_new_tokens": "10"}, r"max_new_tokens must be a whole number .*got '10'"),
