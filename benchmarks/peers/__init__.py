@@ -1,11 +1,12 @@
 """The peers the figures are compared with, run in a virtual environment of their own.
 
 langgraph-reflection and DSPy are never dependencies of the library: they live in
-`benchmarks/.venv-peers`, made on first use from `requirements.txt` (pinned),
-with the library installed there too (editable) so that both sides run on the
-same LangGraph and LangChain. Each peer measurement runs in a child process of
-that environment (`python -m benchmarks.peers.<module> ...`), which prints one
-JSON object: its rows come back into the same table.
+`benchmarks/.venv-peers` (or the folder `SELF_REFINE_PEERS_VENV` names), made on
+first use from `requirements.txt` (pinned), with the library installed there too
+(editable) so that both sides run on the same LangGraph and LangChain. Each peer
+measurement runs in a child process of that environment (`python -m
+benchmarks.peers.<module> ...`), which prints one JSON object: its rows come back
+into the same table.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ __all__ = ["PEERS_VENV", "peer_python", "peer_versions", "run_peer"]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-PEERS_VENV = HERE.parent / ".venv-peers"
+PEERS_VENV = Path(os.environ.get("SELF_REFINE_PEERS_VENV") or HERE.parent / ".venv-peers")
 _STAMP = PEERS_VENV / ".installed"
 
 

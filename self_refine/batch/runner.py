@@ -20,6 +20,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from self_refine.batch.heap import long_lived_frozen
 from self_refine.batch.items import BatchItem
 from self_refine.batch.judge import ItemVerdicts, Judge
 from self_refine.batch.schedule import run_scheduled
@@ -254,9 +255,10 @@ class BatchRunner:
                 ) from error
 
         try:
-            await run_scheduled(
-                items, one, concurrency=concurrency, calls_here=self.engine.calls_models_here
-            )
+            with long_lived_frozen():
+                await run_scheduled(
+                    items, one, concurrency=concurrency, calls_here=self.engine.calls_models_here
+                )
         except* (ConfigError, BatchStoppedError) as errors:
             raise errors.exceptions[0] from None
 

@@ -10,6 +10,7 @@ from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 
 from self_refine.critics.base import CritiqueRequest, CritiqueResult, RunCritic
+from self_refine.models.cancel import StopNewCalls
 
 __all__ = ["CriticRun"]
 
@@ -18,10 +19,11 @@ class CriticRun(Runnable[CritiqueRequest, CritiqueResult]):
     """The run's critic as a child run of the critique node, with the run's trace metadata.
 
     Built once per plan. The child run exists for whoever watches the run (a
-    tracer, a stream of messages): when the node's run has no callback handlers,
-    nothing would see it, so the critic is called directly, without configuring
-    callbacks for nobody. Its signature is worked out once, not inspected at
-    every call as `_call_with_config` would.
+    tracer, a stream of messages): when the node's run has no callback handlers
+    but the command line's `StopNewCalls` (`_watched`), nothing would see it, so
+    the critic is called directly, without configuring callbacks for nobody. Its
+    signature is worked out once, not inspected at every call as
+    `_call_with_config` would.
     """
 
     def __init__(self, critic: RunCritic) -> None:
@@ -59,13 +61,17 @@ def _known_signature(method: Callable[[CritiqueRequest], Any]) -> Callable[..., 
 
 
 def _watched(config: RunnableConfig | None) -> bool:
-    """Whether a child run of this call would be seen: any callback handler on its run.
+    """Whether a child run of this call would be seen: a callback handler on its run
+    other than `StopNewCalls`.
 
     Inside a graph the callbacks are the node's, which carry every handler the
     run was configured with (a LangSmith tracer when tracing is on, LangGraph's
-    stream handlers); outside one (no callbacks yet), configuring decides.
+    stream handlers); outside one (no callbacks yet), configuring decides. The
+    command line's `StopNewCalls` takes model starts only, which reach it from the
+    node's callbacks with or without the child run: it watches no run.
     """
     callbacks = ensure_config(config).get("callbacks")
     if isinstance(callbacks, BaseCallbackManager):
-        return bool(callbacks.handlers or callbacks.inheritable_handlers)
+        handlers = [*callbacks.handlers, *callbacks.inheritable_handlers]
+        return any(not isinstance(handler, StopNewCalls) for handler in handlers)
     return True

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
 from self_refine import OfflineModel, RefineContext, create_self_refine_graph
+from self_refine.models.cancel import CallCancelled, StopNewCalls, cancel_calls
+from self_refine.nodes.critic_run import CriticRun
 
 TASK = "Write a sentence using the words: dog, frisbee, park."
 
@@ -96,3 +99,35 @@ def test_an_unwatched_run_still_critiques_every_draft() -> None:
     result = _graph(OfflineModel(edits_per_step=1)).invoke({"task": TASK})
     assert result["stop_reason"] == "max_iterations"
     assert [a["critique"]["source"] for a in result["attempts"]] == ["offline"] * 3
+
+
+def test_a_run_watched_only_by_stop_new_calls_asks_the_critic_without_a_child_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The command line's StopNewCalls takes model starts only: a child run per critique
+    (callbacks configured, events handed out) would be seen by no one."""
+    children: list[str] = []
+    real = CriticRun._call_with_config
+
+    def counted(self: CriticRun, *args: Any, **kwargs: Any) -> Any:
+        children.append(self.name)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(CriticRun, "_call_with_config", counted)
+    graph = _graph(OfflineModel(edits_per_step=1))
+    result = graph.invoke({"task": TASK}, {"callbacks": [StopNewCalls()]})
+    assert [a["critique"]["source"] for a in result["attempts"]] == ["offline"] * 3
+    assert children == []
+    graph.invoke({"task": TASK}, {"callbacks": [StopNewCalls(), _ChainStarts()]})
+    assert children == ["offline critic"] * 3
+
+
+def test_the_critic_asked_without_a_child_run_is_still_refused_once_calls_stop() -> None:
+    graph = _graph(OfflineModel(edits_per_step=1))
+    cancel_calls()
+    try:
+        with pytest.raises(CallCancelled):
+            # a draft in the input: the run starts at the critique
+            graph.invoke({"task": TASK, "draft": "A dog ran."}, {"callbacks": [StopNewCalls()]})
+    finally:
+        cancel_calls(False)
