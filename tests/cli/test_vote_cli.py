@@ -49,8 +49,8 @@ def test_the_command_line_refuses_no_critic_without_a_vote_and_its_help_says_whe
 ) -> None:
     code = main(["run", "What is 2 + 3?", "--profile", "math", "--critics", "none"])
     err = capsys.readouterr().err
-    assert code == 2 and '--critics "none" leaves nothing to refine from' in err
-    assert 'use strategy "sample" (with select "vote")' in err
+    assert code == 2 and '--critics "none" gives no score, so select "best"' in err
+    assert 'use select "vote"' in err
     assert calls.roles == []
     with pytest.raises(SystemExit):
         main(["run", "--help"])
