@@ -150,7 +150,7 @@ def test_failure_mid_run_exits_1_then_resume_finishes_the_same_run(
     assert code == 0
 
     server.fail_next("500", times=10, role="refiner")
-    code = main(["run", TASK, *url, "--thread-id", "cut"])
+    code = main(["run", TASK, *url, "--thread-id", "cut", "--strategy", "refine"])
     out, err = capsys.readouterr()
     assert code == 1
     assert err.count("\n") == 1
@@ -225,6 +225,7 @@ def test_each_role_asks_with_its_profile_reply_cap_unless_max_tokens_says(
         profile="constrained_generation",
         reference=concepts,
         max_iterations=1,
+        strategy="refine",
     )
     caps = {r.role: r.body["max_tokens"] for r in server.chat_requests()}
     assert caps == {"generator": 160, "critic": 384, "refiner": 160}
