@@ -34,6 +34,15 @@ _SAYS = {
 }
 
 
+def _said(name: str, feedback: str) -> str:
+    """What picked a set's answers under a feedback setting, in a few words."""
+    from benchmarks.quality.sets import RUN_CHECK
+
+    if feedback == "task" and RUN_CHECK.get(name) is None:
+        return "no key: the critic's score, or the vote"
+    return _SAYS[feedback]
+
+
 def panels(documents: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     """Each set's runs by feedback setting: {set: {feedback: {"budgets", "result", "part"}}}.
 
@@ -107,13 +116,17 @@ def plot(documents: list[dict[str, Any]], path: Path) -> bool:
         part = "reported items" if main["part"] == "report" else "tuning items"
         axis.set_title(
             f"{name} ({main['result']['first']['items']} {part})\npicked by "
-            + " / ".join(_SAYS[f] + (", dashed" if f == "key" else "") for f in shown),
+            + " / ".join(_said(name, f) + (", dashed" if f == "key" else "") for f in shown),
             fontsize=9,
         )
         axis.set_xlabel("token budget (x the item's first draft)")
         axis.set_ylabel("accuracy (%)")
         axis.set_ylim(-2, 102)
-    axes[0].legend(fontsize=8)
+    shown_labels: dict[str, Any] = {}
+    for axis in axes:
+        for handle, label in zip(*axis.get_legend_handles_labels(), strict=True):
+            shown_labels.setdefault(label, handle)
+    axes[0].legend(list(shown_labels.values()), list(shown_labels), fontsize=8)
     figure.suptitle(str(documents[0]["model"].get("name")), fontsize=10)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
