@@ -28,7 +28,7 @@ from self_refine.context import RefineContext
 from self_refine.errors import BatchStoppedError, ConfigError
 from self_refine.nodes.ranking import chosen_attempt
 from self_refine.persistence.failures import storage_failure, thread_damage
-from self_refine.state import RUN_CONTEXT, Attempt, Critique, add_usage
+from self_refine.state import Attempt, Critique, add_usage
 
 __all__ = [
     "BatchRunner",
@@ -125,9 +125,9 @@ class BatchRunner:
     """Runs items on an engine and turns each finished thread into a result record.
 
     Each item runs with `context`, one whose draft the caller says is wrong with
-    `unjudged` (the same settings without the judge). The `select` each run kept ("best",
-    "last" or "vote"; else the settings') tells which draft the run would have answered
-    after k steps, for the per-step curve.
+    `unjudged` (the same settings without the judge). The settings' `select` ("best",
+    "last" or "vote") tells which draft the run would have answered after k steps, for
+    the per-step curve.
     """
 
     engine: Engine
@@ -183,11 +183,7 @@ class BatchRunner:
         """The result line of a finished item; `thread_id` None when no thread ran."""
         attempts: list[Attempt] = list(values.get("attempts") or [])
         answer = str(values.get("answer", ""))
-        # The run's own select: strategy "auto" may have taken the vote (`DEFAULT_STRATEGY`).
-        select = (values.get(RUN_CONTEXT) or {}).get("select") or self.context.select or "best"
-        picks = [
-            _pick([a for a in attempts if a["iteration"] <= k], select) for k in _steps(attempts)
-        ]
+        picks = [self._pick([a for a in attempts if a["iteration"] <= k]) for k in _steps(attempts)]
         correct = (await verdicts.of([a["draft"] for a in attempts] + [answer])).get
         record: dict[str, Any] = {"id": item.id}
         if item.line is not None:
@@ -213,6 +209,11 @@ class BatchRunner:
         if self.key:
             record["run_key"] = self.key
         return record
+
+    def _pick(self, attempts: list[Attempt]) -> Attempt:
+        chosen = chosen_attempt(attempts, self.context.select or "best")
+        assert chosen is not None
+        return chosen
 
     async def run_all(
         self,
@@ -265,10 +266,3 @@ class BatchRunner:
 def _steps(attempts: Sequence[Attempt]) -> list[int]:
     """Refine step counts 0..last, one per attempt."""
     return list(range(max((a["iteration"] for a in attempts), default=-1) + 1))
-
-
-def _pick(attempts: list[Attempt], select: str) -> Attempt:
-    """The attempt a run answering by `select` would have answered with (`chosen_attempt`)."""
-    chosen = chosen_attempt(attempts, select)
-    assert chosen is not None
-    return chosen
