@@ -211,7 +211,7 @@ class BatchRunner:
         return record
 
     def _pick(self, attempts: list[Attempt]) -> Attempt:
-        chosen = chosen_attempt(attempts, self.context.select)
+        chosen = chosen_attempt(attempts, self.context.select or "best")
         assert chosen is not None
         return chosen
 

@@ -58,7 +58,9 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         "best-of-N; or search, where each reply refines one of the drafts a verifier failed "
         "or writes a fresh one, as a bandit over the verifiers' scores chooses (default "
         f"{_DEFAULT.strategy}: sample when a verifier checks the drafts, refine when the "
-        "critic alone judges them or the offline stand-in writes them; the run says which)",
+        "critic alone judges them or the offline stand-in writes them; sample with --select "
+        "vote and --critics none when drafts state a final answer, no verifier checks them and "
+        "neither --critics nor --select is given; the run says which)",
     )
     parser.add_argument(
         "--first-verified",
@@ -91,7 +93,7 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         "earlier, then the shorter draft); last, the newest one, whatever its score; vote, "
         "the final answer most drafts state (self-consistency: with --strategy sample or "
         "search and a profile whose drafts end with a final answer, such as math); "
-        f"default {_DEFAULT.select}",
+        "default best, or vote when --strategy auto takes self-consistency",
     )
     parser.add_argument(
         "--profile",

@@ -162,6 +162,7 @@ def warn_unchecked(critics: list[Any], judge: tuple[str, ...], reference: Any) -
 _OTHER_STRATEGY = {
     DEFAULT_STRATEGY["verifier"][1]: "--strategy refine for the paper's loop",
     DEFAULT_STRATEGY["critic"][1]: "--strategy sample for fresh drafts, best-of-N",
+    DEFAULT_STRATEGY["answer"][1]: "--critics llm for the paper's loop",
 }
 """What the line that names a run's default strategy offers instead, by why it was taken."""
 
@@ -169,6 +170,8 @@ _OTHER_STRATEGY = {
 def say_strategy(strategy: str, why: str) -> None:
     """Say, in one line, which strategy a run took when the user named none, and why."""
     other = _OTHER_STRATEGY.get(why)
+    if why == DEFAULT_STRATEGY["answer"][1]:
+        strategy = f"{strategy}, vote, no critic"
     print(
         f"self-refine: strategy {strategy} ({why}{'; ' + other if other else ''})",
         file=sys.stderr,

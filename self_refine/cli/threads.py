@@ -226,7 +226,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     refuse_overlaps([], [("--reference", reference_file), *_key_file(args)], db=args.db)
     reference = read_reference(args.reference)
     response_format = read_response_format(args.response_format)
-    context = settings_from_flags(args)
+    given = context = settings_from_flags(args)
     builder = build_graph(response_format)
     payload: dict[str, Any] = {"task": args.task}
     if args.draft is not None:
@@ -251,7 +251,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "another --thread-id"
             )
         if getattr(args, "strategy", None) in (None, "auto"):
-            say_strategy(*builder.parts.strategy_for(context, reference))
+            say_strategy(*builder.parts.strategy_for(given, reference))
         return _stream(args, graph, thread_id, payload, context)
 
 

@@ -21,7 +21,9 @@ from langchain_core.runnables import RunnableConfig
 
 from self_refine.content import TaskContent, has_images, task_text
 from self_refine.context import (
+    DEFAULT_STRATEGY,
     KEPT_BEFORE,
+    NO_CRITIC,
     RefineContext,
     Strategy,
     call_settings,
@@ -235,8 +237,10 @@ class Parts:
         with (`kept`, what its thread keeps), else over the graph's (see `self_refine.context`).
 
         A strategy of "auto" becomes the run's own: the one the run kept (`kept` empty:
-        a run kept before its settings were, which refined), else the one the checks of
-        its input `run` (its task and reference) call for (`strategy_for`);
+        a run kept before its settings were, which refined; its select and critics too
+        unless the call names them), else the one the checks of its input `run` (its task
+        and reference) call for (`strategy_for`; the "answer" row of `DEFAULT_STRATEGY`
+        also sets select "vote" and critics "none");
         with neither (a batch's settings, shared by runs of many references) it stays
         "auto" for each run's door to work out.
         """
@@ -249,12 +253,21 @@ class Parts:
         if settings.strategy != "auto":
             return settings
         if kept is not None:
-            strategy = {**KEPT_BEFORE, **kept}["strategy"]
-        elif run is not None:
-            strategy = self.strategy_for(settings, run.get("reference"))[0]
-        else:
+            kept = {**KEPT_BEFORE, **kept}
+            return dataclasses.replace(
+                settings,
+                strategy=kept["strategy"],
+                select=settings.select or kept.get("select"),
+                critics=settings.critics or kept.get("critics"),
+            )
+        if run is None:
             return settings
-        return dataclasses.replace(settings, strategy=strategy)
+        taken = self.strategy_for(settings, run.get("reference"))
+        if taken == DEFAULT_STRATEGY["answer"]:
+            return dataclasses.replace(
+                settings, strategy=taken[0], select="vote", critics=(NO_CRITIC,)
+            )
+        return dataclasses.replace(settings, strategy=taken[0])
 
     def strategy_for(self, settings: RefineContext, reference: Any) -> tuple[Strategy, str]:
         """The strategy "auto" comes to for a run of `settings` on `reference`, and why: by
@@ -270,6 +283,12 @@ class Parts:
             vote=settings.select == "vote",
             offline=any(_is_offline(writer) for writer in writers),
             verifier=any(verifier.applies(reference) is None for verifier in verifiers),
+            answer=prompts.final_answer
+            and settings.select is None
+            and not settings.critics
+            and not self.critics
+            and settings.score_threshold is None
+            and settings.patience is None,
         )
 
     def critic_specs(self, settings: RefineContext) -> list[Any]:

@@ -87,3 +87,19 @@ def test_a_batch_says_which_strategy_its_items_take(
         "the drafts: the paper's loop of critique and rewrite); --strategy names one for "
         "every item"
     ]
+
+
+def test_a_run_whose_drafts_state_a_final_answer_says_it_votes_without_a_critic(
+    server: OpenAIServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    assert main(_run(server, tmp_path, "--profile", "math")) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == (
+        "self-refine: strategy sample, vote, no critic (the default when drafts state a final "
+        "answer and no verifier checks them: self-consistency; --critics llm for the paper's "
+        "loop)"
+    )

@@ -100,3 +100,81 @@ def test_a_thread_kept_before_the_strategy_setting_continues_as_the_refine_loop(
     assert parts.settings_for(None, kept).strategy == "refine"
     assert parts.settings_for({"strategy": "auto"}, kept).strategy == "refine"
     assert RefineContext.from_kept(kept).strategy == "refine"
+
+
+SUM = "Tom has 3 apples and buys 4 more. How many apples does he have?"
+
+
+def _math_model() -> FakeChatModel:
+    return FakeChatModel(
+        script={
+            "generator": ["3 + 4 = 7. The answer is 7.", "3 + 4 = 8. The answer is 8."]
+            + ["3 + 4 = 7. The answer is 7."] * 4,
+            "refiner": ["3 + 4 = 7. The answer is 7."],
+            "critic": [critique(["Check the sum."], score=0.5)],
+        }
+    )
+
+
+def test_drafts_with_a_final_answer_no_verifier_checks_take_the_critic_free_vote() -> None:
+    model = _math_model()
+    graph = create_self_refine_graph(model).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    # No answer in the reference: the answer verifier has nothing to check.
+    result = graph.invoke({"task": SUM}, config, context={"profile": "math", "max_iterations": 2})
+    kept = graph.get_state(config).values["run_context"]
+    assert (kept["strategy"], kept["select"], tuple(kept["critics"])) == (
+        "sample",
+        "vote",
+        ("none",),
+    )
+    assert {sent.role for sent in model.requests} == {"generator"}  # no critic, no refiner
+    assert len(_drafts(result)) == 3
+    assert result["answer"] == "3 + 4 = 7. The answer is 7."
+
+
+def test_a_continuation_saying_auto_keeps_the_vote_its_run_took() -> None:
+    graph = create_self_refine_graph(_math_model()).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    context = {"profile": "math", "max_iterations": 2}
+    graph.invoke({"task": SUM}, config, context=context, interrupt_before=["pick"])
+    graph.invoke(None, config, context=RefineContext(strategy="auto", profile="math"))
+    kept = graph.get_state(config).values["run_context"]
+    assert (kept["strategy"], kept["select"], tuple(kept["critics"])) == (
+        "sample",
+        "vote",
+        ("none",),
+    )
+
+
+def test_drafts_with_a_final_answer_and_the_llm_critic_named_refine() -> None:
+    model = _math_model()
+    graph = create_self_refine_graph(model).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    context = {"profile": "math", "max_iterations": 1, "critics": ["llm"]}
+    graph.invoke({"task": SUM}, config, context=context)
+    assert graph.get_state(config).values["run_context"]["strategy"] == "refine"
+    assert {"critic", "refiner"} <= {sent.role for sent in model.requests}
+
+
+def test_drafts_with_a_final_answer_and_select_named_take_the_critic_row() -> None:
+    from self_refine.context import DEFAULT_STRATEGY
+
+    model = _math_model()
+    graph = create_self_refine_graph(model).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    context = {"profile": "math", "max_iterations": 1, "select": "best"}
+    graph.invoke({"task": SUM}, config, context=context)
+    kept = graph.get_state(config).values["run_context"]
+    assert (kept["strategy"], kept["select"]) == (DEFAULT_STRATEGY["critic"][0], "best")
+    assert {"critic", "refiner"} <= {sent.role for sent in model.requests}
+
+
+def test_a_verifier_that_can_check_the_answer_still_samples_with_its_critics() -> None:
+    from self_refine.context import DEFAULT_STRATEGY
+
+    parts = create_self_refine_graph("openai:m").parts
+    math = RefineContext(profile="math")
+    assert parts.strategy_for(math, {"answer": "7"}) == DEFAULT_STRATEGY["verifier"]
+    assert parts.strategy_for(math, None) == DEFAULT_STRATEGY["answer"]
+    assert parts.strategy_for(RefineContext(profile="general"), None) == DEFAULT_STRATEGY["critic"]

@@ -201,7 +201,14 @@ def test_the_generate_request_ends_with_the_profiles_request() -> None:
 @pytest.mark.parametrize("form", ["single", "conversation"])
 def test_the_refine_request_ends_with_the_profiles_revise_line(form: str) -> None:
     model = looping_model()
-    refine("What is 2 + 3?", model=model, max_iterations=1, profile="math", refine_form=form)
+    refine(
+        "What is 2 + 3?",
+        model=model,
+        max_iterations=1,
+        profile="math",
+        refine_form=form,
+        strategy="refine",
+    )
     last = model.requests_for("refiner")[0].prompt
     assert last.endswith(get_profile("math").revise)
     assert "Reply with the new draft only." not in last
