@@ -109,11 +109,12 @@ DEFAULT_STRATEGY: dict[str, tuple[Strategy, str]] = {
   of the run can judge them, and the user named none of `critics`, `select` and the
   stops by the critic's score (`score_threshold`, `patience`): the run
   samples with select "vote" and critics "none" (self-consistency, no critic model call).
-  Measured with the local 0.5B model on the reported part of the arithmetic set, the LLM
-  critic alone picking (the answer key only grades), at 8x a first draft's tokens: the
-  vote 70% against the first draft 65%, refine 60% and sampling picked by the critic 55%;
-  the critic-picked strategies turned right answers wrong, the vote lost none beyond one
-  (benchmarks/results/budget-local-qwen2.5-coder-0.5b-instruct-q4_k_m-2026-11-28-0511.md).
+  Chosen on the tuning part of the arithmetic set (20 items, local 0.5B model, no answer
+  key in the run, the key only grading): the vote 75% at 4x and 8x a first draft's tokens
+  against the first draft's 60% and the refine loop's 60% and 50%, which turned 2 right
+  answers wrong (benchmarks/results/budget-tune-local-qwen2.5-coder-0.5b-*-0527.md). The
+  reported part agrees (20 items, 8x: the vote 70%, the first draft 65%, refine 60%,
+  sampling picked by the critic 55%; ...-2026-11-28-0511.md).
 - "verifier": a verifier in `critics` can judge the drafts (the reference holds what it
   needs). Measured with the local 0.5B model on the tuning part of the constrained set,
   the concepts check on the task's own words, at 8x a first draft's tokens: sample 60%
