@@ -113,8 +113,8 @@ DEFAULT_STRATEGY: dict[str, tuple[Strategy, str]] = {
   key in the run, the key only grading): the vote 75% at 4x and 8x a first draft's tokens
   against the first draft's 60% and the refine loop's 60% and 50%, which turned 2 right
   answers wrong (benchmarks/results/budget-tune-local-qwen2.5-coder-0.5b-*-0527.md). The
-  reported part agrees (40 items, 8x: the vote 78%, the first draft 68%, refine 62%,
-  sampling picked by the critic 60%; ...-2026-11-28-0558.md).
+  reported part agrees (60 items, 8x: the vote 77%, the first draft 65%, refine 58%,
+  sampling picked by the critic 57%; ...-2026-11-28-0624.md).
 - "verifier": a verifier in `critics` can judge the drafts (the reference holds what it
   needs). Measured with the local 0.5B model on the tuning part of the constrained set,
   the concepts check on the task's own words, at 8x a first draft's tokens: sample 60%
