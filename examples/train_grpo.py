@@ -122,6 +122,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         max_completion_length=args.completion_tokens,
         max_steps=args.steps,
         learning_rate=args.learning_rate,
+        temperature=args.temperature,
         logging_steps=1,
         save_strategy="steps" if args.save_every else "no",
         save_steps=args.save_every or 500,
@@ -181,6 +182,9 @@ def main() -> None:
     parser.add_argument("--generations", type=int, default=4, help="completions per prompt")
     parser.add_argument("--completion-tokens", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=1e-6)
+    parser.add_argument(
+        "--temperature", type=float, default=1.0, help="sampling temperature of the drafts"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cpu", action="store_true", help="train on the CPU even with a GPU")
     parser.add_argument("--held-out", type=int, default=16, help="prompts never trained on")
