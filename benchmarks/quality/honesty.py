@@ -17,6 +17,7 @@ from typing import Any
 
 from self_refine.critics.verifiers.concepts import missing_concepts
 from self_refine.critics.verifiers.shape import (
+    definitions,
     edit_instruction,
     list_items,
     remarks_about_text,
@@ -32,6 +33,7 @@ __all__ = ["FORMS", "answer_forms", "feedback_wording", "rejudge"]
 FORMS = (
     "word list",
     "fragments",
+    "definitions",
     "list items",
     "too many sentences",
     "instruction",
@@ -77,6 +79,7 @@ def answer_forms(task: str, answer: str, reference: Any, feedback: bool = False)
         checks = {
             "word list": word_list(answer, concepts, _matches),
             "fragments": strung_fragments(answer, concepts, _matches),
+            "definitions": definitions(answer, concepts, _matches),
             "list items": list_items(answer),
             "too many sentences": too_many_sentences(task, answer),
             "instruction": edit_instruction(answer, concepts),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from self_refine.critics.verifiers import resolve_verifier
-from self_refine.critics.verifiers.shape import list_items, strung_fragments
+from self_refine.critics.verifiers.shape import definitions, list_items, strung_fragments
 
 
 def _task(words: list[str]) -> str:
@@ -86,3 +86,54 @@ def test_a_long_sentence_with_commas_is_not_fragments(text: str) -> None:
     words = ["jacket", "fountain", "scarf", "island", "candle", "rabbit", "beach", "drum"]
     assert strung_fragments(text, words, _appears) is None
     assert list_items(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        # Answers a SmolLM2-135M policy wrote after GRPO on the concepts reward.
+        (
+            "A tower is a building, a beach is a shore, and a fountain is a fountain.",
+            ["tower", "beach", "fountain"],
+        ),
+        (
+            "A guitar is a musical instrument, a candle is a type of candle, a island is a "
+            "place, a rabbit is a rabbit, and a mirror is a mirror.",
+            ["guitar", "candle", "island", "rabbit", "mirror"],
+        ),
+        (
+            "An orchard is a type of fruit, a guitar is a musical instrument, and an apple "
+            "is a fruit.",
+            ["orchard", "guitar", "apple"],
+        ),
+    ],
+)
+def test_saying_what_each_word_is_fails_and_says_to_relate_them(
+    text: str, words: list[str]
+) -> None:
+    done, feedback = _judge(text, words)
+    assert not done
+    assert any("do not say what each word is" in item for item in feedback)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        # The parts relate the words to each other.
+        (
+            "A mirror reflects the tunnel, a tunnel is a mountain, and a mirror is an anchor.",
+            ["mirror", "tunnel", "anchor", "mountain"],
+        ),
+        # Two of three words defined: one part does something else.
+        (
+            "The tower is tall, the beach is empty, and children splash in the fountain.",
+            ["tower", "beach", "fountain"],
+        ),
+        (
+            "The rabbit hopped, the drum sounded, and the candle flickered.",
+            ["rabbit", "drum", "candle"],
+        ),
+    ],
+)
+def test_clauses_that_relate_or_act_are_not_definitions(text: str, words: list[str]) -> None:
+    assert definitions(text, words, _appears) is None

@@ -2,7 +2,9 @@
 
 A check that only looks for words can be passed without doing the task: the words
 as a list ("Train, pencil, compass, river."), each word opening a clause of its own
-("Pillow stands tall, mountain is high, ladder is long, ..."), fragments strung
+("Pillow stands tall, mountain is high, ladder is long, ..."), each word given a
+clause that says what it is ("A tower is a building, a beach is a shore, and a
+fountain is a fountain."), fragments strung
 together with commas ("Jacket covers island, scarf covers fountain, island perfect
 for coffee shop, ..."), sentences laid out as list items ("- The library was ..."),
 more sentences than the task asks for, an instruction about the text instead of the
@@ -18,6 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 
 __all__ = [
+    "definitions",
     "edit_instruction",
     "list_items",
     "remarks_about_text",
@@ -129,6 +132,40 @@ def word_list(
             f"clause of its own ({opening} clauses each open with one of the words)."
         )
     return None
+
+
+_COPULA = frozenset(("is", "are"))
+
+
+def definitions(
+    text: str, concepts: Sequence[str], matches: Callable[[str, str], bool]
+) -> str | None:
+    """What to fix when the text says what each word is, one clause a word, and nothing more.
+
+    "A tower is a building, a beach is a shore, and a fountain is a fountain." uses
+    every word in one sentence and relates none of them: the form a policy trained on
+    this check's reward found. Counted over the parts between commas, semicolons,
+    colons, line breaks and "and": three or more parts of the form "(a) WORD is ...",
+    each holding that required word alone, covering every required word (all but one
+    when there are five or more).
+    """
+    defined = set()
+    for segment in _SEGMENT.split(text):
+        words = _WORD.findall(segment.lower())
+        while words and words[0] in _OPENERS:
+            words = words[1:]
+        if len(words) < 3 or words[1] not in _COPULA:
+            continue
+        found = [c for c in concepts if matches(c, segment)]
+        if len(found) == 1 and matches(found[0], words[0]):
+            defined.add(found[0])
+    wanted = len(concepts) - 1 if len(concepts) >= 5 else len(concepts)
+    if len(defined) < max(3, wanted):
+        return None
+    return (
+        "Write one scene in which the words act together; do not say what each word is "
+        f'({len(defined)} parts each say what one of the words is, as "a tower is a building").'
+    )
 
 
 def list_items(text: str) -> str | None:
@@ -262,6 +299,7 @@ def shape_problems(
     found = [
         word_list(text, concepts, matches),
         strung_fragments(text, concepts, matches),
+        definitions(text, concepts, matches),
         list_items(text),
         too_many_sentences(task, text),
         edit_instruction(text, concepts),
