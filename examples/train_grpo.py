@@ -112,6 +112,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             verifiers=["concepts"],
             profile="constrained_generation",
             train_on=args.train_on,
+            failed=args.failed,
             log=out / "refined.jsonl",
         )
     )
@@ -143,7 +144,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     trainer.train(resume_from_checkpoint=True if args.resume else None)
     steps = [entry for entry in trainer.state.log_history if "reward" in entry]
     summary = {
-        "rollouts": "plain" if args.plain else f"refine ({args.train_on})",
+        "rollouts": "plain" if args.plain else f"refine ({args.train_on}, failed: {args.failed})",
         "steps": steps,
         "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
     }
@@ -177,6 +178,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--plain", action="store_true", help="TRL's own rollouts, no refinement")
     parser.add_argument("--train-on", choices=("exchange", "refinement"), default="exchange")
+    parser.add_argument(
+        "--failed",
+        choices=("draft", "refinement"),
+        default="draft",
+        help="what a wrong draft whose refinement fails too trains on (default: the draft)",
+    )
     parser.add_argument("--prompts", type=int, default=16, help="prompts in the dataset")
     parser.add_argument("--prompts-per-step", type=int, default=2)
     parser.add_argument("--generations", type=int, default=4, help="completions per prompt")

@@ -50,7 +50,14 @@ from self_refine.graphs import Roles
 from self_refine.models.resolve import check_model, resolve_model
 from self_refine.prompts import get_profile
 from self_refine.training.policy import TOKEN_ALIGNED_INPUTS, PolicyCall, PolicyChatModel
-from self_refine.training.samples import TRAIN_ON, Outcome, TrainOn, trainer_sample
+from self_refine.training.samples import (
+    FAILED,
+    TRAIN_ON,
+    Failed,
+    Outcome,
+    TrainOn,
+    trainer_sample,
+)
 from self_refine.training.tasks import (
     References,
     graph_task,
@@ -78,6 +85,7 @@ class RefineRollout:
     critics: list[Any]
     critic_model: BaseChatModel | str | None
     train_on: TrainOn
+    failed: Failed
     max_new_tokens: int | None
     log: Path | None
     settings: RefineContext
@@ -195,6 +203,7 @@ class RefineRollout:
                 continue
             outcome.refinement = str(turn2["draft"])
             outcome.right_after = bool(turn2.get("correct"))
+            outcome.trains_refinement = outcome.right_after or self.failed == "refinement"
             outcome.call = _writer_of(thread, outcome.refinement)
 
     def _report(self, outcomes: list[Outcome], step: int) -> None:
@@ -319,6 +328,7 @@ def refine_rollout(
     critics: Sequence[Any] | None = None,
     critic_model: BaseChatModel | str | None = None,
     train_on: TrainOn = "exchange",
+    failed: Failed = "draft",
     max_new_tokens: int | None = None,
     log: str | Path | None = None,
     settings: RefineContext | None = None,
@@ -332,7 +342,10 @@ def refine_rollout(
     tell right from wrong. `critics` say what the refiner is told (default: the
     verifiers' findings; add "llm" for the LLM critic, which is the policy unless
     `critic_model` names another). `train_on` is "exchange" or "refinement" (see
-    `self_refine.training.samples`). `max_new_tokens` caps a refine reply (default:
+    `self_refine.training.samples`); `failed` what a wrong draft whose refinement is
+    wrong too trains on: "draft" (the default: the draft as sampled, reward 0) or
+    "refinement" (the failed refinement, reward 0; the draft then gets no gradient).
+    `max_new_tokens` caps a refine reply (default:
     the trainer's `max_completion_length`). Each refined sample is appended to the
     JSONL file `log`. `settings` are the refine graph's other settings (its
     `max_iterations` is 1: one refine turn; a rollout refines once with one
@@ -342,6 +355,8 @@ def refine_rollout(
     """
     if train_on not in TRAIN_ON:
         raise ConfigError(f"train_on must be one of {', '.join(TRAIN_ON)}, got {train_on!r}")
+    if failed not in FAILED:
+        raise ConfigError(f"failed must be one of {', '.join(FAILED)}, got {failed!r}")
     rows = _check_dataset(dataset)
     run_settings = _check_settings(settings)
     _check_options(max_new_tokens, gather_seconds)
@@ -377,6 +392,7 @@ def refine_rollout(
         critics=told,
         critic_model=_check_critic_model(critic_model, run_settings),
         train_on=train_on,
+        failed=failed,
         max_new_tokens=max_new_tokens,
         log=log_path,
         settings=dataclasses.replace(

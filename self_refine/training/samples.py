@@ -18,6 +18,11 @@ cannot simply stand in for a sample of the prompt. Two ways, both from the liter
   length cap gets none, so the policy is not taught to stop where it was stopped.
 
 Right drafts, and wrong ones whose refinement brought no new text, stay as sampled.
+So, by default (`failed="draft"`), does a wrong draft whose refinement is wrong too:
+it trains as the plain sample it is, with its reward of 0, and only a refinement that
+passes becomes the sample. With `failed="refinement"` every refinement becomes the
+sample, a failed one with its own reward of 0 (the wrong draft then gets no gradient).
+The training guide gives the learning runs that chose the default.
 """
 
 from __future__ import annotations
@@ -29,10 +34,20 @@ from langchain_core.messages import AIMessage
 
 from self_refine.training.policy import PolicyCall, PolicyChatModel
 
-__all__ = ["TRAIN_ON", "Outcome", "TrainOn", "TrainerSample", "trainer_sample"]
+__all__ = [
+    "FAILED",
+    "TRAIN_ON",
+    "Failed",
+    "Outcome",
+    "TrainOn",
+    "TrainerSample",
+    "trainer_sample",
+]
 
 TrainOn = Literal["exchange", "refinement"]
 TRAIN_ON: tuple[TrainOn, ...] = ("exchange", "refinement")
+Failed = Literal["draft", "refinement"]
+FAILED: tuple[Failed, ...] = ("draft", "refinement")
 
 
 @dataclass
@@ -54,11 +69,13 @@ class Outcome:
     thread_id: str | None = None
     refine_tokens: int = 0
     """Tokens the policy wrote for this sample's turn 2 (every call of its thread)."""
+    trains_refinement: bool = False
+    """Whether the trainer trains on the refinement (else on the draft as sampled)."""
 
     @property
     def answer(self) -> str:
-        """The text this sample's reward judges."""
-        return self.draft if self.refinement is None else self.refinement
+        """The text this sample's reward judges: what the trainer trains on."""
+        return self.refinement if self.trains_refinement and self.refinement else self.draft
 
 
 @dataclass(frozen=True)
@@ -72,7 +89,7 @@ class TrainerSample:
 
 def trainer_sample(outcome: Outcome, train_on: TrainOn, policy: PolicyChatModel) -> TrainerSample:
     """The sample the trainer gets for this outcome (see the module docstring)."""
-    if outcome.refinement is None:
+    if outcome.refinement is None or not outcome.trains_refinement:
         ids = outcome.draft_ids
         return TrainerSample(outcome.prompt_ids, ids, [1] * len(ids))
     if train_on == "refinement":

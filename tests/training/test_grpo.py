@@ -94,7 +94,9 @@ def _trained_text(tokenizer: Any, ids: list[int], mask: list[int]) -> str:
 
 def test_a_step_refines_only_the_wrong_samples_and_trains_on_the_exchange(tmp_path: Path) -> None:
     log = tmp_path / "refined.jsonl"
-    rollout = refine_rollout(ROWS, verifiers=[long_enough], max_new_tokens=16, log=log)
+    rollout = refine_rollout(
+        ROWS, verifiers=[long_enough], max_new_tokens=16, log=log, failed="refinement"
+    )
     trainer, given = _train_one_step(rollout, tmp_path)
     tokenizer = trainer.processing_class
     outcomes = rollout.last
@@ -142,11 +144,37 @@ def test_a_step_refines_only_the_wrong_samples_and_trains_on_the_exchange(tmp_pa
         assert given["self_refine"][index]["answer"] == outcome.refinement
 
 
+def test_a_wrong_draft_whose_refinement_fails_trains_as_sampled(tmp_path: Path) -> None:
+    # 6-token (6-character) refinements cannot pass the 8-character prompt's check.
+    rollout = refine_rollout(ROWS, verifiers=[long_enough], max_new_tokens=6)
+    trainer, given = _train_one_step(rollout, tmp_path)
+    outcomes = rollout.last or []
+    failed = [i for i, o in enumerate(outcomes) if o.refinement and not o.right_after]
+    fixed = [i for i, o in enumerate(outcomes) if o.refinement and o.right_after]
+    assert len(failed) >= 4
+    tokenizer = trainer.processing_class
+    for index in failed:
+        outcome = outcomes[index]
+        assert given["completion_ids"][index] == outcome.draft_ids
+        assert given["prompt_ids"][index] == outcome.prompt_ids
+        assert all(given["env_mask"][index])
+        assert given["self_refine"][index]["answer"] == outcome.draft
+        assert given["self_refine"][index]["refined"] is True
+    for index in fixed:
+        ids, mask = given["completion_ids"][index], given["env_mask"][index]
+        assert _trained_text(tokenizer, ids, mask).strip() == outcomes[index].refinement
+        assert given["self_refine"][index]["answer"] == outcomes[index].refinement
+    logged = trainer.state.log_history[0]
+    assert logged["rewards/verifier_long_enough/mean"] == pytest.approx(
+        logged["self_refine/acc_t2"]
+    )
+
+
 def test_the_refinement_form_trains_the_refinement_after_the_trainer_prompt(
     tmp_path: Path,
 ) -> None:
     rollout = refine_rollout(
-        ROWS, verifiers=[long_enough], max_new_tokens=16, train_on="refinement"
+        ROWS, verifiers=[long_enough], max_new_tokens=16, train_on="refinement", failed="refinement"
     )
     trainer, given = _train_one_step(rollout, tmp_path)
     tokenizer = trainer.processing_class
@@ -225,6 +253,8 @@ def test_bad_settings_are_refused_before_any_model_runs() -> None:
         refine_rollout(ROWS)
     with pytest.raises(ConfigError, match="train_on must be one of exchange, refinement"):
         refine_rollout(ROWS, verifiers=[long_enough], train_on="turns")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="failed must be one of draft, refinement"):
+        refine_rollout(ROWS, verifiers=[long_enough], failed="both")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="human critic cannot critique inside a trainer"):
         refine_rollout(ROWS, verifiers=[long_enough], critics=["human"])
     with pytest.raises(ConfigError, match="unknown critic 'llm-judge'"):
