@@ -191,7 +191,9 @@ class BatchRunner:
         picks = [
             _pick([a for a in attempts if a["iteration"] <= k], select) for k in _steps(attempts)
         ]
-        correct = (await verdicts.of([a["draft"] for a in attempts] + [answer])).get
+        # A step's pick may be a draft its step did not keep (a candidate): judged too.
+        drafts = [a["draft"] for a in attempts] + [p["draft"] for p in picks] + [answer]
+        correct = (await verdicts.of(drafts)).get
         record: dict[str, Any] = {"id": item.id}
         if item.line is not None:
             record["line"] = item.line

@@ -54,3 +54,49 @@ async def test_a_run_that_took_the_vote_by_default_draws_its_curve_by_the_vote()
     assert record["correct_final"] is True
     assert record["correct_at"] == [True, True, True]
     assert result.summary["accuracy_by_iteration"][-1] == result.summary["accuracy_final"] == 1.0
+
+
+async def _vote_over_candidates(answers: list[str]) -> dict[str, Any]:
+    """The record of a default run of three steps of three drafts stating `answers` in turn."""
+    stated = iter(answers)
+
+    def draft(messages: Sequence[BaseMessage]) -> str:
+        return f"15 times 3, less the 5 eaten. The answer is {next(stated)}."
+
+    model = FakeChatModel(script={"generator": [draft]})
+    result = await arefine_batch(
+        [TASK],
+        model=model,
+        verifiers=[_says_40],
+        refine_only_incorrect=False,
+        profile="math",
+        max_iterations=2,
+        candidates=3,
+        concurrency=1,
+    )
+    record = result.records[0]
+    assert record is not None
+    assert len(model.requests) == 9 and {sent.role for sent in model.requests} == {"generator"}
+    return record
+
+
+def _kept(record: dict[str, Any]) -> list[str]:
+    """The answer each step's kept draft states (the step's first: nothing scores them)."""
+    return [a["draft"][-3:-1] for a in record["attempts"]]
+
+
+async def test_a_vote_over_candidates_draws_its_curve_from_every_draft_as_the_run_does() -> None:
+    # Each step keeps a draft saying 35, beside two saying 40: the run's vote counts every
+    # draft, so it answers 40, and so does each step's point of the curve.
+    record = await _vote_over_candidates(["35", "40", "40"] * 3)
+    assert _kept(record) == ["35", "35", "35"]
+    assert record["answer"].endswith("The answer is 40.") and record["correct_final"] is True
+    assert record["correct_at"] == [True, True, True]
+
+
+async def test_a_step_s_answer_that_only_a_candidate_states_is_judged_too() -> None:
+    # After the first step the vote says 35, stated by two drafts the step did not keep.
+    record = await _vote_over_candidates(["41", "35", "35", *["40"] * 6])
+    assert _kept(record) == ["41", "40", "40"]
+    assert record["correct_final"] is True
+    assert record["correct_at"] == [False, True, True]
