@@ -28,7 +28,7 @@ from self_refine.context import RefineContext
 from self_refine.errors import BatchStoppedError, ConfigError
 from self_refine.nodes.ranking import chosen_attempt
 from self_refine.persistence.failures import storage_failure, thread_damage
-from self_refine.state import Attempt, Critique, add_usage
+from self_refine.state import RUN_CONTEXT, Attempt, Critique, add_usage
 
 __all__ = [
     "BatchRunner",
@@ -125,9 +125,9 @@ class BatchRunner:
     """Runs items on an engine and turns each finished thread into a result record.
 
     Each item runs with `context`, one whose draft the caller says is wrong with
-    `unjudged` (the same settings without the judge). The settings' `select` ("best",
-    "last" or "vote") tells which draft the run would have answered after k steps, for
-    the per-step curve.
+    `unjudged` (the same settings without the judge). The `select` ("best", "last" or
+    "vote") its run kept in its thread (a strategy of "auto" may have taken the vote)
+    tells which draft the run would have answered after k steps, for the per-step curve.
     """
 
     engine: Engine
@@ -145,12 +145,15 @@ class BatchRunner:
         """Refine one item (or finish its interrupted thread) and return its record."""
         verdicts = ItemVerdicts(item, self.judge)
         if self.refine_only_incorrect and item.draft is not None and item.correct:
-            return await self._record(item, _as_given(item), None, verdicts)
+            return await self._record(item, _as_given(item), None, verdicts, self._select(None))
         thread_id = self.thread_id(item)
         async with self.engine.writer(thread_id):
             context = self.unjudged if item.correct is False else self.context
             values = await self._drive(thread_id, item, context)
-        return await self._record(item, values, thread_id, verdicts)
+            kept = values.get(RUN_CONTEXT)
+            if kept is None:  # a run's output leaves its settings out: its thread keeps them
+                kept = (await self.engine.state(thread_id)).values.get(RUN_CONTEXT)
+        return await self._record(item, values, thread_id, verdicts, self._select(kept))
 
     async def _drive(
         self, thread_id: str, item: BatchItem, context: RefineContext
@@ -179,12 +182,18 @@ class BatchRunner:
         values: dict[str, Any],
         thread_id: str | None,
         verdicts: ItemVerdicts,
+        select: str,
     ) -> dict[str, Any]:
-        """The result line of a finished item; `thread_id` None when no thread ran."""
+        """The result line of a finished item; `thread_id` None when no thread ran; `select`
+        picks the answer after each step for the per-step curve."""
         attempts: list[Attempt] = list(values.get("attempts") or [])
         answer = str(values.get("answer", ""))
-        picks = [self._pick([a for a in attempts if a["iteration"] <= k]) for k in _steps(attempts)]
-        correct = (await verdicts.of([a["draft"] for a in attempts] + [answer])).get
+        picks = [
+            _pick([a for a in attempts if a["iteration"] <= k], select) for k in _steps(attempts)
+        ]
+        # A step's pick may be a draft its step did not keep (a candidate): judged too.
+        drafts = [a["draft"] for a in attempts] + [p["draft"] for p in picks] + [answer]
+        correct = (await verdicts.of(drafts)).get
         record: dict[str, Any] = {"id": item.id}
         if item.line is not None:
             record["line"] = item.line
@@ -210,10 +219,12 @@ class BatchRunner:
             record["run_key"] = self.key
         return record
 
-    def _pick(self, attempts: list[Attempt]) -> Attempt:
-        chosen = chosen_attempt(attempts, self.context.select or "best")
-        assert chosen is not None
-        return chosen
+    def _select(self, kept: dict[str, Any] | None) -> str:
+        """The select of a run that kept `kept` as its settings; with none kept (no thread
+        ran, or one begun before runs kept their settings), the batch's."""
+        if not kept:
+            return self.context.select or "best"
+        return str(kept.get("select") or "best")
 
     async def run_all(
         self,
@@ -261,6 +272,12 @@ class BatchRunner:
                 )
         except* (ConfigError, BatchStoppedError) as errors:
             raise errors.exceptions[0] from None
+
+
+def _pick(attempts: list[Attempt], select: str) -> Attempt:
+    chosen = chosen_attempt(attempts, select)
+    assert chosen is not None
+    return chosen
 
 
 def _steps(attempts: Sequence[Attempt]) -> list[int]:

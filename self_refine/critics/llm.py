@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from self_refine.critics.base import CritiqueRequest, CritiqueResult
 from self_refine.critics.parse import (
+    feedback_items,
     is_broken_json,
     read_critique,
     salvage_cut_json,
@@ -167,9 +168,9 @@ class LLMCritic:
         text = message_text(raw) if raw is not None else ""
         if isinstance(parsed, CritiqueReply):
             reply = parsed.model_dump()
-            reply["feedback"] = list(dict.fromkeys(reply["feedback"]))  # a repeated item once
+            reply["feedback"], dropped = feedback_items(reply["feedback"])
             critique = Critique(**reply, source=self.name)
-            problems = score_problem(parsed.score, critique)
+            problems = dropped + score_problem(parsed.score, critique)
             return CritiqueResult(critique, add_usage(usage), tuple(problems))
         refusal = refusal_of(raw)
         if refusal:

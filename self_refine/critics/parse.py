@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from self_refine.state import Critique
 
 __all__ = [
     "CUT_JSON",
+    "FIELD_NAMES",
     "NOTHING_COMPLETE",
+    "feedback_items",
     "is_broken_json",
     "parse_critique_text",
     "read_critique",
     "salvage_cut_json",
     "score_problem",
 ]
+
+FIELD_NAMES = ("feedback", "score", "done")
+"""The fields of the critique the critic model is asked for (`critics.llm.CritiqueReply`)."""
 
 CUT_JSON = "the critique JSON was cut off; its complete feedback items were kept"
 NOTHING_COMPLETE = "the critique JSON was cut off before its first complete item; nothing kept"
@@ -89,6 +95,24 @@ def salvage_cut_json(text: str) -> dict[str, Any] | None:
     return data if data.get("feedback") or "score" in data else None
 
 
+def feedback_items(items: Iterable[Any]) -> tuple[list[str], list[str]]:
+    """The feedback items to keep, each once, and the problem to record when any was dropped.
+
+    An item that is only a field name of the critique ("score", "Done:", "feedback"; case,
+    spaces and punctuation aside) names no problem of the draft: a small model lists the
+    schema's keys among its items. It is dropped; an item that uses the word is kept.
+    """
+    kept = list(dict.fromkeys(str(item) for item in items))
+    names = [item for item in kept if re.sub(r"[\W_]+", "", item).lower() in FIELD_NAMES]
+    if not names:
+        return kept, []
+    shown = ", ".join(repr(name) for name in dict.fromkeys(names))
+    return (
+        [item for item in kept if item not in names],
+        [f"the critique's feedback listed field names as items ({shown}); dropped"],
+    )
+
+
 def score_problem(raw: Any, critique: Critique) -> list[str]:
     """Say so when a score was outside [0, 1] and had to be rescaled or clamped."""
     try:
@@ -136,11 +160,11 @@ def read_critique(text: str, *, source: str = "llm") -> tuple[Critique, list[str
         scale = float(match.group(2)) if match.group(2) else None
         score = value / scale if scale else value
     done = bool(_DONE.search(text))
+    items, dropped = feedback_items(items)
     if not items and not done:
         items = [" ".join(text.split())]
-    items = list(dict.fromkeys(items))
     critique = Critique(feedback=items, score=score, done=done and not items, source=source)
-    problems = ["the critique was not JSON; read it as plain text"]
+    problems = ["the critique was not JSON; read it as plain text", *dropped]
     return critique, problems + score_problem(score, critique)
 
 
@@ -164,9 +188,9 @@ def _from_json(data: dict[str, Any], source: str) -> tuple[Critique, list[str]]:
     if not isinstance(done, bool):
         problems.append(f"the critique's done {done!r} is not true or false; read as text")
         done = str(done).strip().lower() in ("true", "yes", "1")
-    feedback = list(dict.fromkeys(str(item) for item in feedback))  # a repeated item once
+    feedback, dropped = feedback_items(feedback)
     critique = Critique(feedback=feedback, score=score, done=done, source=source)
-    return critique, problems + score_problem(score, critique)
+    return critique, problems + dropped + score_problem(score, critique)
 
 
 def _is_number(value: Any) -> bool:

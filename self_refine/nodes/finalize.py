@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -11,7 +10,7 @@ from langgraph.runtime import Runtime
 from self_refine.context import RefineContext
 from self_refine.critics.typed import ResponseFormat
 from self_refine.nodes.parts import Parts
-from self_refine.nodes.ranking import best_attempt, best_candidate, vote_count, voted_candidate
+from self_refine.nodes.ranking import best_attempt, tree_attempt, vote_count, voted_candidate
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.search import drafts_of
 from self_refine.state import ANSWER_NAME, Attempt, Candidate, RefineState
@@ -40,36 +39,6 @@ def _drafts(attempts: list[Attempt], answer_format: ResponseFormat | None) -> li
     return drafts
 
 
-def _best_draft(
-    attempts: list[Attempt],
-    answer_format: ResponseFormat | None,
-    pick: Callable[[Sequence[Candidate]], Candidate | None] = best_candidate,
-) -> Attempt | None:
-    """The draft `pick` chooses among every draft of a run that samples or searches, as an
-    attempt (by default the best; `voted_candidate` for `select="vote"`); None for a run
-    whose drafts are no tree (one that refines).
-
-    Not only each step's pick: a step's other replies are drafts of the tree too.
-    """
-    chosen = pick(_drafts(attempts, answer_format))
-    if chosen is None:
-        return None
-    for attempt in attempts:
-        if attempt.get("node") == chosen.get("node"):
-            return attempt
-        if chosen in attempt.get("candidates", []):
-            return {
-                "iteration": attempt["iteration"],
-                "draft": chosen["draft"],
-                "critique": chosen["critique"],
-                "usage": chosen["usage"],
-                "node": chosen.get("node", 0),
-                "parent": chosen.get("parent"),
-                "checked": chosen.get("checked"),
-            }
-    return None
-
-
 def make_finalize(parts: Parts) -> Node:
     """Build the node that chooses the answer ("best", "last" or "vote") and sends it as a
     message.
@@ -91,12 +60,13 @@ def make_finalize(parts: Parts) -> Node:
             if answer_format
             else []
         )
-        best = _best_draft(attempts, answer_format) or best_attempt(valid or attempts)
+        drafts = _drafts(attempts, answer_format)
+        best = tree_attempt(attempts, drafts=drafts) or best_attempt(valid or attempts)
         chosen = last if plan.settings.select == "last" else best
         vote: dict[str, Any] = {}
         if plan.settings.select == "vote":
-            chosen = _best_draft(attempts, answer_format, voted_candidate) or best
-            votes = vote_count(_drafts(attempts, answer_format))
+            chosen = tree_attempt(attempts, voted_candidate, drafts) or best
+            votes = vote_count(drafts)
             vote = {"vote": votes.summary() if votes else None}
         answer = chosen["draft"] if chosen else state.get("draft", "")
         score = chosen["critique"].get("score") if chosen else None

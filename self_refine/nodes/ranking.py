@@ -1,21 +1,25 @@
 """Which draft is kept: the ranking rules of the loop, each written once.
 
-- `best_attempt`: a run's answer among its attempts (`select="best"`), and the answer a
-  run would have given after k refine steps (a batch's per-step curve): the highest
-  score, ties to the earlier, then the shorter draft;
+- `best_attempt`: a run's answer among its attempts (`select="best"`) when it refines:
+  the highest score, ties to the earlier, then the shorter draft;
 - `best_candidate`: the reply a step of candidates keeps, and the answer of a run that
   samples or searches among all its drafts: a usable reply the verifiers passed, else
   the one they scored highest, then the critic's score, ties to the earlier (the lower
   index in a step; the earlier node in a run); `why_kept` says which of these rules decided;
 - `voted_candidate`: the answer of a run with `select="vote"`: `best_candidate` among the
   drafts that state the final answer most drafts state (`self_refine.voting`), the
-  drafts the verifiers passed voting alone when there are any.
+  drafts the verifiers passed voting alone when there are any;
+- `tree_attempt`: the draft a run that samples or searches answers with, among all its
+  drafts (each step's other replies too), as an attempt;
+- `chosen_attempt`: the attempt a run answers with by its `select`, as `finalize` picks
+  it, and so the answer it would have given after k steps (a batch's per-step curve).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from self_refine.nodes.search import drafts_of
 from self_refine.state import STOPPED, Attempt, Candidate
 from self_refine.voting import Tally, tally
 
@@ -23,6 +27,7 @@ __all__ = [
     "best_attempt",
     "best_candidate",
     "chosen_attempt",
+    "tree_attempt",
     "vote_count",
     "voted_candidate",
     "why_kept",
@@ -44,11 +49,16 @@ def best_attempt(attempts: Sequence[Attempt]) -> Attempt | None:
 
 
 def chosen_attempt(attempts: Sequence[Attempt], select: str) -> Attempt | None:
-    """The attempt a run answers with: the last for `select="last"`, for `select="vote"`
-    the best of those stating the most-voted final answer (the verified ones voting alone
-    when there are any, as in `voted_candidate`), else the best."""
+    """The attempt a run answers with: the last for `select="last"`; in a run that samples
+    or searches, the draft `voted_candidate` (`select="vote"`) or `best_candidate` picks
+    among all its drafts (`tree_attempt`); in one that refines, for `select="vote"` the best
+    of those stating the most-voted final answer (the verified ones voting alone when there
+    are any), else the best (`best_attempt`)."""
     if select == "last":
         return attempts[-1] if attempts else None
+    pick = voted_candidate if select == "vote" else best_candidate
+    if (in_tree := tree_attempt(attempts, pick)) is not None:
+        return in_tree
     if select == "vote":
         voters = [a for a in attempts if a["critique"].get("verified") is True] or list(attempts)
         votes = tally([a["draft"] for a in voters])
@@ -101,6 +111,36 @@ def voted_candidate(candidates: Sequence[Candidate]) -> Candidate | None:
     if votes is None:
         return best_candidate(voters)
     return best_candidate([voters[p] for p in votes.drafts])
+
+
+def tree_attempt(
+    attempts: Sequence[Attempt],
+    pick: Callable[[Sequence[Candidate]], Candidate | None] = best_candidate,
+    drafts: Sequence[Candidate] | None = None,
+) -> Attempt | None:
+    """The draft `pick` chooses among every draft of a run that samples or searches (`drafts`:
+    those it may choose from, by default all of `attempts`' drafts), as an attempt; None for
+    a run whose drafts are no tree (one that refines).
+
+    Not only each step's pick: a step's other replies are drafts of the tree too.
+    """
+    chosen = pick(drafts_of(attempts) if drafts is None else drafts)
+    if chosen is None:
+        return None
+    for attempt in attempts:
+        if attempt.get("node") == chosen.get("node"):
+            return attempt
+        if chosen in attempt.get("candidates", []):
+            return {
+                "iteration": attempt["iteration"],
+                "draft": chosen["draft"],
+                "critique": chosen["critique"],
+                "usage": chosen["usage"],
+                "node": chosen.get("node", 0),
+                "parent": chosen.get("parent"),
+                "checked": chosen.get("checked"),
+            }
+    return None
 
 
 def why_kept(chosen: Candidate, candidates: Sequence[Candidate]) -> str:
