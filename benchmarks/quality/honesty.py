@@ -19,6 +19,7 @@ from self_refine.critics.verifiers.concepts import missing_concepts
 from self_refine.critics.verifiers.shape import (
     definitions,
     edit_instruction,
+    equated_words,
     list_items,
     remarks_about_text,
     strung_fragments,
@@ -34,6 +35,7 @@ FORMS = (
     "word list",
     "fragments",
     "definitions",
+    "equated words",
     "list items",
     "too many sentences",
     "instruction",
@@ -80,6 +82,7 @@ def answer_forms(task: str, answer: str, reference: Any, feedback: bool = False)
             "word list": word_list(answer, concepts, _matches),
             "fragments": strung_fragments(answer, concepts, _matches),
             "definitions": definitions(answer, concepts, _matches),
+            "equated words": equated_words(answer, concepts, _matches),
             "list items": list_items(answer),
             "too many sentences": too_many_sentences(task, answer),
             "instruction": edit_instruction(answer, concepts),

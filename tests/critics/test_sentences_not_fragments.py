@@ -9,7 +9,12 @@ from __future__ import annotations
 import pytest
 
 from self_refine.critics.verifiers import resolve_verifier
-from self_refine.critics.verifiers.shape import definitions, list_items, strung_fragments
+from self_refine.critics.verifiers.shape import (
+    definitions,
+    equated_words,
+    list_items,
+    strung_fragments,
+)
 
 
 def _task(words: list[str]) -> str:
@@ -137,3 +142,30 @@ def test_saying_what_each_word_is_fails_and_says_to_relate_them(
 )
 def test_clauses_that_relate_or_act_are_not_definitions(text: str, words: list[str]) -> None:
     assert definitions(text, words, _appears) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        # Answers a SmolLM2-135M policy wrote after GRPO once saying what each word is failed.
+        ("The compass is a river and the library is a library.", ["compass", "river", "library"]),
+        ("A ladder is a tent, and a window is a window.", ["ladder", "tent", "window"]),
+        ("The meadow is a type of meadow kite and a type of rocket anchor.", ["meadow", "kite"]),
+    ],
+)
+def test_saying_one_word_is_another_fails(text: str, words: list[str]) -> None:
+    done, feedback = _judge(text, words)
+    assert not done
+    assert any("do not say that one of them is another or itself" in item for item in feedback)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The anchor is anchored to the jacket while the guitar plays in the garden.",
+        "The tower is a landmark near the beach, where a fountain sprays.",
+    ],
+)
+def test_a_verb_or_another_noun_after_is_is_not_equating(text: str) -> None:
+    words = ["anchor", "jacket", "guitar", "garden", "tower", "beach", "fountain"]
+    assert equated_words(text, words, _appears) is None

@@ -4,7 +4,8 @@ A check that only looks for words can be passed without doing the task: the word
 as a list ("Train, pencil, compass, river."), each word opening a clause of its own
 ("Pillow stands tall, mountain is high, ladder is long, ..."), each word given a
 clause that says what it is ("A tower is a building, a beach is a shore, and a
-fountain is a fountain."), fragments strung
+fountain is a fountain."), one word said to be another ("The compass is a river."),
+fragments strung
 together with commas ("Jacket covers island, scarf covers fountain, island perfect
 for coffee shop, ..."), sentences laid out as list items ("- The library was ..."),
 more sentences than the task asks for, an instruction about the text instead of the
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 __all__ = [
     "definitions",
     "edit_instruction",
+    "equated_words",
     "list_items",
     "remarks_about_text",
     "sentence_limit",
@@ -168,6 +170,42 @@ def definitions(
     )
 
 
+_KIND = re.compile(r"^(?:(?:a|an|the)\s+)?(?:type|kind|sort|form)\s+of\s+")
+
+
+def equated_words(
+    text: str, concepts: Sequence[str], matches: Callable[[str, str], bool]
+) -> str | None:
+    """What to fix when the text says one required word is another, or itself.
+
+    "The compass is a river and the library is a library." holds every word and says
+    nothing: a part that opens with a required word, then "is" or "are", then an
+    article or "a type of", then a required word. A policy trained on this check's reward
+    found that form once `definitions` refused the other.
+    """
+    for segment in _SEGMENT.split(text):
+        words = _WORD.findall(segment.lower())
+        while words and words[0] in _OPENERS:
+            words = words[1:]
+        if len(words) < 3 or words[1] not in _COPULA:
+            continue
+        if not any(matches(c, words[0]) for c in concepts):
+            continue
+        rest = " ".join(words[2:])
+        named = _KIND.sub("", rest).split()
+        if not (_KIND.match(rest) or words[2] in _OPENERS):
+            continue  # "anchor is anchored to ...": a verb, not a thing named
+        while named and named[0] in _OPENERS:
+            named = named[1:]
+        if named and any(matches(c, named[0]) for c in concepts):
+            said = " ".join(_WORD.findall(segment.lower()))
+            return (
+                "Write a scene in which the words act together; do not say that one of them "
+                f'is another or itself ("{_clip(said)}").'
+            )
+    return None
+
+
 def list_items(text: str) -> str | None:
     """What to fix when the text is laid out as a list ("- ...", "1. ...", "* ...").
 
@@ -300,6 +338,7 @@ def shape_problems(
         word_list(text, concepts, matches),
         strung_fragments(text, concepts, matches),
         definitions(text, concepts, matches),
+        equated_words(text, concepts, matches),
         list_items(text),
         too_many_sentences(task, text),
         edit_instruction(text, concepts),
