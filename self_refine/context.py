@@ -480,22 +480,13 @@ class RefineContext:
                 )
 
     def _check_vote(self) -> None:
-        """Raise ConfigError when a vote over final answers makes no sense for these settings."""
-        from self_refine.prompts.profiles import PROFILES
-
+        """Raise ConfigError when a vote over final answers makes no sense for this strategy
+        (whether the drafts state a final answer is the prompts' to say: `RunPlan.check_vote`)."""
         if self.strategy == "refine":
             raise ConfigError(
                 'select="vote" counts the final answers of drafts sampled apart, and '
                 'strategy "refine" writes one chain of drafts: use strategy "sample" (or '
                 '"search") with it, or select "best"'
-            )
-        prompts = PROFILES.get(self.profile)
-        if prompts is not None and not prompts.final_answer:
-            voting = ", ".join(f'"{p.name}"' for p in PROFILES.values() if p.final_answer)
-            raise ConfigError(
-                f'select="vote" counts final answers, and the drafts of profile '
-                f"{self.profile!r} state none: use a profile whose drafts end with one "
-                f'({voting}), or select "best"'
             )
 
     def kept(self) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from self_refine.models.resolve import resolve_model
 from self_refine.models.roles import ModelLike, RoleModel
 from self_refine.models.structured import StructuredAsk, StructuredDrafts
 from self_refine.nodes.critic_run import CriticRun
-from self_refine.prompts import PromptSet, generate_messages, get_profile
+from self_refine.prompts import PROFILES, PromptSet, generate_messages, get_profile
 from self_refine.prompts.phrases import instruction_phrases
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm
 from self_refine.stopping import StopPolicy, policies_for
@@ -167,12 +167,14 @@ class RunPlan:
         """Raise ConfigError when these settings cannot run in this graph, new run or not.
 
         A run with no critic must sample and vote (`RefineContext.check_without_critic`:
-        the graph's `critics=["none"]` meets the call's settings here). A human critic
+        the graph's `critics=["none"]` meets the call's settings here); a vote needs
+        drafts that state a final answer (`check_vote`). A human critic
         answers one draft at a time and needs the run saved (`saved`) to be resumed with
         the answer.
         """
         if not self.critiques:
             self.settings.check_without_critic()
+        self.check_vote()
         if not isinstance(self.critic.critic.explainer, HumanCritic):
             return
         if self.settings.candidates > 1:
@@ -187,6 +189,18 @@ class RunPlan:
                 "compile the graph with one (e.g. checkpointer=InMemorySaver()) or serve it "
                 "with `self-refine studio`"
             )
+
+    def check_vote(self) -> None:
+        """Raise ConfigError for `select="vote"` when the run's prompts (the graph's own, else
+        the profile's) ask for drafts that state no final answer: there is nothing to count."""
+        if self.settings.select != "vote" or self.prompts.final_answer:
+            return
+        voting = ", ".join(f'"{p.name}"' for p in PROFILES.values() if p.final_answer)
+        raise ConfigError(
+            f'select="vote" counts final answers, and the drafts of profile '
+            f"{self.prompts.name!r} state none: use a profile whose drafts end with one "
+            f'({voting}), or select "best"'
+        )
 
     def guard(
         self, task: TaskContent, feedback: Sequence[str] = (), previous: str | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +12,7 @@ from langchain_core.messages import BaseMessage
 from self_refine import RefineContext, create_self_refine_graph, refine
 from self_refine.errors import ConfigError
 from self_refine.nodes.ranking import chosen_attempt
+from self_refine.prompts.profiles import MATH
 from self_refine.state import Attempt, Critique
 from self_refine.voting import tally
 from tests.fakes import FakeChatModel, critique
@@ -143,6 +145,21 @@ def test_a_vote_that_makes_no_sense_is_refused_before_any_model_call(
     with pytest.raises(ConfigError, match=r"select=\"vote\"") as refused:
         refine(TASK, model=model, select="vote", **settings)
     assert says in str(refused.value)
+    assert model.requests == []
+
+
+def test_a_graph_s_own_prompts_say_whether_its_drafts_state_a_final_answer() -> None:
+    stating = dataclasses.replace(MATH, name="my_math")
+    graph = create_self_refine_graph(_drafts("45", "40", "40", "35"), prompts=stating).compile()
+    voted = {"strategy": "sample", "select": "vote", "max_iterations": 3}
+    result = graph.invoke({"task": TASK}, context=voted)
+    assert result["answer"].endswith("The answer is 40."), "the graph's prompts state answers"
+
+    silent = dataclasses.replace(MATH, name="my_prose", final_answer=False)
+    model = FakeChatModel(script={"*": ["never asked"]})
+    graph = create_self_refine_graph(model, prompts=silent).compile()
+    with pytest.raises(ConfigError, match="'my_prose' state none"):
+        graph.invoke({"task": TASK}, context={**voted, "profile": "math"})
     assert model.requests == []
 
 
