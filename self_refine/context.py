@@ -265,12 +265,12 @@ class RefineContext:
             "chosen by a bandit over the verifiers' graded scores; the best draft so far is "
             'the answer). With "sample" and "search" the steps go on until a draft is '
             "verified, the token budget (max_tokens_total) is spent, or max_iterations steps "
-            'are taken. "auto": '
-            '"sample" when a verifier can check the drafts, "refine" when the critic alone '
-            'judges them or the offline stand-in writes them, "sample" with select "vote"; '
-            '"sample" with select "vote" and critics "none" (self-consistency) when the '
-            "profile's drafts end with a final answer, no verifier checks them and neither "
-            "critics nor select is named; the run keeps the strategy it took."
+            'are taken. "auto", the first that fits: "sample" when select is "vote"; '
+            '"refine" when the offline stand-in writes the drafts; "sample" when a verifier '
+            'can check them; "sample" with select "vote" and critics "none" '
+            "(self-consistency) when the profile's drafts end with a final answer and none "
+            'of critics, select, score_threshold and patience is named; else "refine" '
+            "(the critic alone judges). The run keeps the strategy it took."
         ),
     )
     candidates: int = field(
