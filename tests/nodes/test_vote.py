@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import RefineContext, create_self_refine_graph, refine
 from self_refine.errors import ConfigError
 from self_refine.nodes.ranking import chosen_attempt
+from self_refine.pages.thread import thread_view
 from self_refine.prompts.profiles import MATH
 from self_refine.state import Attempt, Critique
 from self_refine.voting import tally
@@ -105,6 +108,18 @@ def test_the_answer_message_records_the_vote() -> None:
     assert message.name == "answer" and message.text.endswith("The answer is 40.")
     recorded = message.response_metadata["self_refine"]["vote"]
     assert recorded == {"answers": ["40"], "votes": 2, "of": 4}
+
+
+def test_the_thread_page_says_the_answer_was_voted_not_ranked() -> None:
+    settings = RefineContext(profile="math", strategy="sample", select="vote", max_iterations=3)
+    graph = create_self_refine_graph(_drafts("45", "40", "40", "35"), settings=settings)
+    compiled = graph.compile(checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "v"}}
+    compiled.invoke({"task": TASK}, config)
+    view = thread_view(dict(compiled.get_state(config).values), title="v")
+    assert view["answer"].endswith("The answer is 40.")
+    assert "the final answer most of the run's drafts state (2 of 4)" in view["why"]
+    assert "the best of the run's drafts" not in view["why"]
 
 
 def test_the_tally_counts_answers_and_names_the_drafts_holding_the_leaders() -> None:
