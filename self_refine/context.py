@@ -47,6 +47,7 @@ __all__ = [
     "STRATEGIES",
     "STRATEGY_SETTINGS",
     "Strategy",
+    "StrategyRow",
     "StrategySetting",
     "call_settings",
     "check_context_names",
@@ -80,7 +81,10 @@ StrategySetting = Literal["auto", "refine", "sample", "search"]
 STRATEGY_SETTINGS: tuple[StrategySetting, ...] = ("auto", *STRATEGIES)
 """What the `strategy` setting may say: a strategy, or "auto" (`default_strategy`)."""
 
-DEFAULT_STRATEGY: dict[str, tuple[Strategy, str]] = {
+StrategyRow = Literal["vote", "offline", "answer", "verifier", "critic"]
+"""A row of `DEFAULT_STRATEGY`: which of a run's checks decided what "auto" takes."""
+
+DEFAULT_STRATEGY: dict[StrategyRow, tuple[Strategy, str]] = {
     "vote": ("sample", 'select "vote" counts the final answers of drafts sampled apart'),
     "offline": (
         "refine",
@@ -586,11 +590,11 @@ def call_settings(given: Any, base: RefineContext) -> RefineContext:
 
 def default_strategy(
     *, vote: bool, offline: bool, verifier: bool, answer: bool = False
-) -> tuple[Strategy, str]:
-    """The strategy "auto" comes to for a run's checks, and why (`DEFAULT_STRATEGY`);
+) -> StrategyRow:
+    """The row of `DEFAULT_STRATEGY` a run's checks fall under: its strategy, and why;
     `answer`: the drafts state a final answer and neither critics nor select is named."""
     if vote or offline:
-        return DEFAULT_STRATEGY["vote" if vote else "offline"]
+        return "vote" if vote else "offline"
     if verifier:
-        return DEFAULT_STRATEGY["verifier"]
-    return DEFAULT_STRATEGY["answer" if answer else "critic"]
+        return "verifier"
+    return "answer" if answer else "critic"

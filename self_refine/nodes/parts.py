@@ -25,7 +25,7 @@ from self_refine.context import (
     KEPT_BEFORE,
     NO_CRITIC,
     RefineContext,
-    Strategy,
+    StrategyRow,
     call_settings,
     context_changes,
     default_strategy,
@@ -276,17 +276,18 @@ class Parts:
             )
         if run is None:
             return settings
-        taken = self.strategy_for(settings, run.get("reference"))
-        if taken == DEFAULT_STRATEGY["answer"]:
+        row = self.strategy_for(settings, run.get("reference"))
+        strategy = DEFAULT_STRATEGY[row][0]
+        if row == "answer":
             return dataclasses.replace(
-                settings, strategy=taken[0], select="vote", critics=(NO_CRITIC,)
+                settings, strategy=strategy, select="vote", critics=(NO_CRITIC,)
             )
-        return dataclasses.replace(settings, strategy=taken[0])
+        return dataclasses.replace(settings, strategy=strategy)
 
-    def strategy_for(self, settings: RefineContext, reference: Any) -> tuple[Strategy, str]:
-        """The strategy "auto" comes to for a run of `settings` on `reference`, and why: by
-        whether a verifier of its critics can judge drafts for that reference, whether the
-        offline stand-in writes its drafts, and whether it votes (`DEFAULT_STRATEGY`)."""
+    def strategy_for(self, settings: RefineContext, reference: Any) -> StrategyRow:
+        """The row of `DEFAULT_STRATEGY` (the strategy "auto" comes to, and why) for a run of
+        `settings` on `reference`: by whether a verifier of its critics can judge drafts for
+        that reference, whether the offline stand-in writes its drafts, and whether it votes."""
         prompts = self.prompts or get_profile(settings.profile)
         verifiers = resolve_critics(critic_specs(settings, self.critics, prompts)).verifiers
         writers = (
