@@ -47,6 +47,7 @@ __all__ = [
     "STRATEGIES",
     "STRATEGY_SETTINGS",
     "Strategy",
+    "StrategyRow",
     "StrategySetting",
     "call_settings",
     "check_context_names",
@@ -80,7 +81,10 @@ StrategySetting = Literal["auto", "refine", "sample", "search"]
 STRATEGY_SETTINGS: tuple[StrategySetting, ...] = ("auto", *STRATEGIES)
 """What the `strategy` setting may say: a strategy, or "auto" (`default_strategy`)."""
 
-DEFAULT_STRATEGY: dict[str, tuple[Strategy, str]] = {
+StrategyRow = Literal["vote", "offline", "answer", "verifier", "critic"]
+"""A row of `DEFAULT_STRATEGY`: which of a run's checks decided what "auto" takes."""
+
+DEFAULT_STRATEGY: dict[StrategyRow, tuple[Strategy, str]] = {
     "vote": ("sample", 'select "vote" counts the final answers of drafts sampled apart'),
     "offline": (
         "refine",
@@ -265,12 +269,12 @@ class RefineContext:
             "chosen by a bandit over the verifiers' graded scores; the best draft so far is "
             'the answer). With "sample" and "search" the steps go on until a draft is '
             "verified, the token budget (max_tokens_total) is spent, or max_iterations steps "
-            'are taken. "auto": '
-            '"sample" when a verifier can check the drafts, "refine" when the critic alone '
-            'judges them or the offline stand-in writes them, "sample" with select "vote"; '
-            '"sample" with select "vote" and critics "none" (self-consistency) when the '
-            "profile's drafts end with a final answer, no verifier checks them and neither "
-            "critics nor select is named; the run keeps the strategy it took."
+            'are taken. "auto", the first that fits: "sample" when select is "vote"; '
+            '"refine" when the offline stand-in writes the drafts; "sample" when a verifier '
+            'can check them; "sample" with select "vote" and critics "none" '
+            "(self-consistency) when the profile's drafts end with a final answer and none "
+            'of critics, select, score_threshold and patience is named; else "refine" '
+            "(the critic alone judges). The run keeps the strategy it took."
         ),
     )
     candidates: int = field(
@@ -480,22 +484,13 @@ class RefineContext:
                 )
 
     def _check_vote(self) -> None:
-        """Raise ConfigError when a vote over final answers makes no sense for these settings."""
-        from self_refine.prompts.profiles import PROFILES
-
+        """Raise ConfigError when a vote over final answers makes no sense for this strategy
+        (whether the drafts state a final answer is the prompts' to say: `RunPlan.check_vote`)."""
         if self.strategy == "refine":
             raise ConfigError(
                 'select="vote" counts the final answers of drafts sampled apart, and '
                 'strategy "refine" writes one chain of drafts: use strategy "sample" (or '
                 '"search") with it, or select "best"'
-            )
-        prompts = PROFILES.get(self.profile)
-        if prompts is not None and not prompts.final_answer:
-            voting = ", ".join(f'"{p.name}"' for p in PROFILES.values() if p.final_answer)
-            raise ConfigError(
-                f'select="vote" counts final answers, and the drafts of profile '
-                f"{self.profile!r} state none: use a profile whose drafts end with one "
-                f'({voting}), or select "best"'
             )
 
     def kept(self) -> dict[str, Any]:
@@ -595,11 +590,11 @@ def call_settings(given: Any, base: RefineContext) -> RefineContext:
 
 def default_strategy(
     *, vote: bool, offline: bool, verifier: bool, answer: bool = False
-) -> tuple[Strategy, str]:
-    """The strategy "auto" comes to for a run's checks, and why (`DEFAULT_STRATEGY`);
+) -> StrategyRow:
+    """The row of `DEFAULT_STRATEGY` a run's checks fall under: its strategy, and why;
     `answer`: the drafts state a final answer and neither critics nor select is named."""
     if vote or offline:
-        return DEFAULT_STRATEGY["vote" if vote else "offline"]
+        return "vote" if vote else "offline"
     if verifier:
-        return DEFAULT_STRATEGY["verifier"]
-    return DEFAULT_STRATEGY["answer" if answer else "critic"]
+        return "verifier"
+    return "answer" if answer else "critic"

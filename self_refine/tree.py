@@ -128,7 +128,8 @@ def answer_draft(values: Mapping[str, Any]) -> Found | None:
     answer = values.get("answer")
     if not attempts or answer is None:
         return None
-    # The run's answer is its `best` or its `last` (`select`): whichever holds the answer.
+    # The run's answer is its `best` or its `last` (`select`): whichever holds the answer; a
+    # vote's answer may be neither, and is found by its text below, as a batch record's is.
     named = [
         chosen
         for chosen in (values.get("best"), values.get("last"))
@@ -137,7 +138,7 @@ def answer_draft(values: Mapping[str, Any]) -> Found | None:
     if is_tree(attempts):
         nodes = [chosen["node"] for chosen in named if "node" in chosen]
         by_node = drafts_by_node(attempts)
-        if not nodes:  # a batch record keeps no `best`: the earliest draft of the answer's text
+        if not nodes:  # no `best` (a batch record), or a vote: the answer text's first draft
             nodes = [n for n, d in sorted(by_node.items()) if d.get("draft") == answer][:1]
         for attempt in attempts:
             for draft in [attempt, *(attempt.get("candidates") or [])]:

@@ -111,9 +111,12 @@ class BatchJob:
 
     def check_models(self, parts: Parts, items: Sequence[BatchItem]) -> None:
         """Raise ConfigError, before any item starts, when a model the runs call cannot be
-        had (a missing key) or cannot read the images some items' tasks hold."""
+        had (a missing key) or cannot read the images some items' tasks hold, or when the
+        runs vote over drafts that state no final answer (`RunPlan.check_vote`)."""
         images = any(has_images(item.task) for item in items)
-        parts.plan(self.context).check_models(images=images)
+        plan = parts.plan(self.context)
+        plan.check_vote()
+        plan.check_models(images=images)
 
     async def run(
         self,

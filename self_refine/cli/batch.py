@@ -26,7 +26,7 @@ from self_refine.cli.paths import (
 )
 from self_refine.cli.progress import Progress, uses_local_model
 from self_refine.cli.settings import build_graph, say_strategy
-from self_refine.context import RefineContext
+from self_refine.context import DEFAULT_STRATEGY, RefineContext
 from self_refine.errors import ConfigError
 from self_refine.pages.render import is_page
 from self_refine.redact import redact, terminal_safe
@@ -77,9 +77,12 @@ def _say_strategies(parts: Parts, context: RefineContext, items: Sequence[BatchI
     (each run's door works it out from the item's reference)."""
     taken = Counter(parts.strategy_for(context, item.reference) for item in items)
     if len(taken) == 1:
-        say_strategy(*next(iter(taken)))
+        say_strategy(next(iter(taken)))
         return
-    shown = "; ".join(f"{strategy} for {count} ({why})" for (strategy, why), count in taken.items())
+    shown = "; ".join(
+        f"{DEFAULT_STRATEGY[row][0]} for {count} ({DEFAULT_STRATEGY[row][1]})"
+        for row, count in taken.items()
+    )
     _warn(f"strategy {shown}; --strategy names one for every item")
 
 

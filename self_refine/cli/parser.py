@@ -57,10 +57,11 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         help="how steps are spent: refine the draft from its critique; sample fresh drafts, "
         "best-of-N; or search, where each reply refines one of the drafts a verifier failed "
         "or writes a fresh one, as a bandit over the verifiers' scores chooses (default "
-        f"{_DEFAULT.strategy}: sample when a verifier checks the drafts, refine when the "
-        "critic alone judges them or the offline stand-in writes them; sample with --select "
-        "vote and --critics none when drafts state a final answer, no verifier checks them and "
-        "neither --critics nor --select is given; the run says which)",
+        f"{_DEFAULT.strategy}, the first that fits: sample with --select vote; refine when the "
+        "offline stand-in writes the drafts; sample when a verifier checks them; sample with "
+        "--select vote and --critics none when drafts state a final answer and none of "
+        "--critics, --select, --score-threshold and --patience is given; else refine, the "
+        "critic alone judging; the run says which)",
     )
     parser.add_argument(
         "--first-verified",

@@ -18,7 +18,13 @@ import sys
 from typing import Any
 from urllib.parse import urlparse
 
-from self_refine.context import DEFAULT_STRATEGY, FIELD_NAMES, ROLE_MODEL_FIELDS, RefineContext
+from self_refine.context import (
+    DEFAULT_STRATEGY,
+    FIELD_NAMES,
+    ROLE_MODEL_FIELDS,
+    RefineContext,
+    StrategyRow,
+)
 from self_refine.errors import ConfigError
 from self_refine.redact import redact_url
 
@@ -159,21 +165,22 @@ def warn_unchecked(critics: list[Any], judge: tuple[str, ...], reference: Any) -
     )
 
 
-_OTHER_STRATEGY = {
-    DEFAULT_STRATEGY["verifier"][1]: "--strategy refine for the paper's loop",
-    DEFAULT_STRATEGY["critic"][1]: "--strategy sample for fresh drafts, best-of-N",
-    DEFAULT_STRATEGY["answer"][1]: "--critics llm for the paper's loop",
+_OTHER_STRATEGY: dict[StrategyRow, str] = {
+    "verifier": "--strategy refine for the paper's loop",
+    "critic": "--strategy sample for fresh drafts, best-of-N",
+    "answer": "--critics llm for the paper's loop",
 }
-"""What the line that names a run's default strategy offers instead, by why it was taken."""
+"""What the line that names a run's default strategy offers instead, by the row that took it."""
 
 
-def say_strategy(strategy: str, why: str) -> None:
-    """Say, in one line, which strategy a run took when the user named none, and why."""
-    other = _OTHER_STRATEGY.get(why)
-    if why == DEFAULT_STRATEGY["answer"][1]:
-        strategy = f"{strategy}, vote, no critic"
+def say_strategy(row: StrategyRow) -> None:
+    """Say, in one line, which strategy a run took when the user named none, and why (`row`
+    of `DEFAULT_STRATEGY`)."""
+    strategy, why = DEFAULT_STRATEGY[row]
+    other = _OTHER_STRATEGY.get(row)
+    taken = f"{strategy}, vote, no critic" if row == "answer" else strategy
     print(
-        f"self-refine: strategy {strategy} ({why}{'; ' + other if other else ''})",
+        f"self-refine: strategy {taken} ({why}{'; ' + other if other else ''})",
         file=sys.stderr,
     )
 

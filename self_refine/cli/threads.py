@@ -251,7 +251,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "another --thread-id"
             )
         if getattr(args, "strategy", None) in (None, "auto"):
-            say_strategy(*builder.parts.strategy_for(given, reference))
+            say_strategy(builder.parts.strategy_for(given, reference))
         return _stream(args, graph, thread_id, payload, context)
 
 

@@ -25,7 +25,7 @@ from self_refine.context import (
     KEPT_BEFORE,
     NO_CRITIC,
     RefineContext,
-    Strategy,
+    StrategyRow,
     call_settings,
     context_changes,
     default_strategy,
@@ -43,7 +43,7 @@ from self_refine.models.resolve import resolve_model
 from self_refine.models.roles import ModelLike, RoleModel
 from self_refine.models.structured import StructuredAsk, StructuredDrafts
 from self_refine.nodes.critic_run import CriticRun
-from self_refine.prompts import PromptSet, generate_messages, get_profile
+from self_refine.prompts import PROFILES, PromptSet, generate_messages, get_profile
 from self_refine.prompts.phrases import instruction_phrases
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm
 from self_refine.stopping import StopPolicy, policies_for
@@ -167,12 +167,14 @@ class RunPlan:
         """Raise ConfigError when these settings cannot run in this graph, new run or not.
 
         A run with no critic must sample and vote (`RefineContext.check_without_critic`:
-        the graph's `critics=["none"]` meets the call's settings here). A human critic
+        the graph's `critics=["none"]` meets the call's settings here); a vote needs
+        drafts that state a final answer (`check_vote`). A human critic
         answers one draft at a time and needs the run saved (`saved`) to be resumed with
         the answer.
         """
         if not self.critiques:
             self.settings.check_without_critic()
+        self.check_vote()
         if not isinstance(self.critic.critic.explainer, HumanCritic):
             return
         if self.settings.candidates > 1:
@@ -187,6 +189,18 @@ class RunPlan:
                 "compile the graph with one (e.g. checkpointer=InMemorySaver()) or serve it "
                 "with `self-refine studio`"
             )
+
+    def check_vote(self) -> None:
+        """Raise ConfigError for `select="vote"` when the run's prompts (the graph's own, else
+        the profile's) ask for drafts that state no final answer: there is nothing to count."""
+        if self.settings.select != "vote" or self.prompts.final_answer:
+            return
+        voting = ", ".join(f'"{p.name}"' for p in PROFILES.values() if p.final_answer)
+        raise ConfigError(
+            f'select="vote" counts final answers, and the drafts of profile '
+            f"{self.prompts.name!r} state none: use a profile whose drafts end with one "
+            f'({voting}), or select "best"'
+        )
 
     def guard(
         self, task: TaskContent, feedback: Sequence[str] = (), previous: str | None = None
@@ -262,17 +276,18 @@ class Parts:
             )
         if run is None:
             return settings
-        taken = self.strategy_for(settings, run.get("reference"))
-        if taken == DEFAULT_STRATEGY["answer"]:
+        row = self.strategy_for(settings, run.get("reference"))
+        strategy = DEFAULT_STRATEGY[row][0]
+        if row == "answer":
             return dataclasses.replace(
-                settings, strategy=taken[0], select="vote", critics=(NO_CRITIC,)
+                settings, strategy=strategy, select="vote", critics=(NO_CRITIC,)
             )
-        return dataclasses.replace(settings, strategy=taken[0])
+        return dataclasses.replace(settings, strategy=strategy)
 
-    def strategy_for(self, settings: RefineContext, reference: Any) -> tuple[Strategy, str]:
-        """The strategy "auto" comes to for a run of `settings` on `reference`, and why: by
-        whether a verifier of its critics can judge drafts for that reference, whether the
-        offline stand-in writes its drafts, and whether it votes (`DEFAULT_STRATEGY`)."""
+    def strategy_for(self, settings: RefineContext, reference: Any) -> StrategyRow:
+        """The row of `DEFAULT_STRATEGY` (the strategy "auto" comes to, and why) for a run of
+        `settings` on `reference`: by whether a verifier of its critics can judge drafts for
+        that reference, whether the offline stand-in writes its drafts, and whether it votes."""
         prompts = self.prompts or get_profile(settings.profile)
         verifiers = resolve_critics(critic_specs(settings, self.critics, prompts)).verifiers
         writers = (

@@ -60,10 +60,10 @@ def chosen_attempt(attempts: Sequence[Attempt], select: str) -> Attempt | None:
     if (in_tree := tree_attempt(attempts, pick)) is not None:
         return in_tree
     if select == "vote":
-        voters = [a for a in attempts if a["critique"].get("verified") is True] or list(attempts)
-        votes = tally([a["draft"] for a in voters])
+        drafts = [a["draft"] for a in attempts]
+        voters, votes = _vote(drafts, [a["critique"].get("verified") is True for a in attempts])
         if votes is not None:
-            return best_attempt([voters[p] for p in votes.drafts])
+            return best_attempt([attempts[voters[p]] for p in votes.drafts])
     return best_attempt(attempts)
 
 
@@ -87,30 +87,34 @@ def best_candidate(candidates: Sequence[Candidate]) -> Candidate | None:
     return max(usable, key=_candidate_rank) if usable else None
 
 
-def _voters(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """The candidates whose final answers count: the usable ones the verifiers passed, when
-    any did (a checked draft outweighs any number a check rejected), else every usable one."""
-    usable = [c for c in candidates if c["draft"].strip()]
-    return [c for c in usable if c.get("verified") is True] or usable
+def _vote(drafts: Sequence[str], verified: Sequence[bool]) -> tuple[list[int], Tally | None]:
+    """Which drafts vote (their positions) and how they voted: the usable ones the verifiers
+    passed, when any did (a checked draft outweighs any number a check rejected), else every
+    usable one; the tally None when none states a final answer."""
+    usable = [i for i, draft in enumerate(drafts) if draft.strip()]
+    voters = [i for i in usable if verified[i]] or usable
+    return voters, tally([drafts[i] for i in voters])
+
+
+def _candidates_vote(candidates: Sequence[Candidate]) -> tuple[list[int], Tally | None]:
+    return _vote([c["draft"] for c in candidates], [c.get("verified") is True for c in candidates])
 
 
 def vote_count(candidates: Sequence[Candidate]) -> Tally | None:
     """How the candidates that vote (see `voted_candidate`) voted; None when none states a
     final answer."""
-    return tally([c["draft"] for c in _voters(candidates)])
+    return _candidates_vote(candidates)[1]
 
 
 def voted_candidate(candidates: Sequence[Candidate]) -> Candidate | None:
     """The candidate a vote answers with: the best (`best_candidate`) of those stating the
-    most-voted final answer; the best of all when none states a final answer.
+    most-voted final answer; the best of the voters when none states a final answer.
 
     When the verifiers passed some drafts, only those vote.
     """
-    voters = _voters(candidates)
-    votes = tally([c["draft"] for c in voters])
-    if votes is None:
-        return best_candidate(voters)
-    return best_candidate([voters[p] for p in votes.drafts])
+    voters, votes = _candidates_vote(candidates)
+    held = [voters[p] for p in votes.drafts] if votes is not None else voters
+    return best_candidate([candidates[i] for i in held])
 
 
 def tree_attempt(

@@ -315,6 +315,19 @@ def _nodes(names: Sequence[str]) -> str:
     return ", ".join(name if n == 1 else f"{name} x{n}" for name, n in counted.items())
 
 
+def _recorded_vote(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The vote a run answered by (`select="vote"`), as its answer message records it; None
+    for a run that did not vote, or whose drafts stated no final answer."""
+    message = values.get("answer_message")
+    metadata = (
+        message.get("response_metadata")
+        if isinstance(message, Mapping)
+        else getattr(message, "response_metadata", None)
+    )
+    vote = ((metadata or {}).get("self_refine") or {}).get("vote")
+    return vote if isinstance(vote, Mapping) else None
+
+
 def thread_view(
     values: dict[str, Any], *, title: str, steps: Sequence[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
@@ -327,7 +340,14 @@ def thread_view(
     found = answer_draft(values) if tree else None
     if found is not None:
         picked = found.step
-        why = f"{found.words()}; the best of the run's drafts, ranked as each step's pick ranks"
+        vote = _recorded_vote(values)
+        how = (
+            f"the final answer most of the run's drafts state ({vote['votes']} of "
+            f"{vote['of']}), its best draft"
+            if vote
+            else "the best of the run's drafts, ranked as each step's pick ranks"
+        )
+        why = f"{found.words()}; {how}"
     scores = [a["critique"].get("score") for a in attempts]
     usage = values.get("usage") or {}
     return {

@@ -66,3 +66,17 @@ def test_a_vote_with_no_strategy_named_samples_and_says_so(
     err = capsys.readouterr().err
     assert code == 0 and calls.roles[0] == "generator"
     assert 'self-refine: strategy sample (select "vote" counts the final answers' in err
+
+
+@pytest.mark.parametrize("command", ["run", "batch"])
+def test_a_vote_over_drafts_that_state_no_final_answer_is_refused_before_any_work(
+    workdir: Path, capsys: pytest.CaptureFixture[str], calls: Calls, command: str
+) -> None:
+    (workdir / "in.jsonl").write_text('{"id": "a", "task": "Describe a river."}\n')
+    given = ["in.jsonl", "-o", "out.jsonl"] if command == "batch" else ["Describe a river."]
+    vote = ["--profile", "general", "--strategy", "sample", "--select", "vote"]
+    code = main([command, *given, *vote, "--db", "c.sqlite"])
+    err = capsys.readouterr().err
+    assert code == 2 and "the drafts of profile 'general' state none" in err
+    assert calls.roles == []
+    assert not (workdir / "out.jsonl").exists() and not (workdir / "c.sqlite").exists()

@@ -57,15 +57,11 @@ def test_a_run_the_llm_critic_alone_judges_takes_the_refine_loop() -> None:
 
 
 def test_the_offline_stand_in_refines_and_a_vote_samples() -> None:
-    from self_refine.context import DEFAULT_STRATEGY
 
     parts = create_self_refine_graph("offline").parts
-    assert (
-        parts.strategy_for(RefineContext(critics=["concepts"]), REFERENCE)
-        == (DEFAULT_STRATEGY["offline"])
-    )
+    assert parts.strategy_for(RefineContext(critics=["concepts"]), REFERENCE) == "offline"
     voting = RefineContext(model="openai:m", profile="math", select="vote")
-    assert parts.strategy_for(voting, None) == DEFAULT_STRATEGY["vote"]
+    assert parts.strategy_for(voting, None) == "vote"
 
 
 def test_a_named_strategy_is_kept_as_named() -> None:
@@ -171,10 +167,9 @@ def test_drafts_with_a_final_answer_and_select_named_take_the_critic_row() -> No
 
 
 def test_a_verifier_that_can_check_the_answer_still_samples_with_its_critics() -> None:
-    from self_refine.context import DEFAULT_STRATEGY
 
     parts = create_self_refine_graph("openai:m").parts
     math = RefineContext(profile="math")
-    assert parts.strategy_for(math, {"answer": "7"}) == DEFAULT_STRATEGY["verifier"]
-    assert parts.strategy_for(math, None) == DEFAULT_STRATEGY["answer"]
-    assert parts.strategy_for(RefineContext(profile="general"), None) == DEFAULT_STRATEGY["critic"]
+    assert parts.strategy_for(math, {"answer": "7"}) == "verifier"
+    assert parts.strategy_for(math, None) == "answer"
+    assert parts.strategy_for(RefineContext(profile="general"), None) == "critic"

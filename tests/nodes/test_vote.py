@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import RefineContext, create_self_refine_graph, refine
 from self_refine.errors import ConfigError
 from self_refine.nodes.ranking import chosen_attempt
+from self_refine.pages.thread import thread_view
+from self_refine.prompts.profiles import MATH
 from self_refine.state import Attempt, Critique
 from self_refine.voting import tally
 from tests.fakes import FakeChatModel, critique
@@ -105,6 +110,18 @@ def test_the_answer_message_records_the_vote() -> None:
     assert recorded == {"answers": ["40"], "votes": 2, "of": 4}
 
 
+def test_the_thread_page_says_the_answer_was_voted_not_ranked() -> None:
+    settings = RefineContext(profile="math", strategy="sample", select="vote", max_iterations=3)
+    graph = create_self_refine_graph(_drafts("45", "40", "40", "35"), settings=settings)
+    compiled = graph.compile(checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "v"}}
+    compiled.invoke({"task": TASK}, config)
+    view = thread_view(dict(compiled.get_state(config).values), title="v")
+    assert view["answer"].endswith("The answer is 40.")
+    assert "the final answer most of the run's drafts state (2 of 4)" in view["why"]
+    assert "the best of the run's drafts" not in view["why"]
+
+
 def test_the_tally_counts_answers_and_names_the_drafts_holding_the_leaders() -> None:
     votes = tally(["The answer is 42.", "no number", "The answer is 41.", "#### 42.0", ""])
     assert votes is not None
@@ -143,6 +160,21 @@ def test_a_vote_that_makes_no_sense_is_refused_before_any_model_call(
     with pytest.raises(ConfigError, match=r"select=\"vote\"") as refused:
         refine(TASK, model=model, select="vote", **settings)
     assert says in str(refused.value)
+    assert model.requests == []
+
+
+def test_a_graph_s_own_prompts_say_whether_its_drafts_state_a_final_answer() -> None:
+    stating = dataclasses.replace(MATH, name="my_math")
+    graph = create_self_refine_graph(_drafts("45", "40", "40", "35"), prompts=stating).compile()
+    voted = {"strategy": "sample", "select": "vote", "max_iterations": 3}
+    result = graph.invoke({"task": TASK}, context=voted)
+    assert result["answer"].endswith("The answer is 40."), "the graph's prompts state answers"
+
+    silent = dataclasses.replace(MATH, name="my_prose", final_answer=False)
+    model = FakeChatModel(script={"*": ["never asked"]})
+    graph = create_self_refine_graph(model, prompts=silent).compile()
+    with pytest.raises(ConfigError, match="'my_prose' state none"):
+        graph.invoke({"task": TASK}, context={**voted, "profile": "math"})
     assert model.requests == []
 
 
