@@ -298,7 +298,9 @@ class Parts:
             vote=settings.select == "vote",
             offline=any(_is_offline(writer) for writer in writers),
             verifier=any(verifier.applies(reference) is None for verifier in verifiers),
+            # A typed answer's drafts are JSON, checked by its schema: no number to vote on.
             answer=prompts.final_answer
+            and self.response_format is None
             and settings.select is None
             and not settings.critics
             and not self.critics

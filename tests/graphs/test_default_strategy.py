@@ -173,3 +173,10 @@ def test_a_verifier_that_can_check_the_answer_still_samples_with_its_critics() -
     assert parts.strategy_for(math, {"answer": "7"}) == "verifier"
     assert parts.strategy_for(math, None) == "answer"
     assert parts.strategy_for(RefineContext(profile="general"), None) == "critic"
+
+
+def test_a_typed_answer_with_a_final_answer_profile_does_not_take_the_vote() -> None:
+    # The vote reads the last number of a text draft; a typed answer's drafts are JSON.
+    schema = {"type": "object", "properties": {"value": {"type": "integer"}}}
+    parts = create_self_refine_graph("openai:m", response_format=schema).parts
+    assert parts.strategy_for(RefineContext(profile="math"), None) == "critic"
