@@ -18,7 +18,7 @@ can act on; `shape_problems` runs them all. They read the text only, never a mod
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 __all__ = [
     "definitions",
@@ -139,6 +139,17 @@ def word_list(
 _COPULA = frozenset(("is", "are"))
 
 
+def _copular_parts(text: str) -> Iterator[tuple[str, list[str]]]:
+    """The parts of the text (as `word_list` splits it) that say "X is ...": each with its
+    words, articles before X left out."""
+    for segment in _SEGMENT.split(text):
+        words = _WORD.findall(segment.lower())
+        while words and words[0] in _OPENERS:
+            words = words[1:]
+        if len(words) >= 3 and words[1] in _COPULA:
+            yield segment, words
+
+
 def definitions(
     text: str, concepts: Sequence[str], matches: Callable[[str, str], bool]
 ) -> str | None:
@@ -152,12 +163,7 @@ def definitions(
     when there are five or more).
     """
     defined = set()
-    for segment in _SEGMENT.split(text):
-        words = _WORD.findall(segment.lower())
-        while words and words[0] in _OPENERS:
-            words = words[1:]
-        if len(words) < 3 or words[1] not in _COPULA:
-            continue
+    for segment, words in _copular_parts(text):
         found = [c for c in concepts if matches(c, segment)]
         if len(found) == 1 and matches(found[0], words[0]):
             defined.add(found[0])
@@ -183,12 +189,7 @@ def equated_words(
     article or "a type of", then a required word. A policy trained on this check's reward
     found that form once `definitions` refused the other.
     """
-    for segment in _SEGMENT.split(text):
-        words = _WORD.findall(segment.lower())
-        while words and words[0] in _OPENERS:
-            words = words[1:]
-        if len(words) < 3 or words[1] not in _COPULA:
-            continue
+    for segment, words in _copular_parts(text):
         if not any(matches(c, words[0]) for c in concepts):
             continue
         rest = " ".join(words[2:])
