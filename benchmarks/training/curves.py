@@ -1,6 +1,6 @@
 """Learning curves of GRPO runs side by side: held-out acc@t1 and acc@t2 by step.
 
-    python -m benchmarks.training.curves RUN [RUN ...] --out benchmarks/results/NAME
+    python -m benchmarks.training.curves RUN [RUN ...] [--names A,B] --out benchmarks/results/NAME
 
 Each RUN is the `--out` folder of `examples/train_grpo.py` run with `--eval-every K`
 (it holds `summary.json`, `held-out.jsonl` and `evaluation/evaluation.json`). Every
@@ -46,8 +46,9 @@ def _summary(folder: Path) -> dict[str, Any]:
     }
 
 
-def read_run(folder: Path) -> dict[str, Any]:
-    """One run's settings, seconds per step and evaluations, each answer judged again."""
+def read_run(folder: Path, name: str | None = None) -> dict[str, Any]:
+    """One run's settings, seconds per step and evaluations, each answer judged again
+    (`name`: the run's name in the table; its folder's by default)."""
     summary = _summary(folder)
     references = {
         _task_key(row["prompt"]): row["reference"]
@@ -66,6 +67,9 @@ def read_run(folder: Path) -> dict[str, Any]:
             after or right(o["task"], o["refinement"])
             for after, o in zip(t1, outcomes, strict=True)
         ]
+        kept = [
+            {**o, "right_t1": a, "right_t2": b} for o, a, b in zip(outcomes, t1, t2, strict=True)
+        ]
         evaluations.append(
             {
                 "step": entry["step"],
@@ -76,11 +80,12 @@ def read_run(folder: Path) -> dict[str, Any]:
                 "acc_t2_then": entry["acc_t2"],
                 "wrong_to_right": sum(b and not a for a, b in zip(t1, t2, strict=True))
                 / len(outcomes),
+                "outcomes": kept,
             }
         )
     steps = summary["steps"]
     return {
-        "run": folder.name,
+        "run": name or folder.name,
         "rollouts": summary["rollouts"],
         "steps": len(steps),
         "seconds_per_step": statistics.median(s["step_time"] for s in steps) if steps else None,
@@ -119,11 +124,10 @@ def _markdown(runs: list[dict[str, Any]], command: str) -> str:
             )
     lines += ["", "| run | steps | median seconds a step | peak memory |", "|---|---|---|---|"]
     for run in runs:
-        seconds = run["seconds_per_step"]
+        seconds, peak = run["seconds_per_step"], run["peak_rss_gb"]
         lines.append(
-            f"| {run['run']} | {run['steps']} | {seconds:.1f} | {run['peak_rss_gb']:.1f} GB |"
-            if seconds is not None and run["peak_rss_gb"] is not None
-            else f"| {run['run']} | {run['steps']} | - | - |"
+            f"| {run['run']} | {run['steps']} | {'-' if seconds is None else f'{seconds:.1f}'} | "
+            f"{'-' if peak is None else f'{peak:.1f} GB'} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -162,16 +166,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="train_grpo.py output folders")
     parser.add_argument("--out", type=Path, required=True, help="path stem of the files written")
+    parser.add_argument("--names", help="the runs' names in the table, comma-separated")
     args = parser.parse_args(argv)
+    names = args.names.split(",") if args.names else [r.name for r in args.runs]
+    if len(names) != len(args.runs):
+        parser.error(f"--names gives {len(names)} names for {len(args.runs)} runs: one a run")
     missing = [str(r) for r in args.runs if not (r / "evaluation" / "evaluation.json").is_file()]
     if missing:
         parser.error(
             f"no evaluation/evaluation.json in {', '.join(missing)}: "
             "train with --eval-every K to write one"
         )
-    runs = [read_run(folder) for folder in args.runs]
-    names = " ".join(r.name for r in args.runs)
-    command = f"python -m benchmarks.training.curves {names} --out {args.out.name}"
+    runs = [read_run(folder, name) for folder, name in zip(args.runs, names, strict=True)]
+    named = f" --names {args.names}" if args.names else ""
+    folders = " ".join(r.name for r in args.runs)
+    command = f"python -m benchmarks.training.curves {folders}{named} --out {args.out.name}"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".md").write_text(_markdown(runs, command))
     args.out.with_suffix(".json").write_text(json.dumps(runs, indent=1) + "\n")

@@ -57,6 +57,8 @@ def test_answers_are_judged_again_and_a_stopped_run_is_read_from_its_checkpoint(
     _run(tmp_path / "refine", [SENTENCE, SENTENCE], 1.0, summary=False)
 
     main([str(tmp_path / "plain"), str(tmp_path / "refine"), "--out", str(tmp_path / "c")])
+    gamed = json.loads((tmp_path / "c.json").read_text())[0]["evaluations"][0]["outcomes"][0]
+    assert (gamed["correct_before"], gamed["right_t1"]) == (True, False)
 
     runs = json.loads((tmp_path / "c.json").read_text())
     assert [e["acc_t1"] for r in runs for e in r["evaluations"]] == [0.5, 1.0]
@@ -70,3 +72,11 @@ def test_a_run_without_evaluations_is_refused_with_the_fix(tmp_path: Path) -> No
     (tmp_path / "run").mkdir()
     with pytest.raises(SystemExit):
         main([str(tmp_path / "run"), "--out", str(tmp_path / "c")])
+
+
+def test_names_name_the_runs_one_each(tmp_path: Path) -> None:
+    _run(tmp_path / "a", [SENTENCE], 1.0, summary=True)
+    main([str(tmp_path / "a"), "--names", "plain GRPO", "--out", str(tmp_path / "c")])
+    assert "| plain GRPO | plain | 4 |" in (tmp_path / "c.md").read_text()
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "a"), "--names", "x,y", "--out", str(tmp_path / "c")])
