@@ -187,7 +187,7 @@ def equated_words(
     "The compass is a river and the library is a library." holds every word and says
     nothing: a part that opens with a required word, then "is" or "are", then an
     article or "a type of", then a required word. A policy trained on this check's reward
-    found that form once `definitions` refused the other.
+    found that form, as another found `definitions`'s.
     """
     for segment, words in _copular_parts(text):
         if not any(matches(c, words[0]) for c in concepts):
