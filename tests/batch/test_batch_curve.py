@@ -16,12 +16,12 @@ TASK = "A box holds 15 cookies. Ben buys 3 boxes and eats 5. How many cookies ar
 ANSWERS = ["40", "40", "35"]  # the vote says 40 (right); the last draft says 35 (wrong)
 
 
-def _model() -> FakeChatModel:
-    """Drafts stating the answers of ANSWERS in turn; no critic is scripted (none is asked)."""
-    answers = iter(ANSWERS)
+def _model(answers: Sequence[str] = ANSWERS) -> FakeChatModel:
+    """Drafts stating `answers` in turn; no critic is scripted (none is asked)."""
+    stated = iter(answers)
 
     def draft(messages: Sequence[BaseMessage]) -> str:
-        return f"15 times 3, less the 5 eaten. The answer is {next(answers)}."
+        return f"15 times 3, less the 5 eaten. The answer is {next(stated)}."
 
     return FakeChatModel(script={"generator": [draft]})
 
@@ -32,16 +32,22 @@ def _says_40(task: str, draft: str, reference: Any) -> Critique:
     return Critique(feedback=[] if right else ["The answer is not 40."], done=right)
 
 
-async def test_a_run_that_took_the_vote_by_default_draws_its_curve_by_the_vote() -> None:
-    model = _model()
-    result = await arefine_batch(
+async def _default_run(model: FakeChatModel, **settings: Any) -> Any:
+    """A batch of TASK with the default strategy, judged by `_says_40`, two refine steps."""
+    return await arefine_batch(
         [TASK],
         model=model,
         verifiers=[_says_40],
         refine_only_incorrect=False,
         profile="math",
         max_iterations=2,
+        **settings,
     )
+
+
+async def test_a_run_that_took_the_vote_by_default_draws_its_curve_by_the_vote() -> None:
+    model = _model()
+    result = await _default_run(model)
     record = result.records[0]
     assert record is not None
     # No verifier of the run could judge, no critic was named: "auto" took the vote.
@@ -58,22 +64,8 @@ async def test_a_run_that_took_the_vote_by_default_draws_its_curve_by_the_vote()
 
 async def _vote_over_candidates(answers: list[str]) -> dict[str, Any]:
     """The record of a default run of three steps of three drafts stating `answers` in turn."""
-    stated = iter(answers)
-
-    def draft(messages: Sequence[BaseMessage]) -> str:
-        return f"15 times 3, less the 5 eaten. The answer is {next(stated)}."
-
-    model = FakeChatModel(script={"generator": [draft]})
-    result = await arefine_batch(
-        [TASK],
-        model=model,
-        verifiers=[_says_40],
-        refine_only_incorrect=False,
-        profile="math",
-        max_iterations=2,
-        candidates=3,
-        concurrency=1,
-    )
+    model = _model(answers)
+    result = await _default_run(model, candidates=3, concurrency=1)
     record = result.records[0]
     assert record is not None
     assert len(model.requests) == 9 and {sent.role for sent in model.requests} == {"generator"}
