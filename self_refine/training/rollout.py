@@ -8,7 +8,9 @@ critique, refine, check), the policy as refiner through `PolicyChatModel`, whose
 concurrent calls share one `generate`. The trainer gets each sample's token ids
 (`samples.py`: the draft, or the refinement in the chosen form) and, for the reward
 functions, a `self_refine` entry per sample (the answer to judge, whether it was
-refined, right before and after).
+refined, right before and after). Turn 2 samples from a fork of torch's random state,
+so the next step's drafts are those TRL's own generation would sample: a refine run
+and a plain run of one seed train on the same samples until a refinement passes.
 
 Image prompts (a dataset's `image` or `images` column, which TRL puts into each
 prompt's first user message) need a vision-language policy, whose processor is the
@@ -167,7 +169,8 @@ class RefineRollout:
             right = bool(judge_draft(task, draft, reference, self.verifiers))
             outcomes.append(Outcome(prompt, task, ref, ids, draft, right, right))
         started = time.perf_counter()
-        self._refine(policy, [o for o in outcomes if not o.right_before])
+        with _own_random_state(policy):
+            self._refine(policy, [o for o in outcomes if not o.right_before])
         return outcomes, time.perf_counter() - started
 
     def _refine(self, policy: PolicyChatModel, wrong: list[Outcome]) -> None:
@@ -303,6 +306,20 @@ def _rendered_prompts(
         ids.append(list(rendered["input_ids"]))
         inputs.append({})
     return ids, inputs
+
+
+def _own_random_state(policy: PolicyChatModel) -> AbstractContextManager[Any]:
+    """Turn 2 samples from a fork of torch's random state, which is left as turn 1 left it.
+
+    So the next step's drafts are the ones TRL's own generation would sample: a refine
+    run and a plain run of the same seed train on the same drafts until a refinement
+    that passes changes a gradient, and a difference between their curves is refinement's.
+    """
+    import torch
+
+    device = getattr(policy.model, "device", None)
+    cuda = [device] if device is not None and device.type == "cuda" else []
+    return torch.random.fork_rng(devices=cuda)
 
 
 def _generating(trainer: Any) -> AbstractContextManager[Any]:

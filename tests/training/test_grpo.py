@@ -170,6 +170,23 @@ def test_a_wrong_draft_whose_refinement_fails_trains_as_sampled(tmp_path: Path) 
     )
 
 
+def test_a_refine_run_samples_the_drafts_a_plain_run_of_its_seed_samples(tmp_path: Path) -> None:
+    # No refinement can pass (6 characters for the prompt asking for 8), so each step
+    # trains on the drafts alone: the two runs match only if turn 2's sampling left the
+    # random state to the next step's drafts.
+    rollout = refine_rollout(ROWS, verifiers=[long_enough], max_new_tokens=6)
+    refine_run = tiny_trainer(rollout, tmp_path / "refine", max_steps=3)
+    refine_run.train()
+    plain_run = tiny_trainer(None, tmp_path / "plain", max_steps=3)
+    plain_run.train()
+    refine_log, plain_log = refine_run.state.log_history[:3], plain_run.state.log_history[:3]
+    assert [row["self_refine/refined"] > 0 for row in refine_log] == [True] * 3
+    assert [row["self_refine/wrong_to_right"] for row in refine_log] == [0.0] * 3
+    for refined, plain in zip(refine_log, plain_log, strict=True):
+        for key in ("loss", "grad_norm", "completions/mean_length", "reward"):
+            assert refined[key] == pytest.approx(plain[key]), (refined["step"], key)
+
+
 def test_the_refinement_form_trains_the_refinement_after_the_trainer_prompt(
     tmp_path: Path,
 ) -> None:
