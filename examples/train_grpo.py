@@ -2,9 +2,11 @@
 
 The policy is the model `make run` uses (Qwen2.5-Coder-0.5B-Instruct), converted once
 from its GGUF file into a transformers model (`trainable_model`); `--model` takes
-another local model string or a transformers model directory. The task is
-constrained generation: a sentence that uses every given word, checked by the
-`concepts` verifier, which also gives the reward. Each step samples 4 completions for
+another local model string or a transformers model directory. The task
+(`--task`) is constrained generation: a sentence that uses every given word, checked
+by the `concepts` verifier, which also gives the reward; or `arithmetic`: a sum or
+difference of two small numbers, the `answer` verifier checking the final number
+against the row's key (a reward no wording satisfies). Each step samples 4 completions for
 each of 2 prompts; `refine_rollout` judges them, refines the wrong ones through the
 refine graph (the verifier's findings as the critique, the policy as refiner), and
 logs acc@t1, acc@t2 and the transitions beside TRL's own metrics.
@@ -71,6 +73,25 @@ def constrained_rows(count: int, seed: int) -> list[dict[str, Any]]:
     return rows
 
 
+def arithmetic_rows(count: int, seed: int) -> list[dict[str, Any]]:
+    """Prompts asking for a + b or a - b (2 to 30 each), each with its answer as the key."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(count):
+        a, b, op = rng.randint(2, 30), rng.randint(2, 30), rng.choice("+-")
+        task = f"What is {a} {op} {b}? End your reply with: The answer is <number>."
+        prompt = [{"role": "user", "content": task}]
+        rows.append({"prompt": prompt, "reference": {"answer": a + b if op == "+" else a - b}})
+    return rows
+
+
+TASKS = {
+    # name: (rows, the verifier that judges and rewards, the refine prompts' profile)
+    "concepts": (constrained_rows, "concepts", "constrained_generation"),
+    "arithmetic": (arithmetic_rows, "answer", "math"),
+}
+
+
 def train(args: argparse.Namespace) -> dict[str, Any]:
     """Train for `args.steps` steps; return the summary written to `summary.json`."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -82,18 +103,19 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model = trainable_model(args.model) if args.model.startswith("local") else args.model
-    rows = constrained_rows(args.prompts, args.seed)
+    make_rows, verifier, profile = TASKS[args.task]
+    rows = make_rows(args.prompts, args.seed)
     tasks = {row["prompt"][0]["content"] for row in rows}
     held_out = [
         row
-        for row in constrained_rows(args.held_out * 2, args.seed + 1)
+        for row in make_rows(args.held_out * 2, args.seed + 1)
         if row["prompt"][0]["content"] not in tasks
     ][: args.held_out]
     for name, written in (("train.jsonl", rows), ("held-out.jsonl", held_out)):
         (out / name).write_text("".join(json.dumps(row) + "\n" for row in written))
     callbacks = []
     if args.eval_every:
-        evaluate = {"verifiers": ["concepts"], "profile": "constrained_generation"}
+        evaluate = {"verifiers": [verifier], "profile": profile}
         callbacks.append(
             evaluation_callback(
                 held_out,
@@ -109,8 +131,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         if args.plain
         else refine_rollout(
             rows,
-            verifiers=["concepts"],
-            profile="constrained_generation",
+            verifiers=[verifier],
+            profile=profile,
             train_on=args.train_on,
             failed=args.failed,
             log=out / "refined.jsonl",
@@ -135,7 +157,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     )
     trainer = GRPOTrainer(
         model=str(model),
-        reward_funcs=[verifier_reward("concepts")],
+        reward_funcs=[verifier_reward(verifier)],
         args=config,
         train_dataset=Dataset.from_list(rows),
         rollout_func=rollout,
@@ -144,6 +166,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     trainer.train(resume_from_checkpoint=True if args.resume else None)
     steps = [entry for entry in trainer.state.log_history if "reward" in entry]
     summary = {
+        "task": args.task,
         "rollouts": "plain" if args.plain else f"refine ({args.train_on}, failed: {args.failed})",
         "steps": steps,
         "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
@@ -155,12 +178,13 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
 
 def _show(summary: dict[str, Any]) -> None:
     print(f"rollouts: {summary['rollouts']}")
+    turn_1 = f"self_refine/reward_t1/verifier_{TASKS[summary['task']][1]}"
     print("step  seconds  acc@t1  acc@t2  wrong->right  reward  turn-1 reward")
     for entry in summary["steps"]:
         t1 = entry.get("self_refine/acc_t1", entry["reward"])
         t2 = entry.get("self_refine/acc_t2", entry["reward"])
         fixed = entry.get("self_refine/wrong_to_right", 0.0)
-        first = entry.get("self_refine/reward_t1/verifier_concepts", entry["reward"])
+        first = entry.get(turn_1, entry["reward"])
         print(
             f"{entry['step']:>4}  {entry['step_time']:>7.1f}  {t1:>6.2f}  {t2:>6.2f}  "
             f"{fixed:>12.2f}  {entry['reward']:>6.2f}  {first:>13.2f}"
@@ -175,6 +199,7 @@ def main() -> None:
         default="local",
         help="a local model string or a model directory (default: local)",
     )
+    parser.add_argument("--task", choices=sorted(TASKS), default="concepts")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--plain", action="store_true", help="TRL's own rollouts, no refinement")
     parser.add_argument("--train-on", choices=("exchange", "refinement"), default="exchange")

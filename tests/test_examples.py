@@ -49,3 +49,24 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     positions = [done.stdout.find(line) for line in EXPECTED[name]]
     assert -1 not in positions and positions == sorted(positions), done.stdout
+
+
+def test_the_training_examples_arithmetic_rows_carry_their_own_answers() -> None:
+    import importlib.util
+    import re
+
+    spec = importlib.util.spec_from_file_location("train_grpo", ROOT / "examples/train_grpo.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    rows = example.arithmetic_rows(200, seed=3)
+    signs = set()
+    for row in rows:
+        task = row["prompt"][0]["content"]
+        found = re.fullmatch(r"What is (\d+) ([+-]) (\d+)\? End your reply with: .*", task)
+        assert found, task
+        a, sign, b = int(found[1]), found[2], int(found[3])
+        assert row["reference"] == {"answer": a + b if sign == "+" else a - b}
+        signs.add(sign)
+    assert signs == {"+", "-"}
+    assert example.arithmetic_rows(5, seed=3) == rows[:5]
