@@ -4,9 +4,10 @@
 
 Each RUN is the `--out` folder of `examples/train_grpo.py` run with `--eval-every K`
 (it holds `summary.json`, `held-out.jsonl` and `evaluation/evaluation.json`). Every
-held-out answer is judged again by today's `concepts` check against its row's
-reference, so runs made before a change to the check are read by the same rule as
-runs made after it; the table gives both verdicts where they differ. Writes
+held-out answer is judged again by today's check against its row's reference (the
+`answer` verifier where the reference has an `answer`, as `--task arithmetic`'s rows
+do, else `concepts`), so runs made before a change to the check are read by the same
+rule as runs made after it; the table gives both verdicts where they differ. Writes
 `NAME.md`, `NAME.json` and (with matplotlib) `NAME.png`.
 """
 
@@ -54,10 +55,12 @@ def read_run(folder: Path, name: str | None = None) -> dict[str, Any]:
         _task_key(row["prompt"]): row["reference"]
         for row in map(json.loads, (folder / "held-out.jsonl").read_text().splitlines())
     }
-    check = resolve_verifier("concepts")
+    checks = {name: resolve_verifier(name) for name in ("answer", "concepts")}
 
     def right(task: str, text: str | None) -> bool:
-        return bool(text) and check.verify(task, str(text), references[task]).done
+        reference = references[task]
+        check = checks["answer" if "answer" in reference else "concepts"]
+        return bool(text) and check.verify(task, str(text), reference).done
 
     evaluations = []
     for entry in json.loads((folder / "evaluation" / "evaluation.json").read_text()):
@@ -106,8 +109,8 @@ def _markdown(runs: list[dict[str, Any]], command: str) -> str:
         f"- command: `{command}`",
         "- acc@t1: the policy's greedy answer is right; acc@t2: right after one refinement "
         "of the wrong answers with the checks' feedback (the policy as refiner); Wilson 95% "
-        "intervals; every answer judged by today's `concepts` check (the verdict at the time "
-        "in parentheses where it differs)",
+        "intervals; every answer judged by today's check, `answer` where the row has a key, "
+        "else `concepts` (the verdict at the time in parentheses where it differs)",
         "",
         "| run | rollouts | step | acc@t1 | acc@t2 | wrong -> right |",
         "|---|---|---|---|---|---|",

@@ -14,14 +14,22 @@ GAMED = "A tower is a building, a beach is a shore, and a fountain is a fountain
 SENTENCE = "Children run from the tower to the beach and splash in the fountain."
 
 
-def _run(folder: Path, drafts: list[str], then: float, *, summary: bool) -> None:
+def _run(
+    folder: Path,
+    drafts: list[str],
+    then: float,
+    *,
+    summary: bool,
+    task: str = TASK,
+    reference: dict[str, object] | None = None,
+) -> None:
     (folder / "evaluation").mkdir(parents=True)
-    row = {"prompt": [{"role": "user", "content": TASK}]}
-    held_out = [{**row, "reference": {"concepts": ["tower", "beach", "fountain"]}}]
+    row = {"prompt": [{"role": "user", "content": task}]}
+    held_out = [{**row, "reference": reference or {"concepts": ["tower", "beach", "fountain"]}}]
     (folder / "held-out.jsonl").write_text(json.dumps(held_out[0]) + "\n")
     outcomes = [
         {
-            "task": TASK,
+            "task": task,
             "draft": d,
             "refinement": None,
             "correct_before": True,
@@ -80,3 +88,12 @@ def test_names_name_the_runs_one_each(tmp_path: Path) -> None:
     assert "| plain GRPO | plain | 4 |" in (tmp_path / "c.md").read_text()
     with pytest.raises(SystemExit):
         main([str(tmp_path / "a"), "--names", "x,y", "--out", str(tmp_path / "c")])
+
+
+def test_a_row_with_a_key_is_judged_by_the_answer_check(tmp_path: Path) -> None:
+    task = "What is 12 + 30? End your reply with: The answer is <number>."
+    drafts = ["12 + 30 = 42. The answer is 42.", "The answer is 41.", "The answer is 12 + 30."]
+    _run(tmp_path / "a", drafts, 1.0, summary=True, task=task, reference={"answer": 42})
+    main([str(tmp_path / "a"), "--out", str(tmp_path / "c")])
+    evaluation = json.loads((tmp_path / "c.json").read_text())[0]["evaluations"][0]
+    assert [o["right_t1"] for o in evaluation["outcomes"]] == [True, False, False]
