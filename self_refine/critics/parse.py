@@ -58,6 +58,7 @@ def is_broken_json(text: str) -> bool:
 _FEEDBACK_LIST = re.compile(r'"feedback"\s*:\s*\[')
 _SCORE_FIELD = re.compile(r'"score"\s*:\s*(-?\d+(?:\.\d+)?)')
 _DONE_FIELD = re.compile(r'"done"\s*:\s*(true|false)')
+_NON_WORD = re.compile(r"[\W_]+")
 
 
 def salvage_cut_json(text: str) -> dict[str, Any] | None:
@@ -103,7 +104,7 @@ def feedback_items(items: Iterable[Any]) -> tuple[list[str], list[str]]:
     schema's keys among its items. It is dropped; an item that uses the word is kept.
     """
     kept = list(dict.fromkeys(str(item) for item in items))
-    names = [item for item in kept if re.sub(r"[\W_]+", "", item).lower() in FIELD_NAMES]
+    names = [item for item in kept if _NON_WORD.sub("", item).lower() in FIELD_NAMES]
     if not names:
         return kept, []
     shown = ", ".join(repr(name) for name in dict.fromkeys(names))
