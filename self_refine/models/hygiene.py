@@ -118,7 +118,7 @@ class DraftGuard:
             return "refusal", f"the model refused: {_short(refusal)!r}"
         if not text.strip():
             return "empty", "the reply was empty"
-        if self.previous is not None and self.feedback and text.split() == self.previous.split():
+        if self.previous is not None and self.feedback and _same_words(text, self.previous):
             return "unchanged", "the reply is the draft it was asked to change, unchanged"
         tag = _SCAFFOLDING.search(text)
         if tag:
@@ -138,6 +138,14 @@ class DraftGuard:
         if len(text) > self.limit:
             return "too_long", f"the reply has {len(text):,} characters (limit {self.limit:,})"
         return None
+
+
+def _same_words(text: str, other: str) -> bool:
+    """Whether two texts are the same words, layout aside: texts whose first words differ
+    are told apart without splitting either whole."""
+    if text.split(None, 1)[:1] != other.split(None, 1)[:1]:
+        return False
+    return text.split() == other.split()
 
 
 def rejected(reason: str, detail: str, reply: str) -> RejectedReply:

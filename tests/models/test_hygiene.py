@@ -277,6 +277,24 @@ def test_a_draft_changed_only_in_case_is_a_new_draft() -> None:
     assert DraftGuard(task=TASK, previous="a dog.").check("a dog.", None) is None  # no feedback
 
 
+@pytest.mark.parametrize(
+    ("reply", "unchanged"),
+    [
+        ("a dog ran.", False),  # the first word the same, the rest not
+        ("the dog.", False),
+        ("a\n\tdog.", True),
+        ("a dog. a dog.", False),
+        ("a dog", False),
+    ],
+)
+def test_a_reply_is_the_draft_unchanged_only_when_every_word_is(
+    reply: str, unchanged: bool
+) -> None:
+    guard = DraftGuard(task=TASK, feedback=["Capitalise it."], previous="a dog.")
+    verdict = guard.check(reply, None)
+    assert (verdict is not None and verdict[0] == "unchanged") is unchanged
+
+
 def test_a_refiner_that_keeps_repeating_leaves_the_draft_and_the_run_stops_unchanged() -> None:
     result = _run(
         "A dog in a park.",
