@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 from self_refine.models.repetition import cut_loop
@@ -120,7 +121,8 @@ class DraftGuard:
             return "empty", "the reply was empty"
         if self.previous is not None and self.feedback and _same_words(text, self.previous):
             return "unchanged", "the reply is the draft it was asked to change, unchanged"
-        tag = _SCAFFOLDING.search(text)
+        # Every tag it finds begins with "<" or "&": a reply with neither is not searched.
+        tag = _SCAFFOLDING.search(text) if "<" in text or "&" in text else None
         if tag:
             return "echo", f"the reply repeats the prompt's scaffolding ({tag.group(0)!r})"
         said = repeated_phrase(text, self.instructions)
@@ -168,13 +170,13 @@ def feedback_of(attempts: Sequence[Mapping[str, Any]], current: Sequence[str] = 
     out once (`_own_items`), so a step does not search every earlier draft again.
     """
     latest = attempts[-1].get("draft") if attempts else None
-    kept: dict[str, None] = dict.fromkeys(_own_items(str(latest or ""), tuple(map(str, current))))
+    own = [_own_items(str(latest or ""), tuple(map(str, current)))]
     for attempt in attempts:
         critique = attempt.get("critique")
         if isinstance(critique, dict):
             items = tuple(map(str, critique.get("feedback") or ()))
-            kept.update(dict.fromkeys(_own_items(str(attempt.get("draft") or ""), items)))
-    return list(kept)
+            own.append(_own_items(str(attempt.get("draft") or ""), items))
+    return list(dict.fromkeys(chain.from_iterable(own)))
 
 
 @lru_cache(maxsize=4096)

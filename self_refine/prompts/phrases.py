@@ -60,7 +60,7 @@ def repeated_phrase(text: str, phrases: Phrases) -> str | None:
     present = set(words)
     # A run the text holds has all its words in the text: most texts hold no run
     # whole, which these set checks tell without building the text's own runs.
-    if not any(present.issuperset(run) for run in phrases.runs):
+    if not any(map(present.issuperset, phrases.runs)):
         return None
     runs = zip(*(words[start:] for start in range(_PHRASE_WORDS)), strict=False)
     run = next((run for run in runs if run in phrases.runs), None)

@@ -221,6 +221,21 @@ def test_feedback_that_quotes_a_draft_is_not_feedback_a_reply_may_not_repeat() -
     ]
 
 
+def test_feedback_to_hold_against_is_each_item_once_the_current_first_then_oldest_first() -> None:
+    attempts = [
+        {"draft": "A cat.", "critique": {"feedback": ["Name the park.", "Add a frisbee."]}},
+        {"draft": "A dog.", "critique": "not a critique"},
+        {"draft": "A dog runs.", "critique": {"feedback": ["Add a frisbee.", "Say catch."]}},
+    ]
+    assert feedback_of(attempts, ["Say catch.", "Be brief."]) == [
+        "Say catch.",
+        "Be brief.",
+        "Name the park.",
+        "Add a frisbee.",
+    ]
+    assert feedback_of([]) == []
+
+
 def test_a_tagged_feedback_item_is_an_echo_without_its_tag_too() -> None:
     item = "[llm] Mention the river somewhere in the text, please."
     guard = DraftGuard(task=TASK, feedback=[item])
