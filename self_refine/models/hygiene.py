@@ -135,7 +135,7 @@ class DraftGuard:
         words = set(flat.split(" "))
         for item in self.feedback:
             item_flat, inner = _echo_key(item)
-            if len(item_flat) >= 30 and (inner is None or inner in words) and item_flat in flat:
+            if (inner is None or inner in words) and len(item_flat) >= 30 and item_flat in flat:
                 return "echo", f"the reply repeats earlier feedback ({_short(item)!r})"
         if len(text) > self.limit:
             return "too_long", f"the reply has {len(text):,} characters (limit {self.limit:,})"

@@ -236,6 +236,21 @@ def test_feedback_to_hold_against_is_each_item_once_the_current_first_then_oldes
     assert feedback_of([]) == []
 
 
+@pytest.mark.parametrize(
+    ("item", "echo"),
+    [
+        ("Add a frisbee.", False),  # short feedback recurs by chance: kept
+        ("Mention frisbee.", False),  # two words
+        ("Mention the frisbee somewhere in it.", True),
+        ("Mention the frisbee, near the end.", True),
+    ],
+)
+def test_only_feedback_of_thirty_characters_or_more_is_an_echo(item: str, echo: bool) -> None:
+    reply = f"The dog runs to the park. {item} It catches it."
+    verdict = DraftGuard(task=TASK, feedback=[item]).check(reply, None)
+    assert (verdict is not None and verdict[0] == "echo") is echo
+
+
 def test_a_tagged_feedback_item_is_an_echo_without_its_tag_too() -> None:
     item = "[llm] Mention the river somewhere in the text, please."
     guard = DraftGuard(task=TASK, feedback=[item])
