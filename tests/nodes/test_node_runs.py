@@ -13,6 +13,7 @@ from langchain_core.outputs import ChatResult
 from self_refine import OfflineModel, RefineContext, create_self_refine_graph
 from self_refine.models.cancel import CallCancelled, StopNewCalls, cancel_calls
 from self_refine.nodes.critic_run import CriticRun
+from self_refine.nodes.runnable import Route
 
 TASK = "Write a sentence using the words: dog, frisbee, park."
 
@@ -120,6 +121,50 @@ def test_a_run_watched_only_by_stop_new_calls_asks_the_critic_without_a_child_ru
     assert children == []
     graph.invoke({"task": TASK}, {"callbacks": [StopNewCalls(), _ChainStarts()]})
     assert children == ["offline critic"] * 3
+
+
+_ROUTES = {
+    "route_start": 1,
+    "route_after_generate": 1,
+    "route_after_step": 3,
+    "route_after_refine": 2,
+}
+
+
+@pytest.mark.parametrize("awaited", [False, True])
+async def test_a_watched_run_shows_each_routing_as_a_child_run(awaited: bool) -> None:
+    starts = _ChainStarts()
+    config: Any = {"callbacks": [starts]}
+    graph = _graph(OfflineModel(edits_per_step=1))
+    if awaited:
+        await graph.ainvoke({"task": TASK}, config)
+    else:
+        graph.invoke({"task": TASK}, config)
+    assert {name: starts.names[name] for name in _ROUTES} == _ROUTES
+
+
+@pytest.mark.parametrize("awaited", [False, True])
+async def test_a_run_watched_only_by_stop_new_calls_routes_without_child_runs(
+    monkeypatch: pytest.MonkeyPatch, awaited: bool
+) -> None:
+    """Routing is pure: in the command line's runs a child run per routing is seen by no one."""
+    children: list[str] = []
+    real = Route._call_with_config
+
+    def counted(self: Route, *args: Any, **kwargs: Any) -> Any:
+        children.append(self.name)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Route, "_call_with_config", counted)
+    graph = _graph(OfflineModel(edits_per_step=1))
+    config: Any = {"callbacks": [StopNewCalls()]}
+    result = (
+        await graph.ainvoke({"task": TASK}, config)
+        if awaited
+        else graph.invoke({"task": TASK}, config)
+    )
+    assert result["stop_reason"] == "max_iterations" and len(result["attempts"]) == 3
+    assert children == []
 
 
 def test_the_critic_asked_without_a_child_run_is_still_refused_once_calls_stop() -> None:
