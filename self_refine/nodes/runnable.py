@@ -101,7 +101,9 @@ def watched(config: RunnableConfig | None) -> bool:
     command line's `StopNewCalls` takes model starts only, which reach it from the
     node's callbacks with or without the child run: it watches no run.
     """
-    callbacks = ensure_config(config).get("callbacks")
+    callbacks = (config or {}).get("callbacks")
+    if callbacks is None:  # none of its own: those of the run it is inside, if any
+        callbacks = ensure_config(config).get("callbacks")
     if isinstance(callbacks, BaseCallbackManager):
         handlers = [*callbacks.handlers, *callbacks.inheritable_handlers]
         return any(not isinstance(handler, StopNewCalls) for handler in handlers)

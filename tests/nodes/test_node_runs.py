@@ -176,3 +176,21 @@ def test_the_critic_asked_without_a_child_run_is_still_refused_once_calls_stop()
             graph.invoke({"task": TASK, "draft": "A dog ran."}, {"callbacks": [StopNewCalls()]})
     finally:
         cancel_calls(False)
+
+
+def test_watched_reads_the_call_s_own_callbacks_else_those_of_the_run_it_is_inside() -> None:
+    from langchain_core.callbacks import CallbackManager
+    from langchain_core.runnables import RunnableLambda
+
+    from self_refine.nodes.runnable import watched
+
+    alone, seen = (
+        CallbackManager([StopNewCalls()]),
+        CallbackManager([StopNewCalls(), _ChainStarts()]),
+    )
+    assert watched({"callbacks": alone}) is False
+    assert watched({"callbacks": seen}) is True
+    assert watched(None) is True  # no run around it: configuring decides
+    inside = RunnableLambda(lambda _: (watched(None), watched({"tags": ["x"]})))
+    assert inside.invoke({}, {"callbacks": [StopNewCalls()]}) == (False, False)
+    assert inside.invoke({}, {"callbacks": [StopNewCalls(), _ChainStarts()]}) == (True, True)
