@@ -58,6 +58,10 @@ def is_broken_json(text: str) -> bool:
 _FEEDBACK_LIST = re.compile(r'"feedback"\s*:\s*\[')
 _SCORE_FIELD = re.compile(r'"score"\s*:\s*(-?\d+(?:\.\d+)?)')
 _DONE_FIELD = re.compile(r'"done"\s*:\s*(true|false)')
+_NON_WORD = re.compile(r"[\W_]+")
+_FEW_LETTERS = re.compile(rf"[\W_]*(?:[^\W_][\W_]*){{0,{max(map(len, FIELD_NAMES))}}}")
+"""Text with no more letters and digits than the longest field name: only such an item
+can be a field name, and most items are ruled out after a few characters."""
 
 
 def salvage_cut_json(text: str) -> dict[str, Any] | None:
@@ -103,7 +107,7 @@ def feedback_items(items: Iterable[Any]) -> tuple[list[str], list[str]]:
     schema's keys among its items. It is dropped; an item that uses the word is kept.
     """
     kept = list(dict.fromkeys(str(item) for item in items))
-    names = [item for item in kept if re.sub(r"[\W_]+", "", item).lower() in FIELD_NAMES]
+    names = [item for item in kept if _FEW_LETTERS.fullmatch(item) and _bare(item) in FIELD_NAMES]
     if not names:
         return kept, []
     shown = ", ".join(repr(name) for name in dict.fromkeys(names))
@@ -111,6 +115,11 @@ def feedback_items(items: Iterable[Any]) -> tuple[list[str], list[str]]:
         [item for item in kept if item not in names],
         [f"the critique's feedback listed field names as items ({shown}); dropped"],
     )
+
+
+def _bare(item: str) -> str:
+    """The item's letters and digits, lower-case."""
+    return _NON_WORD.sub("", item).lower()
 
 
 def score_problem(raw: Any, critique: Critique) -> list[str]:

@@ -21,6 +21,7 @@ from self_refine.models.roles import ModelLike, as_role
 from self_refine.nodes import (
     Parts,
     Role,
+    Route,
     make_begin,
     make_candidate,
     make_critique,
@@ -239,14 +240,14 @@ def create_self_refine_graph(
     builder.add_node("finalize", make_finalize(parts))
     builder.add_edge(START, "begin")
     first = ["generate", "critique", "candidate", "planner"]
-    builder.add_conditional_edges("begin", route_start, first)
-    builder.add_conditional_edges("generate", route_after_generate, ["generate", "critique"])
+    builder.add_conditional_edges("begin", Route(route_start), first)
+    builder.add_conditional_edges("generate", Route(route_after_generate), ["generate", "critique"])
     after_step = ["refine", "finalize", "candidate", "planner"]
-    builder.add_conditional_edges("critique", route_after_step, after_step)
-    builder.add_conditional_edges("refine", route_after_refine, ["refine", "critique"])
+    builder.add_conditional_edges("critique", Route(route_after_step), after_step)
+    builder.add_conditional_edges("refine", Route(route_after_refine), ["refine", "critique"])
     builder.add_edge("candidate", "pick")
-    builder.add_conditional_edges("pick", route_after_step, after_step)
+    builder.add_conditional_edges("pick", Route(route_after_step), after_step)
     planned = ["candidate", "critique", "finalize"]
-    builder.add_conditional_edges("planner", route_after_planner, planned)
+    builder.add_conditional_edges("planner", Route(route_after_planner), planned)
     builder.add_edge("finalize", END)
     return builder

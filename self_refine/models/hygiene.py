@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 from self_refine.models.repetition import cut_loop
@@ -118,9 +119,10 @@ class DraftGuard:
             return "refusal", f"the model refused: {_short(refusal)!r}"
         if not text.strip():
             return "empty", "the reply was empty"
-        if self.previous is not None and self.feedback and text.split() == self.previous.split():
+        if self.previous is not None and self.feedback and _same_words(text, self.previous):
             return "unchanged", "the reply is the draft it was asked to change, unchanged"
-        tag = _SCAFFOLDING.search(text)
+        # Every tag it finds begins with "<" or "&": a reply with neither is not searched.
+        tag = _SCAFFOLDING.search(text) if "<" in text or "&" in text else None
         if tag:
             return "echo", f"the reply repeats the prompt's scaffolding ({tag.group(0)!r})"
         said = repeated_phrase(text, self.instructions)
@@ -133,11 +135,19 @@ class DraftGuard:
         words = set(flat.split(" "))
         for item in self.feedback:
             item_flat, inner = _echo_key(item)
-            if len(item_flat) >= 30 and (inner is None or inner in words) and item_flat in flat:
+            if (inner is None or inner in words) and len(item_flat) >= 30 and item_flat in flat:
                 return "echo", f"the reply repeats earlier feedback ({_short(item)!r})"
         if len(text) > self.limit:
             return "too_long", f"the reply has {len(text):,} characters (limit {self.limit:,})"
         return None
+
+
+def _same_words(text: str, other: str) -> bool:
+    """Whether two texts are the same words, layout aside: texts whose first words differ
+    are told apart without splitting either whole."""
+    if text.split(None, 1)[:1] != other.split(None, 1)[:1]:
+        return False
+    return text.split() == other.split()
 
 
 def rejected(reason: str, detail: str, reply: str) -> RejectedReply:
@@ -160,13 +170,13 @@ def feedback_of(attempts: Sequence[Mapping[str, Any]], current: Sequence[str] = 
     out once (`_own_items`), so a step does not search every earlier draft again.
     """
     latest = attempts[-1].get("draft") if attempts else None
-    kept: dict[str, None] = dict.fromkeys(_own_items(str(latest or ""), tuple(map(str, current))))
+    own = [_own_items(str(latest or ""), tuple(map(str, current)))]
     for attempt in attempts:
         critique = attempt.get("critique")
         if isinstance(critique, dict):
             items = tuple(map(str, critique.get("feedback") or ()))
-            kept.update(dict.fromkeys(_own_items(str(attempt.get("draft") or ""), items)))
-    return list(kept)
+            own.append(_own_items(str(attempt.get("draft") or ""), items))
+    return list(dict.fromkeys(chain.from_iterable(own)))
 
 
 @lru_cache(maxsize=4096)

@@ -3,7 +3,8 @@
 - `parts.py`: `Parts` (what the factory was given) and `RunPlan` (what a run's
   settings come to: prompts, stop policies, critic, models), kept per settings;
 - `ranking.py`: which draft is kept (a run's answer, a step's candidate);
-- `runnable.py`: `Node`, a node's sync and async `(state, runtime)` bodies;
+- `runnable.py`: `Node`, a node's sync and async `(state, runtime)` bodies; `Route`, a
+  routing function as its edge's path;
 - `begin.py`, `generate.py`, `critique.py`, `refine.py`, `finalize.py`: the nodes;
   `requests.py`: what a draft step and a critique ask; `draft.py`: what a draft step
   writes, and asking again after a rejected reply; `steps.py`: what a judged step
@@ -33,10 +34,12 @@ from self_refine.nodes.routing import (
     route_after_step,
     route_start,
 )
+from self_refine.nodes.runnable import Route
 
 __all__ = [
     "Parts",
     "Role",
+    "Route",
     "RunPlan",
     "best_attempt",
     "best_candidate",

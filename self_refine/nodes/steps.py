@@ -31,10 +31,10 @@ def step_record(
     usage = add_usage(state.get("usage"), spent)
     attempts: list[Attempt] = [*(state.get("attempts") or []), attempt]
     settings = plan.settings
-    spent_total = usage["total_tokens"]
-    width = step_width(
-        settings.candidates, settings.max_tokens_total, spent_total, reply_cost(attempts)
-    )
+    budget = settings.max_tokens_total
+    # What a reply costs is read from every attempt; only a token budget needs it.
+    cost = reply_cost(attempts) if budget is not None else None
+    width = step_width(settings.candidates, budget, usage["total_tokens"], cost)
     return {
         "attempts": [attempt],
         "critique": attempt["critique"],

@@ -57,6 +57,11 @@ def repeated_phrase(text: str, phrases: Phrases) -> str | None:
     if found:
         return found
     words = flat.split()
+    present = set(words)
+    # A run the text holds has all its words in the text: most texts hold no run
+    # whole, which these set checks tell without building the text's own runs.
+    if not any(map(present.issuperset, phrases.runs)):
+        return None
     runs = zip(*(words[start:] for start in range(_PHRASE_WORDS)), strict=False)
     run = next((run for run in runs if run in phrases.runs), None)
     return " ".join(run) if run else None

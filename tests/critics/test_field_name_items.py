@@ -45,6 +45,26 @@ def test_a_feedback_item_that_uses_the_word_is_kept() -> None:
     assert not any("field names" in problem for problem in problems)
 
 
+@pytest.mark.parametrize(
+    ("item", "dropped"),
+    [
+        ("f.e.e.d.b.a.c.k", True),
+        ("-- F_E_E_D_B_A_C_K --", True),
+        ("*** " + "." * 300 + " done " + "!" * 300, True),
+        ("feedbacks", False),
+        ("f.e.e.d.b.a.c.k.s", False),
+        ("score " + "." * 300 + " 1", False),
+    ],
+)
+def test_a_field_name_among_any_punctuation_is_dropped_and_one_letter_more_is_kept(
+    item: str, dropped: bool
+) -> None:
+    text = json.dumps({"feedback": [KITE, item], "score": 0.4, "done": False})
+    read, problems = read_critique(text)
+    assert read.feedback == ([KITE] if dropped else [KITE, item])
+    assert any("field names" in problem for problem in problems) is dropped
+
+
 def _bare_lines(prompt: str) -> set[str]:
     return {re.sub(r"[\W_]+", "", line).lower() for line in prompt.splitlines()}
 

@@ -221,6 +221,36 @@ def test_feedback_that_quotes_a_draft_is_not_feedback_a_reply_may_not_repeat() -
     ]
 
 
+def test_feedback_to_hold_against_is_each_item_once_the_current_first_then_oldest_first() -> None:
+    attempts = [
+        {"draft": "A cat.", "critique": {"feedback": ["Name the park.", "Add a frisbee."]}},
+        {"draft": "A dog.", "critique": "not a critique"},
+        {"draft": "A dog runs.", "critique": {"feedback": ["Add a frisbee.", "Say catch."]}},
+    ]
+    assert feedback_of(attempts, ["Say catch.", "Be brief."]) == [
+        "Say catch.",
+        "Be brief.",
+        "Name the park.",
+        "Add a frisbee.",
+    ]
+    assert feedback_of([]) == []
+
+
+@pytest.mark.parametrize(
+    ("item", "echo"),
+    [
+        ("Add a frisbee.", False),  # short feedback recurs by chance: kept
+        ("Mention frisbee.", False),  # two words
+        ("Mention the frisbee somewhere in it.", True),
+        ("Mention the frisbee, near the end.", True),
+    ],
+)
+def test_only_feedback_of_thirty_characters_or_more_is_an_echo(item: str, echo: bool) -> None:
+    reply = f"The dog runs to the park. {item} It catches it."
+    verdict = DraftGuard(task=TASK, feedback=[item]).check(reply, None)
+    assert (verdict is not None and verdict[0] == "echo") is echo
+
+
 def test_a_tagged_feedback_item_is_an_echo_without_its_tag_too() -> None:
     item = "[llm] Mention the river somewhere in the text, please."
     guard = DraftGuard(task=TASK, feedback=[item])
@@ -275,6 +305,24 @@ def test_a_draft_changed_only_in_case_is_a_new_draft() -> None:
         "the reply is the draft it was asked to change, unchanged",
     )
     assert DraftGuard(task=TASK, previous="a dog.").check("a dog.", None) is None  # no feedback
+
+
+@pytest.mark.parametrize(
+    ("reply", "unchanged"),
+    [
+        ("a dog ran.", False),  # the first word the same, the rest not
+        ("the dog.", False),
+        ("a\n\tdog.", True),
+        ("a dog. a dog.", False),
+        ("a dog", False),
+    ],
+)
+def test_a_reply_is_the_draft_unchanged_only_when_every_word_is(
+    reply: str, unchanged: bool
+) -> None:
+    guard = DraftGuard(task=TASK, feedback=["Capitalise it."], previous="a dog.")
+    verdict = guard.check(reply, None)
+    assert (verdict is not None and verdict[0] == "unchanged") is unchanged
 
 
 def test_a_refiner_that_keeps_repeating_leaves_the_draft_and_the_run_stops_unchanged() -> None:

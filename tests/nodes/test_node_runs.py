@@ -13,6 +13,7 @@ from langchain_core.outputs import ChatResult
 from self_refine import OfflineModel, RefineContext, create_self_refine_graph
 from self_refine.models.cancel import CallCancelled, StopNewCalls, cancel_calls
 from self_refine.nodes.critic_run import CriticRun
+from self_refine.nodes.runnable import Route
 
 TASK = "Write a sentence using the words: dog, frisbee, park."
 
@@ -122,6 +123,50 @@ def test_a_run_watched_only_by_stop_new_calls_asks_the_critic_without_a_child_ru
     assert children == ["offline critic"] * 3
 
 
+_ROUTES = {
+    "route_start": 1,
+    "route_after_generate": 1,
+    "route_after_step": 3,
+    "route_after_refine": 2,
+}
+
+
+@pytest.mark.parametrize("awaited", [False, True])
+async def test_a_watched_run_shows_each_routing_as_a_child_run(awaited: bool) -> None:
+    starts = _ChainStarts()
+    config: Any = {"callbacks": [starts]}
+    graph = _graph(OfflineModel(edits_per_step=1))
+    if awaited:
+        await graph.ainvoke({"task": TASK}, config)
+    else:
+        graph.invoke({"task": TASK}, config)
+    assert {name: starts.names[name] for name in _ROUTES} == _ROUTES
+
+
+@pytest.mark.parametrize("awaited", [False, True])
+async def test_a_run_watched_only_by_stop_new_calls_routes_without_child_runs(
+    monkeypatch: pytest.MonkeyPatch, awaited: bool
+) -> None:
+    """Routing is pure: in the command line's runs a child run per routing is seen by no one."""
+    children: list[str] = []
+    real = Route._call_with_config
+
+    def counted(self: Route, *args: Any, **kwargs: Any) -> Any:
+        children.append(self.name)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Route, "_call_with_config", counted)
+    graph = _graph(OfflineModel(edits_per_step=1))
+    config: Any = {"callbacks": [StopNewCalls()]}
+    result = (
+        await graph.ainvoke({"task": TASK}, config)
+        if awaited
+        else graph.invoke({"task": TASK}, config)
+    )
+    assert result["stop_reason"] == "max_iterations" and len(result["attempts"]) == 3
+    assert children == []
+
+
 def test_the_critic_asked_without_a_child_run_is_still_refused_once_calls_stop() -> None:
     graph = _graph(OfflineModel(edits_per_step=1))
     cancel_calls()
@@ -131,3 +176,21 @@ def test_the_critic_asked_without_a_child_run_is_still_refused_once_calls_stop()
             graph.invoke({"task": TASK, "draft": "A dog ran."}, {"callbacks": [StopNewCalls()]})
     finally:
         cancel_calls(False)
+
+
+def test_watched_reads_the_call_s_own_callbacks_else_those_of_the_run_it_is_inside() -> None:
+    from langchain_core.callbacks import CallbackManager
+    from langchain_core.runnables import RunnableLambda
+
+    from self_refine.nodes.runnable import watched
+
+    alone, seen = (
+        CallbackManager([StopNewCalls()]),
+        CallbackManager([StopNewCalls(), _ChainStarts()]),
+    )
+    assert watched({"callbacks": alone}) is False
+    assert watched({"callbacks": seen}) is True
+    assert watched(None) is True  # no run around it: configuring decides
+    inside = RunnableLambda(lambda _: (watched(None), watched({"tags": ["x"]})))
+    assert inside.invoke({}, {"callbacks": [StopNewCalls()]}) == (False, False)
+    assert inside.invoke({}, {"callbacks": [StopNewCalls(), _ChainStarts()]}) == (True, True)

@@ -212,3 +212,24 @@ def test_the_refine_request_ends_with_the_profiles_revise_line(form: str) -> Non
     last = model.requests_for("refiner")[0].prompt
     assert last.endswith(get_profile("math").revise)
     assert "Reply with the new draft only." not in last
+
+
+@pytest.mark.parametrize(
+    ("reply", "found"),
+    [
+        ("The dog runs. It addresses every item of the feedback list.", None),
+        (
+            "The dog runs; a new response to the task addresses every feedback item of the list.",
+            "a new response to the task",
+        ),
+        ("Every item of the feedback list addresses the dog, a new task.", None),
+        ("ADDRESSES every Feedback item, of the... dog.", "addresses every feedback item of the"),
+    ],
+)
+def test_a_reply_repeats_an_instruction_only_with_six_of_its_words_in_a_row(
+    reply: str, found: str | None
+) -> None:
+    """The first run of six instruction words the reply holds, in the reply's order."""
+    from self_refine.prompts.phrases import instruction_phrases, repeated_phrase
+
+    assert repeated_phrase(reply, instruction_phrases()) == found
