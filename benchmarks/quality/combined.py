@@ -3,10 +3,12 @@
 The budget benchmark writes a run per command, and its sets are often run apart (a set
 at a time, across sittings, under the checks the task gives and again under the answer
 key). This draws the runs of one model together, a panel per set: the runs under the
-task's own checks (`--feedback task`) or the critic alone as solid lines, and each
-strategy's answer-key run (`--feedback key`) as a dashed line of the same colour, an
-upper bound no user has (the key picked the answer). A set's panel says which checks
-picked its answers.
+task's own checks (`--feedback task`) as solid lines with their intervals, the same
+set under the critic alone (`--feedback critic`) as a dash-dot line of each strategy's
+colour (solid where the critic's is the set's only run), and each strategy's
+answer-key run (`--feedback key`) as a dashed line of the same colour, an upper bound
+no user has (the key picked the answer). A set's panel says which checks picked its
+answers, and which line is which.
 
     python -m benchmarks.quality.combined RUN.json [RUN.json ...] --out FIGURE.png
 
@@ -19,14 +21,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.quality.outputs import pyplot
 
-__all__ = ["panels", "plot"]
+__all__ = ["drawn_apart", "panels", "picked_by", "plot"]
 
-_STYLE = {"task": "-", "critic": "-", "key": "--"}
+_STYLE = {"task": "-", "critic": "-.", "key": "--"}
+_LINE = {"critic": ", dash-dot", "key": ", dashed"}
 _SAYS = {
     "task": "the task's checks",
     "critic": "the critic alone",
@@ -41,6 +45,20 @@ def _said(name: str, feedback: str) -> str:
     if feedback == "task" and RUN_CHECK.get(name) is None:
         return "no key: the critic's score, or the vote"
     return _SAYS[feedback]
+
+
+def drawn_apart(feedback: str, shown: Sequence[str]) -> bool:
+    """Whether a run is drawn as a line of its own style, without intervals: the key's
+    always (an upper bound), the critic's beside the task's checks."""
+    return feedback == "key" or feedback != shown[0]
+
+
+def picked_by(name: str, shown: Sequence[str]) -> str:
+    """A panel's subtitle: what picked the answers of each run drawn, the main run first,
+    each drawn apart with its line style."""
+    return "picked by " + " / ".join(
+        _said(name, f) + (_LINE[f] if drawn_apart(f, shown) else "") for f in shown
+    )
 
 
 def panels(documents: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -87,7 +105,7 @@ def plot(documents: list[dict[str, Any]], path: Path) -> bool:
                 xs = [m * (1 + 0.03 * (shift - 1.0)) for m in multiples]
                 values = [100 * b["accuracy"]["value"] for b in f["budgets"]]
                 colour = colours.setdefault(strategy, f"C{len(colours)}")
-                if feedback == "key":
+                if drawn_apart(feedback, shown):
                     axis.plot(xs, values, _STYLE[feedback], color=colour, alpha=0.6)
                     continue
                 low = [
@@ -115,8 +133,7 @@ def plot(documents: list[dict[str, Any]], path: Path) -> bool:
         axis.set_xticks(multiples, [f"{m}x" for m in multiples])
         part = "reported items" if main["part"] == "report" else "tuning items"
         axis.set_title(
-            f"{name} ({main['result']['first']['items']} {part})\npicked by "
-            + " / ".join(_said(name, f) + (", dashed" if f == "key" else "") for f in shown),
+            f"{name} ({main['result']['first']['items']} {part})\n" + picked_by(name, shown),
             fontsize=9,
         )
         axis.set_xlabel("token budget (x the item's first draft)")

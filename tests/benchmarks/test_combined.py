@@ -79,3 +79,13 @@ def test_the_command_says_why_it_refuses(tmp_path: Path) -> None:
         paths.append(str(path))
     with pytest.raises(SystemExit, match="combined: runs of different models"):
         combined.main([*paths, "--out", str(tmp_path / "x.png")])
+
+
+def test_each_panel_says_which_line_is_which_run() -> None:
+    both = ["task", "critic", "key"]
+    said = combined.picked_by("constrained", both)
+    assert said.startswith("picked by the task's checks / the critic alone, dash-dot / ")
+    assert said.endswith("answer key (upper bound), dashed")
+    assert combined.picked_by("constrained", ["critic"]) == "picked by the critic alone"
+    assert combined.picked_by("code", ["key"]) == "picked by answer key (upper bound), dashed"
+    assert [combined.drawn_apart(f, both) for f in both] == [False, True, True]
