@@ -55,8 +55,8 @@ def drawn_apart(feedback: str, shown: Sequence[str]) -> bool:
 
 def picked_by(name: str, shown: Sequence[str]) -> str:
     """A panel's subtitle: what picked the answers of each run drawn, the main run first,
-    each drawn apart with its line style."""
-    return "picked by " + " / ".join(
+    each drawn apart with its line style, a line each."""
+    return "picked by " + ";\n".join(
         _said(name, f) + (_LINE[f] if drawn_apart(f, shown) else "") for f in shown
     )
 

@@ -84,7 +84,7 @@ def test_the_command_says_why_it_refuses(tmp_path: Path) -> None:
 def test_each_panel_says_which_line_is_which_run() -> None:
     both = ["task", "critic", "key"]
     said = combined.picked_by("constrained", both)
-    assert said.startswith("picked by the task's checks / the critic alone, dash-dot / ")
+    assert said.startswith("picked by the task's checks;\nthe critic alone, dash-dot;\n")
     assert said.endswith("answer key (upper bound), dashed")
     assert combined.picked_by("constrained", ["critic"]) == "picked by the critic alone"
     assert combined.picked_by("code", ["key"]) == "picked by answer key (upper bound), dashed"
