@@ -21,38 +21,20 @@ import sys
 import tempfile
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
 
-from benchmarks.scripted import ScriptedModel
-from benchmarks.t1_orchestration import TASK, graph_run, plain_loop
+from benchmarks.cprofile_top import cli_stream
+from benchmarks.t1_orchestration import graph_run, plain_loop
 from benchmarks.timing import Clock, Timed, alternate
-from self_refine import RefineContext
-from self_refine.graphs import create_self_refine_graph
-from self_refine.models.cancel import StopNewCalls
-from self_refine.persistence.storage import open_checkpointer
 
 ITERATIONS = 50
 REPEATS = 5
 
 
-def cli_stream(db: Path, iterations: int) -> Timed:
+def cli_timed(db: Path, iterations: int) -> Timed:
     """Wall and CPU seconds of one thread streamed as `self-refine run` streams it."""
-    settings = RefineContext(max_iterations=iterations)
-    with open_checkpointer(str(db)) as saver:
-        graph = create_self_refine_graph(ScriptedModel(), settings=settings).compile(
-            checkpointer=saver
-        )
-        config: Any = {
-            "configurable": {"thread_id": "bench"},
-            "tags": ["self-refine", "cli"],
-            "metadata": {"model": "scripted"},
-            "callbacks": [StopNewCalls()],
-        }
+    with cli_stream(db, iterations) as stream:
         clock = Clock()
-        for _ in graph.stream(
-            {"task": TASK}, config, context=settings, stream_mode=["updates"], durability="sync"
-        ):
-            pass
+        stream()
         return clock.read()
 
 
@@ -64,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         got = alternate(
             {
                 "loop": lambda: plain_loop(ITERATIONS),
-                "cli": lambda: cli_stream(Path(folder) / f"{next(numbers)}.sqlite", ITERATIONS),
+                "cli": lambda: cli_timed(Path(folder) / f"{next(numbers)}.sqlite", ITERATIONS),
                 "none": lambda: graph_run(nullcontext(None), ITERATIONS),
             },
             REPEATS,
