@@ -102,19 +102,25 @@ def test_an_unwatched_run_still_critiques_every_draft() -> None:
     assert [a["critique"]["source"] for a in result["attempts"]] == ["offline"] * 3
 
 
+def _child_runs(monkeypatch: pytest.MonkeyPatch, runnable: type[Any]) -> list[str]:
+    """The names of the child runs `runnable`'s instances make from now on, in order."""
+    children: list[str] = []
+    real = runnable._call_with_config
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        children.append(self.name)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(runnable, "_call_with_config", counted)
+    return children
+
+
 def test_a_run_watched_only_by_stop_new_calls_asks_the_critic_without_a_child_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The command line's StopNewCalls takes model starts only: a child run per critique
     (callbacks configured, events handed out) would be seen by no one."""
-    children: list[str] = []
-    real = CriticRun._call_with_config
-
-    def counted(self: CriticRun, *args: Any, **kwargs: Any) -> Any:
-        children.append(self.name)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(CriticRun, "_call_with_config", counted)
+    children = _child_runs(monkeypatch, CriticRun)
     graph = _graph(OfflineModel(edits_per_step=1))
     result = graph.invoke({"task": TASK}, {"callbacks": [StopNewCalls()]})
     assert [a["critique"]["source"] for a in result["attempts"]] == ["offline"] * 3
@@ -148,14 +154,7 @@ async def test_a_run_watched_only_by_stop_new_calls_routes_without_child_runs(
     monkeypatch: pytest.MonkeyPatch, awaited: bool
 ) -> None:
     """Routing is pure: in the command line's runs a child run per routing is seen by no one."""
-    children: list[str] = []
-    real = Route._call_with_config
-
-    def counted(self: Route, *args: Any, **kwargs: Any) -> Any:
-        children.append(self.name)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(Route, "_call_with_config", counted)
+    children = _child_runs(monkeypatch, Route)
     graph = _graph(OfflineModel(edits_per_step=1))
     config: Any = {"callbacks": [StopNewCalls()]}
     result = (
@@ -191,6 +190,8 @@ def test_watched_reads_the_call_s_own_callbacks_else_those_of_the_run_it_is_insi
     assert watched({"callbacks": alone}) is False
     assert watched({"callbacks": seen}) is True
     assert watched(None) is True  # no run around it: configuring decides
-    inside = RunnableLambda(lambda _: (watched(None), watched({"tags": ["x"]})))
+    inside: RunnableLambda[Any, tuple[bool, bool]] = RunnableLambda(
+        lambda _: (watched(None), watched({"tags": ["x"]}))
+    )
     assert inside.invoke({}, {"callbacks": [StopNewCalls()]}) == (False, False)
     assert inside.invoke({}, {"callbacks": [StopNewCalls(), _ChainStarts()]}) == (True, True)
