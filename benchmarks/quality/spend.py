@@ -64,6 +64,9 @@ from benchmarks.quality.run import RESULTS, first_drafts, load_items
 from benchmarks.quality.sets import PARTS, PROFILE, SETS
 from benchmarks.quality.strategies import STRATEGIES, Unavailable, strategy_settings
 
+REFINING = ("refine", "refine+candidates", "search")
+"""The strategies whose runs ask refine requests (`--refine-form` sets their form)."""
+
 BUDGETS = (1, 2, 4, 8)
 
 
@@ -133,6 +136,8 @@ async def _anytime(
         first_tokens=unit,
         candidates=args.candidates,
     )
+    if args.refine_form and strategy in REFINING:
+        settings["refine_form"] = args.refine_form
     start, before = time.perf_counter(), cache.counts() if cache else None
     if cache is not None:
         cache.new_scope()
@@ -289,6 +294,7 @@ def _document(
         "budgets": list(args.budgets),
         "strategies": list(args.strategies),
         "candidates": args.candidates,
+        "refine_form": args.refine_form,
         "max_tokens": args.max_tokens,
         "resamples": args.resamples,
         "seed": args.seed,
@@ -376,7 +382,7 @@ def _names(text: str, known: tuple[str, ...] | list[str], what: str) -> list[str
 
 def parser() -> argparse.ArgumentParser:
     """The command line's options."""
-    from self_refine.context import CANDIDATES_LIMIT
+    from self_refine.context import CANDIDATES_LIMIT, REFINE_FORMS
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -410,6 +416,12 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=3,
         help=f"replies per step of refine+candidates and search (2..{CANDIDATES_LIMIT}, default 3)",
+    )
+    parser.add_argument(
+        "--refine-form",
+        choices=REFINE_FORMS,
+        help="the form refine requests take in the strategies that refine (default: the "
+        "library's for the set's profile)",
     )
     parser.add_argument(
         "--max-tokens",
