@@ -3,6 +3,7 @@ the values a step's pick compared, the steps by kind and which draft is the answ
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -161,8 +162,14 @@ def test_the_thread_page_of_a_search_run_draws_the_tree_and_diffs_a_refinement_w
             parent = by_node[attempt["parent"]]["draft"]
             assert f"changes from node {attempt['parent']}</p>" in kept
             assert 'class="draft diff" title="changes from node' in kept
-            added = "".join(re.findall(r"<ins>(.*?)</ins>", kept, re.S))
-            assert added and added not in parent and parent.split()[0] in kept
+            diff = re.search(r'class="draft diff"[^>]*>(.*?)</div>', kept, re.S)
+            assert diff and "<ins>" in diff.group(1)
+            # The diff reads as the parent without its insertions, as the draft without
+            # its deletions.
+            before = re.sub(r"<ins>.*?</ins>|</?del>", "", diff.group(1), flags=re.S)
+            after = re.sub(r"<del>.*?</del>|</?ins>", "", diff.group(1), flags=re.S)
+            assert html.unescape(before) == parent
+            assert html.unescape(after) == attempt["draft"]
     assert "refine step" not in page
     assert f"max_iterations after {len(values['attempts'])} steps (" in page
 
