@@ -426,3 +426,18 @@ async def test_a_served_model_is_asked_each_request_once_across_runs(tmp_path: P
         d for a in steps for d in [a["draft"], *(c["draft"] for c in a.get("candidates", []))]
     ]
     assert len(drafts) > 2 and len(set(drafts)) == len(drafts)
+
+
+async def test_the_refine_form_is_given_to_the_strategies_that_refine_and_recorded(
+    tmp_path: Path,
+) -> None:
+    model = FakeChatModel(script={"*": ["The train left."]})
+    given = ["--n", "1", "--sets", "constrained", "--no-cache", "--budgets", "2"]
+    given += ["--strategies", "sample,search", "--resamples", "100", "--out", str(tmp_path)]
+    document, records, _ = await run(arguments([*given, "--refine-form", "fresh"]), model)
+    assert document["refine_form"] == "fresh"
+    forms = {r["strategy"]: r["settings"].get("refine_form") for r in records if "settings" in r}
+    assert forms == {"sample": None, "search": "fresh"}
+    document, records, _ = await run(arguments([*given, "--name", "default"]), model)
+    assert document["refine_form"] is None
+    assert all("refine_form" not in r["settings"] for r in records if "settings" in r)
