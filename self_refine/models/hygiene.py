@@ -1,8 +1,9 @@
 """What a model's reply must be before it becomes a draft.
 
 Small models wrap their answer in a preamble ("Here is the revised text:"), in the
-prompt's own fence tags, in quotes, and may end it in a loop of one phrase; those
-wrappers and the loop's copies are removed (`clean_reply`).
+prompt's own fence tags (or open one before it and never close it), in quotes, and may
+end it in a loop of one phrase; those wrappers and the loop's copies are removed
+(`clean_reply`).
 A reply that still carries the prompt's scaffolding (fence tags, its instructions,
 the task text, earlier feedback), refuses, is empty, is longer than the length
 guard, or (in a refine step with feedback) is the previous draft unchanged, is not a
@@ -28,6 +29,9 @@ __all__ = ["DraftGuard", "clean_reply", "draft_limit", "rejected"]
 _TAGS = "task|draft|feedback|reference|attempt"
 _WRAPPED = re.compile(rf"^\s*<({_TAGS})\b[^>]*>\s*(?P<body>.*?)\s*</\1>\s*$", re.I | re.S)
 _SCAFFOLDING = re.compile(rf"</?(?:{_TAGS})\b[^>]*>|&lt;/?(?:{_TAGS})\b", re.I)
+_OPENED = re.compile(r"^\s*<(?:draft|reference|attempt)\b[^>]*>\s*(?P<body>.*)$", re.I | re.S)
+"""A reply that opens with a fence tag of the model's own text and never closes it (cut off
+at the reply cap, or the tag left open): the model's text follows the tag."""
 _PREAMBLE = re.compile(
     r"^\s*(?:(?:sure|certainly|okay|ok|of course)[,!.]?\s*)?"
     r"(?:(?:here(?:'s| is| are)\s+(?:the|my|an?|your)?\s*)?"
@@ -62,6 +66,9 @@ def clean_reply(text: str, *, keep_code_fences: bool = False) -> str:
         wrapped = _WRAPPED.match(text)
         if wrapped:
             text = wrapped.group("body")
+        opened = _OPENED.match(text)
+        if opened and not _SCAFFOLDING.search(opened.group("body")):
+            text = opened.group("body")
         text = _PREAMBLE.sub("", text, count=1) if _PREAMBLE.match(text) else text
         text = _LEAD_IN.sub("", text, count=1)
         fenced = None if keep_code_fences else _PROSE_FENCE.match(text)

@@ -27,6 +27,8 @@ REAL = json.loads((Path(__file__).parents[1] / "fixtures" / "real_replies.json")
         ("Here is the revised text:\nThe dog runs.", "The dog runs."),
         ("Sure! Here's the improved draft: The dog runs.", "The dog runs."),
         ("<draft>\nThe dog runs.\n</draft>", "The dog runs."),
+        ("<draft>\nThe dog runs to the", "The dog runs to the"),  # cut off at the reply cap
+        ("<reference> The dog runs.", "The dog runs."),
         ('"The dog runs."', "The dog runs."),
         ("```text\nThe dog runs.\n```", "The dog runs."),
         ('He said "run" to the dog.', 'He said "run" to the dog.'),
@@ -51,6 +53,9 @@ def test_code_fences_stay_for_code_profiles() -> None:
     [
         ("<task>\nWrite one sentence\n</task> The dog.", "echo"),
         ("The dog &lt;draft> runs.", "echo"),
+        ("<draft>The dog.</draft>\n<feedback>\n- Use the word", "echo"),
+        ("<draft>\nThe dog runs.\n<feedback>", "echo"),
+        ("<feedback>\n- Use the word frisbee", "echo"),
         (f"{TASK} The dog catches a frisbee in the park.", "echo"),
         ("Rewrite the latest draft so that it addresses every feedback item. Dog.", "echo"),
         ("Feedback on your draft:\n- [concepts] missing: catch\n\nThe dog runs.", "echo"),
