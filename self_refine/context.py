@@ -39,7 +39,6 @@ __all__ = [
     "MAX_ITERATIONS_LIMIT",
     "NO_CRITIC",
     "REFINE_FORMS",
-    "SEARCH_REFINE_FORM",
     "RESULT_FIELDS",
     "ROLE_MODEL_FIELDS",
     "RefineForm",
@@ -71,17 +70,6 @@ REFINE_FORMS: tuple[RefineForm, ...] = ("conversation", "single", "fresh")
 """How a refine request may be laid out (`prompts/render.py` builds each)."""
 DEFAULT_REFINE_FORM: RefineForm = "conversation"
 """The form used unless a profile or the run's settings choose another (see DESIGN.md)."""
-SEARCH_REFINE_FORM: RefineForm = "fresh"
-"""The form of a search's refinements unless a profile or the run's settings choose one.
-
-Chosen on the tuning part of the budget benchmark (the local 0.5B model, constrained
-generation and code, a search made to refine every informative draft): in the
-conversation form 21 of 65 refinements came back the draft unchanged (32% of the calls
-wasted), in the fresh form 1 of 76 did and 11 copied the prompt back (16%), once a reply
-that opens a fence tag of its own text is read as that text (`models/hygiene.py`); 1 of
-each form's refinements verified. A refinement the search asks for is worth its tokens
-only for what the findings add to a fresh draft, and the fresh form gives the model
-those findings with no draft to copy."""
 
 CANDIDATES_LIMIT = 16
 """Upper bound on `candidates`: replies sampled at once per draft step."""
@@ -352,7 +340,7 @@ class RefineContext:
             'message asking for the next draft), "single" (one message with the task and '
             'every earlier draft and its feedback, fenced in tags) or "fresh" (the task and '
             "the latest feedback, no draft: a new draft written from scratch). Empty: the "
-            'profile\'s form, else "conversation" (a search\'s refinements: "fresh").'
+            'profile\'s form, else "conversation".'
         ),
     )
     select: Select | None = field(
