@@ -10,7 +10,8 @@ endpoint. It is not a language model and does not pretend to be one:
   the fraction of checks passed as the score; it leaves out what the automatic
   checks' notes in its prompt already say;
 - as refiner it applies the feedback items it understands, at most
-  `edits_per_step` of them per step, like an editor making small passes.
+  `edits_per_step` of them per step, like an editor making small passes (asked in
+  the fresh form, which shows no draft, to the first draft it would write).
 
 It reads the role from the "Role:" line that this library's prompts start with.
 """
@@ -239,7 +240,9 @@ class OfflineModel(BaseChatModel):
             turn = _feedback_turn(messages)
             if turn is not None:  # the conversation form: drafts are the model's own turns
                 return refine_text(*turn, self.edits_per_step)
-            draft = _section(prompt, "draft") or ""
+            draft = _section(prompt, "draft")
+            if draft is None:  # the fresh form: a new first draft, written to the feedback
+                draft = first_draft(task)
             return refine_text(
                 draft, _feedback_items(_section(prompt, "feedback")), self.edits_per_step
             )

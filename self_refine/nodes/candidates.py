@@ -54,9 +54,12 @@ NO_USABLE_REPLY = "Every reply was rejected, so there is no draft yet: write the
 
 def _request(plan: RunPlan, state: Mapping[str, Any]) -> DraftRequest:
     """The branch's request: a refinement of the attempts it was sent, in the form it was
-    sent (absent: the run's), else a first draft; asked by the draw it was sent."""
+    sent (absent: a search's refinement in the run's search form, another in the run's
+    form), else a first draft; asked by the draw it was sent."""
     if state.get("attempts"):
-        ask = refine_request(plan, state, state.get("form"))
+        planned = state.get("parent") is not None  # a search's refinement of a node
+        form = state.get("form") or (plan.search_form if planned else None)
+        ask = refine_request(plan, state, form)
     else:
         ask = generate_request(plan, state)
     warm = plan.settings.temperature is None  # a temperature the run set holds for all

@@ -24,6 +24,7 @@ from self_refine.context import (
     DEFAULT_STRATEGY,
     KEPT_BEFORE,
     NO_CRITIC,
+    SEARCH_REFINE_FORM,
     RefineContext,
     StrategyRow,
     call_settings,
@@ -102,6 +103,10 @@ class RunPlan:
     settings: RefineContext
     prompts: PromptSet
     form: RefineForm
+    """The form of the refine requests of a run that refines one draft."""
+    search_form: RefineForm
+    """The form of a search's refinements (`SEARCH_REFINE_FORM` unless the run or the
+    profile chose a form)."""
     policies: tuple[StopPolicy, ...]
     critic: CriticRun
     writes_code: bool
@@ -352,6 +357,7 @@ class Parts:
             settings=settings,
             prompts=prompts,
             form=settings.refine_form or prompts.refine_form or DEFAULT_REFINE_FORM,
+            search_form=settings.refine_form or prompts.refine_form or SEARCH_REFINE_FORM,
             policies=tuple(
                 policies_for(
                     self.stop,

@@ -64,7 +64,7 @@ def candidate_sends(state: RefineState) -> list[Send]:
 
 def _planned_send(state: RefineState, index: int, width: int, reply: PlannedReply) -> Send:
     """A planned reply's branch: the chain of drafts it refines (its ancestors and itself,
-    asked in the run's form) or none (a fresh draft), drawn as its node's own draw."""
+    asked in the run's search form) or none (a fresh draft), drawn as its node's own draw."""
     chain = chain_of(reply["parent"], state.get("attempts") or [])
     refined = chain[-1] if chain else None
     sent: CandidateInput = {

@@ -30,8 +30,10 @@ is no arm: a refinement asked from a score alone knows nothing a fresh draft lac
 no such draft every reply is a fresh draft, and the search spends as sampling does.
 
 Each reply of a step takes the best draw, the arm it took counted as taken for the
-replies after it. Every refinement is asked in the run's refine form, with the chain
-of drafts it refines. `strategy="sample"` keeps the fresh arm only (best-of-N).
+replies after it. A refinement is asked in the run's search form (`RunPlan.search_form`:
+the fresh form, the task and the findings of the draft it refines with no draft to copy,
+unless the run or the profile sets `refine_form`; in the conversation or single form with
+the chain of drafts it refines). `strategy="sample"` keeps the fresh arm only (best-of-N).
 
 The `planner` node (`nodes/planner.py`) calls these after each step. Everything the
 search decides is state the graph keeps (`SearchState` in the `search` channel, the

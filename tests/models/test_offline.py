@@ -118,3 +118,12 @@ def test_both_refine_forms_give_the_offline_model_the_same_draft_and_feedback() 
     runs = [refine(TASK, model="offline", refine_form=form) for form in ("single", "conversation")]
     assert [a["draft"] for a in runs[0]["attempts"]] == [a["draft"] for a in runs[1]["attempts"]]
     assert len(runs[0]["attempts"]) > 1
+
+
+def test_in_the_fresh_form_the_offline_refiner_writes_its_first_draft_to_the_feedback() -> None:
+    first = ask(generate_messages(PROMPTS, TASK))
+    feedback = ['Mention "frisbee", which the task asks for.', "End the text with a full stop."]
+    sent = refine_messages(PROMPTS, TASK, [attempt(first, feedback)], None, None, "fresh")
+    assert first not in "\n".join(m.text for m in sent)  # the form shows no draft
+    reply = ask(sent)
+    assert reply.startswith(first) and "frisbee" in reply and reply.endswith(".")

@@ -28,11 +28,21 @@ def _fresh(messages: Sequence[BaseMessage]) -> str:
 
 
 def _refine(messages: Sequence[BaseMessage]) -> str:
-    """A refinement adds the words the feedback names to the draft it was given."""
+    """A refinement adds the words the feedback names to the draft it was given, or (asked
+    in the fresh form, no draft given) to a sentence of the words the feedback says to keep."""
     text = "\n".join(m.text for m in messages)
     drafts = [m.text for m in messages if m.type == "ai"]
     missing = re.findall(r'Use the word "(\w+)"', text)
-    base = drafts[-1] if drafts else FRESH[0]
+    if not drafts:
+        kept = re.findall(r"Keep the words already used: ([\w, ]+)\.", text)
+        words = [*(kept[-1].split(", ") if kept else []), *missing]
+        links = ["met the", "near the", "beside the", "by the", "and the"]
+        return (
+            "The "
+            + " ".join(f"{w} {links[i]}" for i, w in enumerate(words[:-1]))
+            + (f" {words[-1]}." if words else ".")
+        )
+    base = drafts[-1]
     return f"{base.rstrip('.')} with the {' and the '.join(missing)}." if missing else base
 
 

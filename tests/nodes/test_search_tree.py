@@ -19,6 +19,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import create_self_refine_graph
+from self_refine.prompts.render import FRESH_INTRO
 
 WORDS = ["train", "pencil", "compass", "river", "lamp"]
 TASK = f"Write one or two natural sentences that use all of these words: {', '.join(WORDS)}."
@@ -62,14 +63,20 @@ class SeededModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
-def _tree(strategy: str, draft: str = "", **more: Any) -> list[tuple[int, int | None, int, str]]:
-    graph = create_self_refine_graph(SeededModel()).compile(checkpointer=InMemorySaver())
+def _tree(
+    strategy: str, draft: str = "", model: BaseChatModel | None = None, **more: Any
+) -> list[tuple[int, int | None, int, str]]:
+    graph = create_self_refine_graph(model or SeededModel())
+    graph = graph.compile(checkpointer=InMemorySaver())
     settings = {
         "strategy": strategy,
         "candidates": 3,
         "max_iterations": 4,
         "critics": ["concepts"],
         "profile": "constrained_generation",
+        # The pinned trees show the refined draft in each refinement (the form a search
+        # asks in by default shows none: `test_a_search_refines_in_the_fresh_form...`).
+        "refine_form": "conversation",
         **more,
     }
     config = {"configurable": {"thread_id": strategy}}
@@ -183,3 +190,38 @@ def test_studio_draws_the_planner_and_the_branches_it_sends() -> None:
     drawn = graph.get_graph()
     edges = {(edge.source, edge.target) for edge in drawn.edges}
     assert {("pick", "planner"), ("planner", "candidate"), ("planner", "finalize")} <= edges
+
+
+class RecordingModel(SeededModel):
+    """The seeded model, keeping every refine request it is sent."""
+
+    refine_requests: list[list[BaseMessage]] = []
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if "Role: refiner" in "\n".join(str(m.content) for m in messages):
+            self.refine_requests.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def test_a_search_refines_in_the_fresh_form_unless_the_run_sets_a_form() -> None:
+    for form in (None, "conversation"):
+        model = RecordingModel(refine_requests=[])
+        tree = _tree("search", model=model, refine_form=form)
+        parents = {node: parent for node, parent, _, _ in tree}
+        drafts = {node: text for node, _, _, text in tree}
+        refined = [drafts[parent] for parent in parents.values() if parent is not None]
+        assert refined and len(model.refine_requests) == len(refined)
+        for sent in model.refine_requests:
+            asked = "\n".join(str(m.content) for m in sent if m.type != "system")
+            shown = [m.content for m in sent if m.type == "ai"]  # the chain of drafts refined
+            if form is None:  # the findings of the refined draft, never the draft itself
+                assert FRESH_INTRO in asked and 'Use the word "' in asked
+                assert not shown and not any(d in asked for d in refined)
+            else:
+                assert FRESH_INTRO not in asked and shown and shown[-1] in refined
