@@ -32,6 +32,8 @@ class SeededModel(BaseChatModel):
 
     seed: int = 0
     temperature: float = 0.0
+    refine_requests: list[list[BaseMessage]] = []
+    """Every refine request sent, in order."""
 
     @property
     def _llm_type(self) -> str:
@@ -48,6 +50,7 @@ class SeededModel(BaseChatModel):
         blob = f"{kwargs.get('seed', self.seed)}|{text}"
         h = int(hashlib.sha256(blob.encode()).hexdigest(), 16)
         if "Role: refiner" in text:
+            self.refine_requests.append(list(messages))
             drafts = [str(m.content) for m in messages if m.type == "ai"]
             drafts += re.findall(r"<draft>\n(.*?)\n</draft>", text, re.S)
             missing = re.findall(r'Use the word "(\w+)"', text)
@@ -192,26 +195,9 @@ def test_studio_draws_the_planner_and_the_branches_it_sends() -> None:
     assert {("pick", "planner"), ("planner", "candidate"), ("planner", "finalize")} <= edges
 
 
-class RecordingModel(SeededModel):
-    """The seeded model, keeping every refine request it is sent."""
-
-    refine_requests: list[list[BaseMessage]] = []
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if "Role: refiner" in "\n".join(str(m.content) for m in messages):
-            self.refine_requests.append(list(messages))
-        return super()._generate(messages, stop, run_manager, **kwargs)
-
-
 def test_a_search_refines_in_the_fresh_form_unless_the_run_sets_a_form() -> None:
     for form in (None, "conversation"):
-        model = RecordingModel(refine_requests=[])
+        model = SeededModel()
         tree = _tree("search", model=model, refine_form=form)
         parents = {node: parent for node, parent, _, _ in tree}
         drafts = {node: text for node, _, _, text in tree}
