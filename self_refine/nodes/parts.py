@@ -104,9 +104,6 @@ class RunPlan:
     prompts: PromptSet
     form: RefineForm
     """The form of the refine requests of a run that refines one draft."""
-    search_form: RefineForm
-    """The form of a search's refinements (`SEARCH_REFINE_FORM` unless the run or the
-    profile chose a form)."""
     policies: tuple[StopPolicy, ...]
     critic: CriticRun
     writes_code: bool
@@ -115,6 +112,12 @@ class RunPlan:
     """The graph's response format: drafts are asked for as JSON of its schema."""
     critiques: bool = True
     """False when the run critiques nothing (`critics="none"`: `NoCritic`)."""
+
+    @property
+    def search_form(self) -> RefineForm:
+        """The form of a search's refinements: the one the run or the profile chose, else
+        `SEARCH_REFINE_FORM`."""
+        return self.settings.refine_form or self.prompts.refine_form or SEARCH_REFINE_FORM
 
     @property
     def profile(self) -> str:
@@ -357,7 +360,6 @@ class Parts:
             settings=settings,
             prompts=prompts,
             form=settings.refine_form or prompts.refine_form or DEFAULT_REFINE_FORM,
-            search_form=settings.refine_form or prompts.refine_form or SEARCH_REFINE_FORM,
             policies=tuple(
                 policies_for(
                     self.stop,
