@@ -123,8 +123,8 @@ DEFAULT_STRATEGY: dict[StrategyRow, tuple[Strategy, str]] = {
 - "offline": a writer (generator or refiner) is the offline stand-in, whose drafts never
   differ, so sampling it gets nothing new.
 - "answer": the profile's drafts end with a final answer (`final_answer`), no verifier
-  of the run can judge them, and the user named none of `critics`, `select` and the
-  stops by the critic's score (`score_threshold`, `patience`): the run
+  of the run can judge them, and the user named none of `select`, the stops by the
+  critic's score (`score_threshold`, `patience`) and a critic other than "none": the run
   samples with select "vote" and critics "none" (self-consistency, no critic model call).
   Chosen on the tuning part of the arithmetic set (20 items, local 0.5B model, no answer
   key in the run, the key only grading): the vote 75% at 4x and 8x a first draft's tokens
@@ -362,9 +362,11 @@ class RefineContext:
             'Which draft is the answer: "best" (highest score; ties go to the earlier, then '
             'the shorter draft), "last", or "vote" (self-consistency: the final answer most '
             "drafts state, among the drafts the verifiers passed when any did; the best "
-            "draft stating it answers, and a tie goes to the answer whose draft ranks best; "
-            'needs strategy "sample" or "search" and a profile whose drafts end with a final '
-            'answer, such as "math"). Empty: "best", unless strategy "auto" takes the vote.'
+            "draft stating it answers, and a tie goes to the answer reached first; needs a "
+            'profile whose drafts end with a final answer, such as "math"; over drafts '
+            'sampled apart (strategy "sample" or "search") or one refine chain). Empty: '
+            '"vote" when the profile\'s drafts end with a final answer (and are not typed as '
+            'JSON), else "best".'
         ),
     )
     profile: str = field(
@@ -461,9 +463,7 @@ class RefineContext:
         if self.select is not None and self.select not in SELECTS:
             raise ConfigError(f'select must be "best", "last" or "vote", got {self.select!r}')
         if self.critics == (NO_CRITIC,):
-            self.check_without_critic()
-        if self.select == "vote":
-            self._check_vote()
+            self.check_without_critic(self.select or self._profile_select())
         for name in ("model", *ROLE_MODEL_FIELDS, "base_url", "api_key"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
@@ -471,8 +471,17 @@ class RefineContext:
         if not isinstance(self.profile, str) or not self.profile:
             raise ConfigError(f"profile must be a profile's name, got {self.profile!r}")
 
-    def check_without_critic(self) -> None:
-        """Raise ConfigError unless a run of these settings can go without a critic.
+    def _profile_select(self) -> str:
+        """The select a run of these settings takes when they name none, as far as the
+        settings tell (a graph's own prompts may say otherwise: `RunPlan.select`)."""
+        from self_refine.prompts import PROFILES
+
+        known = PROFILES.get(self.profile)
+        return "vote" if known is not None and known.final_answer else "best"
+
+    def check_without_critic(self, select: str) -> None:
+        """Raise ConfigError unless a run of these settings, answering by `select` (theirs,
+        or the default their prompts give), can go without a critic.
 
         With no critique there is no feedback to refine from and no score to rank or stop
         by: only fresh samples answered by their vote make sense.
@@ -483,10 +492,9 @@ class RefineContext:
                 f'critics "none" leaves nothing to refine from, and strategy "{self.strategy}" '
                 f'refines: use strategy "sample" (with select "vote"), {fix}'
             )
-        if self.select != "vote":
-            named = self.select or "best"
+        if select != "vote":
             raise ConfigError(
-                f'critics "none" gives no score, so select "{named}" has nothing to '
+                f'critics "none" gives no score, so select "{select}" has nothing to '
                 f'rank by: use select "vote" (the final answer most samples state), {fix}'
             )
         for name in ("score_threshold", "patience"):
@@ -495,16 +503,6 @@ class RefineContext:
                     f'{name} stops by the critic\'s score, and critics "none" gives none: '
                     f"leave {name} out, {fix}"
                 )
-
-    def _check_vote(self) -> None:
-        """Raise ConfigError when a vote over final answers makes no sense for this strategy
-        (whether the drafts state a final answer is the prompts' to say: `RunPlan.check_vote`)."""
-        if self.strategy == "refine":
-            raise ConfigError(
-                'select="vote" counts the final answers of drafts sampled apart, and '
-                'strategy "refine" writes one chain of drafts: use strategy "sample" (or '
-                '"search") with it, or select "best"'
-            )
 
     def kept(self) -> dict[str, Any]:
         """These settings as a run's thread keeps them for its resumes: never a secret.

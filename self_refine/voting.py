@@ -8,11 +8,11 @@ number), outside the draft's program when it has one (`stated_answer`: a
 `answers_match` says so (42, 42.0 and $42 are one answer). A draft with no final answer
 casts no vote.
 
-`tally` gives the drafts that hold the most-voted answer, or, on a tie, the drafts of
-every answer tied for most: the run's usual ranking (`nodes/ranking.py`: the verifiers,
-then the critic's score, then the earlier draft) then picks the answer's draft among
-them. So a tie goes to the answer whose draft ranks best, and, when no draft has a
-score, to the answer some draft reached first.
+`tally` gives the drafts that hold the most-voted answer; on a tie, those of the tied
+answer a draft reached first (in the order the drafts were made: a run's first draft
+first). The run answers with the first of them (`nodes/ranking.py`: `voted_candidate`,
+`voted_attempt`): neither the critic's score nor a later rewrite displaces the draft that
+first reached the answer. Why, measured: `ranking.default_select`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ class Tally:
     counted: int
     """How many drafts state a final answer at all (the votes cast)."""
     drafts: tuple[int, ...]
-    """The positions (in the sequence voted on) of the drafts that state a leading answer."""
+    """The positions (in the sequence voted on) of the drafts that state the answer the vote
+    gives: the most-voted, or, of those tied for most, the one reached first."""
 
     def summary(self) -> dict[str, object]:
         """The vote as a run's answer message records it."""
@@ -65,5 +66,5 @@ def tally(drafts: Sequence[str]) -> Tally | None:
         leaders=tuple(value for value, _ in leading),
         votes=votes,
         counted=sum(len(held) for _, held in answers),
-        drafts=tuple(sorted(p for _, held in leading for p in held)),
+        drafts=tuple(leading[0][1]),
     )

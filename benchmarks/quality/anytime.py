@@ -10,7 +10,8 @@ b. The answer is the library's own choice (`best_attempt`) among the steps read 
 a step read in part counts as the candidates read, the library's pick among them
 (`best_candidate`): the pick of all of them when it is among those read, as the rank
 is one order. A run that votes (`select="vote"`) answers with the vote among the drafts
-read (`voted_candidate`), as its finalize does among all of them.
+read (`voted_candidate`; over one refine chain, `voted_attempt`), as its finalize does
+among all of them.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from self_refine.nodes.ranking import best_attempt, best_candidate, voted_candidate
+from self_refine.nodes.ranking import best_attempt, best_candidate, voted_attempt, voted_candidate
 
 __all__ = ["Reading", "answer_at", "tokens_of"]
 
@@ -74,7 +75,7 @@ def _part(attempt: dict[str, Any], read: list[dict[str, Any] | None]) -> dict[st
 
 def answer_at(attempts: Sequence[dict[str, Any]], budget: int, select: str = "best") -> Reading:
     """The answer the run would have given had it stopped at `budget` tokens (`select`: the
-    run's setting; "vote" counts in a run that samples)."""
+    run's setting, "best" or "vote")."""
     whole: list[dict[str, Any]] = []
     spent = 0
     for attempt in attempts:
@@ -96,7 +97,9 @@ def answer_at(attempts: Sequence[dict[str, Any]], budget: int, select: str = "be
         break
     if any("node" in a for a in attempts):
         return Reading(_best_of_tree(attempts, None, select), spent, len(whole))
-    return Reading(best_attempt(whole), spent, len(whole))  # type: ignore[arg-type]
+    chain: list[Any] = whole
+    voted = voted_attempt(chain) if select == "vote" else None
+    return Reading(voted or best_attempt(chain), spent, len(whole))
 
 
 def read_nodes(attempts: Sequence[dict[str, Any]], budget: int) -> set[int]:
@@ -136,6 +139,7 @@ def _best_of_tree(
         drafts += [d for d in (picked, *others) if d.get("node") is not None]
     if nodes is not None:
         drafts = [d for d in drafts if d["node"] in nodes]
+    drafts.sort(key=lambda d: d["node"])  # the order they were made, as the run's own list
     pick = voted_candidate if select == "vote" else best_candidate
     chosen = pick(drafts)  # type: ignore[arg-type]
     if chosen is None:

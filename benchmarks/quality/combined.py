@@ -43,7 +43,7 @@ def _said(name: str, feedback: str) -> str:
     from benchmarks.quality.sets import RUN_CHECK
 
     if feedback == "task" and RUN_CHECK.get(name) is None:
-        return "no key: the critic's score, or the vote"
+        return "no key: the vote of each run's drafts"
     return _SAYS[feedback]
 
 

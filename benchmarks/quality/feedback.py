@@ -36,7 +36,11 @@ _PICKS = {
     "constrained": "the concepts check on the words the task lists",
     "code": "the example asserts the task shows (run in the sandbox)",
 }
-_NO_KEY = " (the run has no answer key; in vote, no critic: the final answer most samples state)"
+_VOTED = (
+    "the final answer most of a run's drafts state, the draft that first stated it answering "
+    "(the math profile's default; the run has no answer key; the LLM critic critiques and "
+    "stops the sample, refine and search runs, and vote calls no critic)"
+)
 _JUDGES = {
     "constrained": "the concepts check on the same words",
     "arithmetic": "the answer key",
@@ -70,7 +74,7 @@ def picked_and_judged(name: str, feedback: str) -> str:
     if feedback == "key":
         picks = f"the grading data itself ({_JUDGES[name]}; an upper bound)"
     elif feedback == "critic" or RUN_CHECK[name] is None:
-        picks = "the LLM critic's score" + (_NO_KEY if name == "arithmetic" else "")
+        picks = _VOTED if name == "arithmetic" else "the LLM critic's score"
     else:
         picks = _PICKS.get(name, f"the {RUN_CHECK[name]} check on what the task gives")
     return f"{picks} picked the answer; {_JUDGES[name]} judged it."

@@ -125,6 +125,8 @@ async def _anytime(
     a cold cache repeats: its time left aside, the figure estimates are made from).
     """
     from self_refine import RefineContext, arefine_batch
+    from self_refine.nodes.ranking import default_select
+    from self_refine.prompts import get_profile
 
     unit = max(int(first["first_tokens"]), 1)
     checks = run_checks(name, item, args.feedback)
@@ -156,7 +158,7 @@ async def _anytime(
     seconds = time.perf_counter() - start
     record = result.records[0] or {}
     attempts = list(record.get("attempts") or [])
-    select = str(settings.get("select", "best"))
+    select = str(settings.get("select") or default_select(get_profile(PROFILE[name]).final_answer))
     readings = [
         {"multiple": m, **_reading(item, attempts, m * unit, grader, select)} for m in args.budgets
     ]

@@ -26,8 +26,9 @@ from self_refine.batch.judge import ItemVerdicts, Judge
 from self_refine.batch.schedule import run_scheduled
 from self_refine.context import RefineContext
 from self_refine.errors import BatchStoppedError, ConfigError
-from self_refine.nodes.ranking import chosen_attempt
+from self_refine.nodes.ranking import chosen_attempt, default_select
 from self_refine.persistence.failures import storage_failure, thread_damage
+from self_refine.prompts import get_profile
 from self_refine.state import RUN_CONTEXT, Attempt, Critique, add_usage
 
 __all__ = [
@@ -221,10 +222,13 @@ class BatchRunner:
 
     def _select(self, kept: dict[str, Any] | None) -> str:
         """The select of a run that kept `kept` as its settings; with none kept (no thread
-        ran, or one begun before runs kept their settings), the batch's."""
+        ran, or one begun before runs kept their settings), the batch's. Unnamed, the
+        profile's default (`default_select`)."""
         if not kept:
-            return self.context.select or "best"
-        return str(kept.get("select") or "best")
+            named, profile = self.context.select, self.context.profile
+        else:
+            named, profile = kept.get("select"), kept.get("profile") or self.context.profile
+        return str(named or default_select(get_profile(profile).final_answer))
 
     async def run_all(
         self,

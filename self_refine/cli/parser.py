@@ -60,7 +60,8 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         f"{_DEFAULT.strategy}, the first that fits: sample with --select vote; refine when the "
         "offline stand-in writes the drafts; sample when a verifier checks them; sample with "
         "--select vote and --critics none when drafts state a final answer and none of "
-        "--critics, --select, --score-threshold and --patience is given; else refine, the "
+        "--select, --score-threshold, --patience and a --critics other than none is given; "
+        "else refine, the "
         "critic alone judging; the run says which)",
     )
     parser.add_argument(
@@ -92,9 +93,9 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         choices=SELECTS,
         help="which attempt is the answer: best, the highest-scoring one (ties to the "
         "earlier, then the shorter draft); last, the newest one, whatever its score; vote, "
-        "the final answer most drafts state (self-consistency: with --strategy sample or "
-        "search and a profile whose drafts end with a final answer, such as math); "
-        "default best, or vote when --strategy auto takes self-consistency",
+        "the final answer most drafts state (self-consistency, ties to the answer reached "
+        "first: with a profile whose drafts end with a final answer, such as math); "
+        "default vote with such a profile, else best",
     )
     parser.add_argument(
         "--profile",

@@ -10,7 +10,14 @@ from langgraph.runtime import Runtime
 from self_refine.context import RefineContext
 from self_refine.critics.typed import ResponseFormat
 from self_refine.nodes.parts import Parts
-from self_refine.nodes.ranking import best_attempt, tree_attempt, vote_count, voted_candidate
+from self_refine.nodes.ranking import (
+    attempt_votes,
+    best_attempt,
+    tree_attempt,
+    vote_count,
+    voted_attempt,
+    voted_candidate,
+)
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.search import drafts_of
 from self_refine.state import ANSWER_NAME, Attempt, Candidate, RefineState
@@ -62,11 +69,13 @@ def make_finalize(parts: Parts) -> Node:
         )
         drafts = _drafts(attempts, answer_format)
         best = tree_attempt(attempts, drafts=drafts) or best_attempt(valid or attempts)
-        chosen = last if plan.settings.select == "last" else best
+        chosen = last if plan.select == "last" else best
         vote: dict[str, Any] = {}
-        if plan.settings.select == "vote":
-            chosen = tree_attempt(attempts, voted_candidate, drafts) or best
-            votes = vote_count(drafts)
+        if plan.select == "vote":
+            chain = valid or attempts
+            in_tree = tree_attempt(attempts, voted_candidate, drafts)
+            chosen = in_tree or voted_attempt(chain) or best
+            votes = vote_count(drafts) if in_tree else attempt_votes(chain)
             vote = {"vote": votes.summary() if votes else None}
         answer = chosen["draft"] if chosen else state.get("draft", "")
         score = chosen["critique"].get("score") if chosen else None

@@ -26,6 +26,7 @@ from self_refine.context import (
     NO_CRITIC,
     SEARCH_REFINE_FORM,
     RefineContext,
+    Select,
     StrategyRow,
     call_settings,
     context_changes,
@@ -44,6 +45,7 @@ from self_refine.models.resolve import resolve_model
 from self_refine.models.roles import ModelLike, RoleModel
 from self_refine.models.structured import StructuredAsk, StructuredDrafts
 from self_refine.nodes.critic_run import CriticRun
+from self_refine.nodes.ranking import default_select
 from self_refine.prompts import PROFILES, PromptSet, generate_messages, get_profile
 from self_refine.prompts.phrases import instruction_phrases
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm
@@ -120,6 +122,13 @@ class RunPlan:
         return self.settings.refine_form or self.prompts.refine_form or SEARCH_REFINE_FORM
 
     @property
+    def select(self) -> Select:
+        """Which draft answers: the select the settings name, else `default_select` (a vote
+        when the drafts end with a final answer and are not typed as JSON)."""
+        final = self.prompts.final_answer and self.answer_format is None
+        return self.settings.select or default_select(final)
+
+    @property
     def profile(self) -> str:
         """The name of the prompt set in use, for traces."""
         return self.prompts.name
@@ -181,7 +190,7 @@ class RunPlan:
         the answer.
         """
         if not self.critiques:
-            self.settings.check_without_critic()
+            self.settings.check_without_critic(self.select)
         self.check_vote()
         if not isinstance(self.critic.critic.explainer, HumanCritic):
             return
@@ -310,8 +319,7 @@ class Parts:
             answer=prompts.final_answer
             and self.response_format is None
             and settings.select is None
-            and not settings.critics
-            and not self.critics
+            and (settings.critics or self.critics or (NO_CRITIC,)) == (NO_CRITIC,)
             and settings.score_threshold is None
             and settings.patience is None,
         )

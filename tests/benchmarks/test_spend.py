@@ -60,6 +60,19 @@ def test_the_answer_at_each_budget_is_the_best_of_the_steps_finished_within_it()
     assert drafts[450].tokens == 450 and drafts[10_000].attempts == 3
 
 
+def test_a_refine_chain_that_votes_answers_its_vote_among_the_steps_read() -> None:
+    attempts = [
+        _attempt(0, "Worked. The answer is 7.", 0.25, 100),
+        _attempt(1, "Reworked. The answer is 8.", 0.75, 100),
+        _attempt(2, "Again. The answer is 8.", 0.5, 100),
+    ]
+    read = {budget: answer_at(attempts, budget, "vote").answer for budget in (200, 300)}
+    assert read[200]["draft"] == "Worked. The answer is 7."  # type: ignore[index]  # a tie
+    assert read[300]["draft"] == "Reworked. The answer is 8."  # type: ignore[index]
+    best = answer_at(attempts, 200).answer
+    assert best["draft"] == "Reworked. The answer is 8."  # type: ignore[index]
+
+
 def test_a_step_of_candidates_is_read_one_candidate_at_a_time_in_index_order() -> None:
     # The step's usage is the whole step's: 3 candidates of 100, 120 and 80 tokens.
     step = _attempt(
@@ -390,6 +403,11 @@ async def test_the_vote_spends_the_budget_on_samples_alone_and_is_read_as_a_vote
     (critiqued,) = [r for r in records if r["strategy"] == "sample"]
     drawn = sum(1 + len(a.get("candidates", [])) for a in critiqued["attempts"])
     assert drawn == 4, "a critique costs what a sample does: half the samples at 8x"
+    # Every score ties, so the best is the first draft (31); the math profile's default
+    # select is the vote, and the reading takes it: 30 at 8x.
+    assert "select" not in critiqued["settings"]
+    assert critiqued["budgets"][-1]["answer"].endswith("The answer is 30.")
+    assert critiqued["budgets"][-1]["correct"] is True
 
 
 def test_bad_options_are_refused_before_any_model_is_loaded() -> None:

@@ -15,11 +15,20 @@ def test_the_command_line_takes_a_vote_and_refuses_one_that_makes_no_sense(
     capsys: pytest.CaptureFixture[str], calls: Calls
 ) -> None:
     code = main(
-        ["run", "What is 2 + 3?", "--profile", "math", "--strategy", "refine", "--select", "vote"]
+        [
+            "run",
+            "What is 2 + 3?",
+            "--profile",
+            "general",
+            "--strategy",
+            "refine",
+            "--select",
+            "vote",
+        ]
     )
     err = capsys.readouterr().err
-    assert code == 2 and "--select vote counts the final answers" in err
-    assert 'use strategy "sample"' in err
+    assert code == 2 and "--select vote counts final answers" in err
+    assert "'general' state none" in err
     assert calls.roles == []
     code = main(
         ["run", "What is 2 + 3?", "--profile", "math", "--strategy", "sample", "--select", "vote"]
@@ -47,7 +56,7 @@ def test_a_vote_without_a_critic_calls_no_critic_and_shows_its_drafts_as_not_cri
 def test_the_command_line_refuses_no_critic_without_a_vote_and_its_help_says_when_it_fits(
     capsys: pytest.CaptureFixture[str], calls: Calls
 ) -> None:
-    code = main(["run", "What is 2 + 3?", "--profile", "math", "--critics", "none"])
+    code = main(["run", "What is 2 + 3?", "--strategy", "sample", "--critics", "none"])
     err = capsys.readouterr().err
     assert code == 2 and '--critics "none" gives no score, so select "best"' in err
     assert 'use select "vote"' in err

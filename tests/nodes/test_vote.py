@@ -64,11 +64,73 @@ def test_a_tie_goes_to_the_answer_reached_first_when_no_score_differs() -> None:
     assert result["answer"].endswith("The answer is 35.")
 
 
-def test_a_tie_goes_to_the_answer_whose_draft_the_critic_scored_highest() -> None:
+def test_a_tie_goes_to_the_answer_reached_first_whatever_the_critic_scored() -> None:
     model = _drafts("35", "40", "40", "35")
     model.script["critic"] = [critique(score=0.3), critique(score=0.9), critique(score=0.3)]
     result = _vote(model)
-    assert result["answer"].endswith("The answer is 40.")
+    assert result["answer"].endswith("The answer is 35.")
+
+
+def test_the_draft_that_first_stated_the_winning_answer_answers_not_the_best_scored() -> None:
+    replies = iter(enumerate(["40", "45", "40"]))
+
+    def draft(messages: Sequence[BaseMessage]) -> str:
+        step, answer = next(replies)
+        return f"Worked out in try {step}. The answer is {answer}."
+
+    scores = [critique(score=0.2), critique(score=0.5), critique(score=0.9)]
+    model = FakeChatModel(script={"generator": [draft], "critic": scores})
+    result = _vote(model, max_iterations=2)
+    drafts = [d for a in result["attempts"] for d in (a, *a.get("candidates", []))]
+    first_forty = next(d for d in drafts if d["draft"].endswith("is 40."))
+    assert result["answer"] == first_forty["draft"] == "Worked out in try 0. The answer is 40."
+
+
+def test_a_profile_whose_drafts_state_a_final_answer_votes_unless_told_otherwise() -> None:
+    def run(**settings: Any) -> str:
+        options = {"profile": "math", "strategy": "sample", "max_iterations": 3, **settings}
+        model = _drafts("45", "40", "40", "35")
+        model.script["critic"] = [critique(score=0.9), critique(score=0.2)]
+        return str(refine(TASK, model=model, **options)["answer"])
+
+    assert run().endswith("The answer is 40."), "two drafts of four say 40"
+    assert run(select="best").endswith("The answer is 45."), "the critic scored 45 highest"
+    general = _drafts("45", "40", "40", "35")
+    general.script["critic"] = [critique(score=0.9), critique(score=0.2)]
+    answer = refine(TASK, model=general, strategy="sample", max_iterations=3)["answer"]
+    assert answer.endswith("The answer is 45."), "prose states no answer: the best draft"
+
+
+def _chain(*answers: str, scores: Sequence[float]) -> FakeChatModel:
+    """A refine chain: the first draft and each rewrite (worded anew) end with the next
+    answer; the critic scores them in turn and never calls one done."""
+    replies = iter(enumerate(answers))
+
+    def draft(messages: Sequence[BaseMessage]) -> str:
+        step, answer = next(replies)
+        return f"Try {step}: 15 boxes of 3, less the 5 eaten. The answer is {answer}."
+
+    critiques = [critique(["Check the sum."], score=s) for s in scores]
+    return FakeChatModel(script={"generator": [draft], "refiner": [draft], "critic": critiques})
+
+
+def test_a_refine_chain_votes_over_its_drafts_a_tie_to_the_first_draft() -> None:
+    settings = {"profile": "math", "strategy": "refine"}
+    tied = refine(TASK, model=_chain("40", "45", scores=[0.2, 0.9]), max_iterations=1, **settings)
+    assert [a["draft"][-3:-1] for a in tied["attempts"]] == ["40", "45"]
+    assert tied["answer"].endswith("The answer is 40."), "one vote each: the first reached"
+    best = refine(
+        TASK,
+        model=_chain("40", "45", scores=[0.2, 0.9]),
+        max_iterations=1,
+        select="best",
+        **settings,
+    )
+    assert best["answer"].endswith("The answer is 45."), "select best: the critic's choice"
+    two = refine(
+        TASK, model=_chain("40", "45", "45", scores=[0.2, 0.9, 0.3]), max_iterations=2, **settings
+    )
+    assert two["answer"].endswith("The answer is 45."), "two rewrites agree"
 
 
 def test_an_answer_printed_by_the_draft_s_program_is_no_vote() -> None:
@@ -127,7 +189,7 @@ def test_the_tally_counts_answers_and_names_the_drafts_holding_the_leaders() -> 
     assert votes is not None
     assert (votes.leaders, votes.votes, votes.counted, votes.drafts) == (("42",), 2, 3, (0, 3))
     tied = tally(["The answer is 7.", "The answer is 8."])
-    assert tied is not None and tied.leaders == ("7", "8") and tied.drafts == (0, 1)
+    assert tied is not None and tied.leaders == ("7", "8") and tied.drafts == (0,)
     assert tally(["no answer", ""]) is None
 
 
@@ -139,7 +201,9 @@ def _attempt(iteration: int, answer: str, score: float) -> Attempt:
 def test_a_batch_s_per_step_pick_follows_the_vote() -> None:
     attempts = [_attempt(0, "7", 0.9), _attempt(1, "8", 0.1), _attempt(2, "8", 0.2)]
     assert chosen_attempt(attempts[:1], "vote") is attempts[0]
-    assert chosen_attempt(attempts, "vote") is attempts[2], "the better-scored of the 8s"
+    assert chosen_attempt(attempts, "vote") is attempts[1], (
+        "the 8 first stated, not the better-scored"
+    )
     assert chosen_attempt(attempts, "best") is attempts[0]
     attempts[0]["critique"]["verified"] = True
     assert chosen_attempt(attempts, "vote") is attempts[0], "a verified draft outvotes the rest"
@@ -148,7 +212,6 @@ def test_a_batch_s_per_step_pick_follows_the_vote() -> None:
 @pytest.mark.parametrize(
     ("settings", "says"),
     [
-        ({"profile": "math", "strategy": "refine"}, 'use strategy "sample"'),
         ({"profile": "general", "strategy": "sample"}, '("math", "math_program")'),
         ({"profile": "python_function", "strategy": "search"}, "state none"),
     ],

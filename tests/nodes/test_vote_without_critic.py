@@ -151,7 +151,7 @@ def test_the_graph_s_critics_none_is_refused_with_settings_that_do_not_vote() ->
     model = _model()
     graph = create_self_refine_graph(model, critics=["none"]).compile()
     with pytest.raises(ConfigError, match='select "best" has nothing to rank by'):
-        graph.invoke({"task": TASK}, context={"profile": "math", "strategy": "sample"})
+        graph.invoke({"task": TASK}, context={"strategy": "sample"})  # prose: no answer
     with pytest.raises(ConfigError, match='strategy "search" refines'):
         refine(TASK, model=model, critics="none", profile="math", strategy="search")
     assert model.requests == []
@@ -161,3 +161,10 @@ def test_the_critics_field_keeps_none_for_the_thread() -> None:
     settings = RefineContext(**_vote())
     assert settings.critics == ("none",)
     assert RefineContext.from_kept(settings.kept()) == settings
+
+
+def test_naming_no_critic_alone_on_a_profile_that_states_answers_takes_the_vote() -> None:
+    model = _model()
+    result = refine(TASK, model=model, profile="math", critics="none", max_iterations=3)
+    assert [sent.role for sent in model.requests] == ["generator"] * 4
+    assert result["answer"].endswith("The answer is 40."), "two of the four drafts say 40"
