@@ -57,12 +57,14 @@ def default_select(final_answer: bool) -> Select:
     """The select of a run whose settings name none: "vote" when its drafts end with a final
     answer (the profile's `final_answer`, drafts not typed as JSON), else "best".
 
-    A draft a critic rewrote is no better chosen by the critic's score when the answer can
-    be counted: on the tuning part of the arithmetic set (local 0.5B model, the LLM critic,
-    no answer key in the run) the critic's pick among sampled and searched drafts fell below
+    Where drafts state an answer, the count picks better than the critic's score: on the
+    tuning part of the arithmetic set (30 items, local 0.5B model, the LLM critic, no
+    answer key in the run) the critic's pick among sampled and searched drafts fell below
     the first draft (57% against 63% at 4x a first draft's tokens), as did the best of a
-    refine chain (50% against 60% at 8x), while the vote, ties to the answer reached first,
-    stayed at or above it (63% and 67%; 60%).
+    refine chain (50% against 63% at 8x), while the vote, ties to the answer reached first
+    and the first draft to state it answering, stayed at or above it: sample 63%, search
+    67%, refine 63% at 8x, no right answer turned wrong
+    (benchmarks/results/budget-tune-...-1558.md before, ...-1629.md after).
     """
     return "vote" if final_answer else "best"
 
