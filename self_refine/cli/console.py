@@ -107,8 +107,20 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
         if update.get("stop_reason"):
             print(f"    -> stop: {update['stop_reason']}", file=out)
     elif node == "finalize":
-        print(f"[finalize] answer chosen (score {_score(update.get('score'))})", file=out)
+        print(f"[finalize] answer chosen {_how_chosen(update)}", file=out)
     out.flush()
+
+
+def _how_chosen(update: dict[str, Any]) -> str:
+    """How finalize chose: by the vote (its answer and count) or by the score."""
+    message = update.get("answer_message")
+    said = getattr(message, "response_metadata", None) or {}
+    vote = (said.get("self_refine") or {}).get("vote")
+    if not vote:
+        return f"(score {_score(update.get('score'))})"
+    answers = [terminal_safe(str(a)) for a in vote["answers"]]
+    tie = f", tied with {', '.join(answers[1:])}, reached first" if len(answers) > 1 else ""
+    return f"by the vote: {answers[0]} ({vote['votes']} of {vote['of']} drafts{tie})"
 
 
 def _origin(candidate: Candidate) -> str:

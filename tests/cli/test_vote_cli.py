@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 
 from self_refine.cli.main import main
+from self_refine.models.offline import OfflineModel
 from tests.cli.conftest import Calls
+from tests.fakes import role_of
 
 
 @pytest.mark.usefixtures("workdir")
@@ -89,3 +94,28 @@ def test_a_vote_over_drafts_that_state_no_final_answer_is_refused_before_any_wor
     assert code == 2 and "the drafts of profile 'general' state none" in err
     assert calls.roles == []
     assert not (workdir / "out.jsonl").exists() and not (workdir / "c.sqlite").exists()
+
+
+@pytest.mark.usefixtures("workdir")
+def test_the_run_says_the_answer_was_chosen_by_the_vote_and_which(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers = iter(["6", "5", "6", "5", "5"])
+    original = OfflineModel._generate
+
+    def drafts(self: OfflineModel, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        if role_of(messages) != "generator":
+            return original(self, messages, *args, **kwargs)
+        answer = next(answers)
+        text = f"Two and three, counted with {answer} fingers. The answer is {answer}."
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+
+    monkeypatch.setattr(OfflineModel, "_generate", drafts)
+    run = ["run", "What is 2 + 3?", "--profile", "math", "--strategy", "sample"]
+    assert main([*run, "--max-iterations", "1", "--critics", "none"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "[finalize] answer chosen by the vote: 6 (1 of 2 drafts, tied with 5, reached first)" in out
+    )
+    assert main([*run, "--max-iterations", "2", "--critics", "none", "--thread-id", "t3"]) == 0
+    assert "[finalize] answer chosen by the vote: 5 (2 of 3 drafts)" in capsys.readouterr().out
