@@ -203,6 +203,8 @@ def _judge(role: str, reply: Any, guard: DraftGuard | None) -> DraftReply:
     text = clean_reply(raw, keep_code_fences=guard.keep_code_fences) if guard else raw
     if guard is not None:
         verdict = guard.check(text, refusal)
+        if verdict is not None and verdict[0] == "echo" and (own := guard.salvage(raw)):
+            text, verdict = own, None
     elif refusal:
         verdict = ("refusal", f"the model refused: {_short(refusal)!r}")
     else:

@@ -8,7 +8,11 @@ A reply that still carries the prompt's scaffolding (fence tags, its instruction
 the task text, earlier feedback), refuses, is empty, is longer than the length
 guard, or (in a refine step with feedback) is the previous draft unchanged, is not a
 new draft (`rejection`): the caller records it as rejected, asks once more saying
-why, and otherwise keeps the previous draft.
+why, and otherwise keeps the previous draft. Unless the model's own text can be read out
+of it (`DraftGuard.salvage`): small models write their draft in a `<draft>` fence and go
+on to invent a feedback or reference block, or copy the prompt's blocks back and then
+write the draft after them; the text in its draft fence, or after the last block it
+copied, is the draft when it is found nowhere in the request and passes every check above.
 """
 
 from __future__ import annotations
@@ -48,6 +52,14 @@ _LEAD_IN = re.compile(
 _QUOTES = {'"': '"', "\u201c": "\u201d", "'": "'"}
 _PROSE_FENCE = re.compile(r"^\s*```(?:text|markdown|md)?\s*\n(?P<body>.*?)\n```\s*$", re.S | re.I)
 _REPLY_KEPT = 2000
+_OWN_FENCE = re.compile(
+    rf"<(draft|attempt)\b[^>]*>(?P<body>.*?)(?:</\1\s*>|(?=</?(?:{_TAGS})\b|&lt;)|$)",
+    re.I | re.S,
+)
+"""A fence of the model's own draft, closed, or open up to the next tag or the end."""
+_CLOSED = re.compile(rf"</(?:{_TAGS})\s*>|&lt;/(?:{_TAGS})\s*&gt;", re.I)
+_ANNOUNCING = re.compile(r"^\s*[^\n<]{0,200}:[ \t]*\n")
+"""A first line that only announces what follows ("A new response to the task is:")."""
 
 
 def draft_limit(task: str, max_draft_chars: int | None) -> int:
@@ -119,6 +131,31 @@ class DraftGuard:
     instructions: Phrases = field(default_factory=instruction_phrases)
     """Phrases of the instructions sent, normalized (`prompts.phrases.instruction_phrases`;
     by default the library's own, without a profile's)."""
+    sent: Sequence[Any] = ()
+    """The request's messages: text read out of an echoing reply (`salvage`) must not be
+    found in them."""
+
+    def salvage(self, reply: str) -> str | None:
+        """The model's own draft inside a reply that repeats the prompt's scaffolding: the
+        body of its first `<draft>` or `<attempt>` fence (closed, or open up to the next
+        tag), else the text after the last closing tag it copied (less a first line that
+        only announces it); taken only when it is found nowhere in the request (`sent`)
+        and passes `check`. None when there is no such text."""
+        found = [m.group("body") for m in _OWN_FENCE.finditer(reply)]
+        closing = list(_CLOSED.finditer(reply))
+        if closing:
+            after = reply[closing[-1].end() :]
+            found.append(_ANNOUNCING.sub("", after.lstrip("\n"), count=1))
+        request: str | None = None
+        for body in found:
+            text = clean_reply(body, keep_code_fences=self.keep_code_fences)
+            if not text or self.check(text, None) is not None:
+                continue
+            if request is None:
+                request = _flat(" ".join(_message_text(m) for m in self.sent))
+            if _flat(text) not in request:
+                return text
+        return None
 
     def check(self, text: str, refusal: str | None) -> tuple[str, str] | None:
         """(reason, detail) when the cleaned reply is no draft; None when it is one."""
@@ -147,6 +184,11 @@ class DraftGuard:
         if len(text) > self.limit:
             return "too_long", f"the reply has {len(text):,} characters (limit {self.limit:,})"
         return None
+
+
+def _message_text(message: Any) -> str:
+    text = getattr(message, "text", message)
+    return text if isinstance(text, str) else str(getattr(message, "content", ""))
 
 
 def _same_words(text: str, other: str) -> bool:

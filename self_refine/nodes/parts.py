@@ -220,9 +220,14 @@ class RunPlan:
         )
 
     def guard(
-        self, task: TaskContent, feedback: Sequence[str] = (), previous: str | None = None
+        self,
+        task: TaskContent,
+        feedback: Sequence[str] = (),
+        previous: str | None = None,
+        sent: Sequence[Any] = (),
     ) -> DraftGuard:
-        """What a draft reply is held against before it becomes the draft."""
+        """What a draft reply to the request `sent` is held against before it becomes the
+        draft."""
         task = task_text(task)
         return DraftGuard(
             task=task,
@@ -231,6 +236,7 @@ class RunPlan:
             keep_code_fences=self.writes_code,
             previous=previous,
             instructions=instruction_phrases(self.prompts),
+            sent=tuple(sent),
         )
 
     def trace(self, node: str, role: Role, model: Any, iteration: int) -> RunnableConfig:

@@ -25,7 +25,8 @@ def generate_request(plan: RunPlan, state: Mapping[str, Any]) -> DraftRequest:
     rejected = rejected_reply(state)
     if rejected is not None:
         model, messages = asking_again(model, messages, rejected, config)
-    return DraftRequest(model, messages, config, plan.guard(state["task"]), "generator", 0)
+    guard = plan.guard(state["task"], sent=messages)
+    return DraftRequest(model, messages, config, guard, "generator", 0)
 
 
 def refine_request(
@@ -54,7 +55,7 @@ def refine_request(
     if rejected is not None:
         model, messages = asking_again(model, messages, rejected, config)
     previous = attempts[-1]["draft"] if attempts else None
-    guard = plan.guard(state["task"], feedback_of(attempts, _items(state)), previous)
+    guard = plan.guard(state["task"], feedback_of(attempts, _items(state)), previous, messages)
     return DraftRequest(model, messages, config, guard, "refiner", iteration)
 
 

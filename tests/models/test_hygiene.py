@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 
 from self_refine import Critique, RefineContext, create_self_refine_graph
 from self_refine.critics.parse import read_critique
 from self_refine.critics.verifiers.answer import extract_answer
-from self_refine.models.calls import RESAMPLE_TEMPERATURE
+from self_refine.models.calls import RESAMPLE_TEMPERATURE, _judge
 from self_refine.models.hygiene import DraftGuard, clean_reply, draft_limit, feedback_of
 from self_refine.prompts.render import FRESH_INTRO
 from tests.fakes import FakeChatModel, critique
@@ -366,3 +367,63 @@ def test_asking_again_is_a_step_of_its_own_that_studio_shows() -> None:
     assert second[-2].text == echo and "cannot be used" in second[-1].text
     # Both asks are one refine step: the iteration counts the draft, not the calls.
     assert kept_step["iteration"] == rejected_step["iteration"] == 1
+
+
+def _sent(*texts: str) -> tuple[HumanMessage, ...]:
+    return tuple(HumanMessage(text) for text in texts)
+
+
+OWN = "The dog leaps for the frisbee and makes the catch in the park."
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        f"<draft>\n{OWN}\n</draft>\n<feedback>\n- Use the word frisbee.\n</feedback>",
+        f"<draft>\n{OWN}\n<reference>\n- dog: an animal.\n</reference>",
+        f"<task>\n{TASK}\n</task>\n\n<draft>{OWN}</draft>",
+        f"<feedback>\n- Use the word frisbee.\n</feedback>\n\nA new response is:\n\n{OWN}",
+    ],
+)
+def test_the_model_s_own_draft_is_read_out_of_a_reply_that_copies_the_scaffolding(
+    reply: str,
+) -> None:
+    request = _sent(f"<task>\n{TASK}\n</task>", "<feedback>\n- Use the word frisbee.\n</feedback>")
+    guard = DraftGuard(task=TASK, sent=request)
+    verdict = guard.check(clean_reply(reply), None)
+    assert verdict is not None and verdict[0] == "echo"
+    assert guard.salvage(reply) == OWN
+    judged = _judge("refiner", AIMessage(reply), guard)
+    assert (judged.text, judged.rejected) == (OWN, None)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # A block the request showed, copied back: a draft, or an older one of the run.
+        f'<attempt n="1">\n{OWN}\n</attempt>\n\nRewrite the latest attempt to address it.',
+        f"<draft>\n{OWN}\n</draft>\n<feedback>\n- Use the word frisbee.\n</feedback>",
+        # Nothing of its own after the copied blocks, or only the request's instructions.
+        f"<task>\n{TASK}\n</task>\n<feedback>\n- Use the word frisbee.\n</feedback>",
+        "<feedback>\n- Use the word frisbee.\n</feedback>\nWrite a new response to the task.",
+        # A reference block is no draft fence.
+        "<feedback>\n- Use the word frisbee.\n</feedback>\n<reference>\n- dog = dog\n</reference>",
+    ],
+)
+def test_no_draft_is_read_out_of_a_reply_with_nothing_of_its_own(reply: str) -> None:
+    request = _sent(
+        f"<task>\n{TASK}\n</task>",
+        f'<attempt n="1">\n{OWN}\n</attempt>',
+        "Rewrite the latest attempt to address it. Write a new response to the task.",
+    )
+    guard = DraftGuard(task=TASK, feedback=("Use the word frisbee.",), sent=request)
+    assert guard.salvage(reply) is None
+    judged = _judge("refiner", AIMessage(reply), guard)
+    assert judged.text == "" and judged.rejected is not None
+    assert judged.rejected["reason"] == "echo"
+
+
+def test_a_copy_of_the_draft_it_was_asked_to_change_is_no_draft_even_unseen() -> None:
+    reply = f"<draft>\n{OWN}\n</draft>\n<feedback>\n- Use the word frisbee.\n</feedback>"
+    guard = DraftGuard(task=TASK, feedback=("Add a frisbee.",), previous=OWN, sent=_sent(TASK))
+    assert guard.salvage(reply) is None  # the fresh form hid the draft; the reply is it again
