@@ -361,8 +361,8 @@ class RefineContext:
         metadata=_describe(
             'Which draft is the answer: "best" (highest score; ties go to the earlier, then '
             'the shorter draft), "last", or "vote" (self-consistency: the final answer most '
-            "drafts state, among the drafts the verifiers passed when any did; the best "
-            "draft stating it answers, and a tie goes to the answer reached first; needs a "
+            "drafts state, among the drafts the verifiers passed when any did; the draft "
+            "that first stated it answers, and a tie goes to the answer reached first; needs a "
             'profile whose drafts end with a final answer, such as "math"; over drafts '
             'sampled apart (strategy "sample" or "search") or one refine chain). Empty: '
             '"vote" when the profile\'s drafts end with a final answer (and are not typed as '
