@@ -328,6 +328,16 @@ def _recorded_vote(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return vote if isinstance(vote, Mapping) else None
 
 
+def _voted(vote: Mapping[str, Any]) -> str:
+    """How a vote chose, in words: the count, a tie, and the draft that answers."""
+    tied = [str(a) for a in vote.get("answers") or []][1:]
+    tie = f", tied with {', '.join(tied)}, reached first" if tied else ""
+    return (
+        f"the final answer most of the run's drafts state ({vote['votes']} of "
+        f"{vote['of']}{tie}), the first draft to state it"
+    )
+
+
 def thread_view(
     values: dict[str, Any], *, title: str, steps: Sequence[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
@@ -338,16 +348,17 @@ def thread_view(
     why = _why(attempts, picked) if attempts and answer is not None else None
     tree = is_tree(attempts)
     found = answer_draft(values) if tree else None
+    vote = _recorded_vote(values)
     if found is not None:
         picked = found.step
-        vote = _recorded_vote(values)
         how = (
-            f"the final answer most of the run's drafts state ({vote['votes']} of "
-            f"{vote['of']}), its best draft"
+            _voted(vote)
             if vote
             else "the best of the run's drafts, ranked as each step's pick ranks"
         )
         why = f"{found.words()}; {how}"
+    elif vote and picked is not None:
+        why = f"{_voted(vote)}, at iteration {picked}"
     scores = [a["critique"].get("score") for a in attempts]
     usage = values.get("usage") or {}
     return {

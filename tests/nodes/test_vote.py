@@ -244,3 +244,24 @@ def test_a_graph_s_own_prompts_say_whether_its_drafts_state_a_final_answer() -> 
 def test_an_unknown_select_names_the_three_choices() -> None:
     with pytest.raises(ConfigError, match=r'"best", "last" or "vote", got \'most\''):
         RefineContext(select="most")  # type: ignore[arg-type]
+
+
+def test_the_thread_page_of_a_refine_chain_says_the_vote_chose_and_where() -> None:
+    settings = RefineContext(profile="math", strategy="refine", max_iterations=2)
+    model = _chain("40", "45", "45", scores=[0.9, 0.2, 0.3])
+    compiled = create_self_refine_graph(model, settings=settings).compile(
+        checkpointer=InMemorySaver()
+    )
+    config: RunnableConfig = {"configurable": {"thread_id": "chain"}}
+    compiled.invoke({"task": TASK}, config)
+    view = thread_view(dict(compiled.get_state(config).values), title="chain")
+    assert view["answer"].startswith("Try 1:"), "45 twice outvotes the best-scored 40"
+    said = "the final answer most of the run's drafts state (2 of 3), the first draft to state it"
+    assert view["why"] == f"{said}, at iteration 1"
+    tied = create_self_refine_graph(
+        _chain("40", "45", scores=[0.2, 0.9]),
+        settings=dataclasses.replace(settings, max_iterations=1),
+    ).compile(checkpointer=InMemorySaver())
+    tied.invoke({"task": TASK}, config)
+    why = thread_view(dict(tied.get_state(config).values), title="t")["why"]
+    assert "(1 of 2, tied with 45, reached first)" in why and why.endswith("iteration 0")
