@@ -138,14 +138,15 @@ class DraftGuard:
     def salvage(self, reply: str) -> str | None:
         """The model's own draft inside a reply that repeats the prompt's scaffolding: the
         body of its first `<draft>` or `<attempt>` fence (closed, or open up to the next
-        tag), else the text after the last closing tag it copied (less a first line that
-        only announces it); taken only when it is found nowhere in the request (`sent`)
+        tag), else the text after the last closing tag it copied (less, in prose, a first
+        line that only announces it); taken only when it is found nowhere in the request (`sent`)
         and passes `check`. None when there is no such text."""
         found = [m.group("body") for m in _OWN_FENCE.finditer(reply)]
         closing = list(_CLOSED.finditer(reply))
         if closing:
-            after = reply[closing[-1].end() :]
-            found.append(_ANNOUNCING.sub("", after.lstrip("\n"), count=1))
+            after = reply[closing[-1].end() :].lstrip("\n")
+            # A code line may end in ":" too ("def f(x):"): only prose drops an announcement.
+            found.append(after if self.keep_code_fences else _ANNOUNCING.sub("", after, count=1))
         request: str | None = None
         for body in found:
             text = clean_reply(body, keep_code_fences=self.keep_code_fences)

@@ -427,3 +427,12 @@ def test_a_copy_of_the_draft_it_was_asked_to_change_is_no_draft_even_unseen() ->
     reply = f"<draft>\n{OWN}\n</draft>\n<feedback>\n- Use the word frisbee.\n</feedback>"
     guard = DraftGuard(task=TASK, feedback=("Add a frisbee.",), previous=OWN, sent=_sent(TASK))
     assert guard.salvage(reply) is None  # the fresh form hid the draft; the reply is it again
+
+
+def test_code_after_the_copied_blocks_keeps_its_first_line() -> None:
+    code = "def double(x):\n    return 2 * x"
+    reply = f"<task>\nWrite double(x).\n</task>\n{code}"
+    guard = DraftGuard(
+        task="Write double(x).", keep_code_fences=True, sent=_sent("Write double(x).")
+    )
+    assert guard.salvage(reply) == code
