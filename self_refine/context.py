@@ -131,7 +131,10 @@ DEFAULT_STRATEGY: dict[StrategyRow, tuple[Strategy, str]] = {
   against the first draft's 60% and the refine loop's 60% and 50%, which turned 2 right
   answers wrong (benchmarks/results/budget-tune-local-qwen2.5-coder-0.5b-*-0527.md). The
   reported part agrees (60 items, 8x: the vote 77%, the first draft 65%, refine 58%,
-  sampling picked by the critic 57%; ...-2026-11-28-0624.md).
+  sampling picked by the critic 57%; ...-2026-11-28-0624.md). It still wins now that the
+  critic-judged strategies answer by the vote of their drafts (`ranking.default_select`):
+  30 tuning items, 8x, the vote 77% against sample 63%, refine 63%, search 67% (first
+  draft 63%; ...-1629.md); reported, 77% against 68%, 65%, 70%.
 - "verifier": a verifier in `critics` can judge the drafts (the reference holds what it
   needs). Measured with the local 0.5B model on the tuning part of the constrained set,
   the concepts check on the task's own words, at 8x a first draft's tokens: sample 60%
