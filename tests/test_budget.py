@@ -99,3 +99,24 @@ def test_the_quality_guide_and_the_budget_page_state_the_rule_the_library_applie
         assert "`reply_cost`" in text
         assert "a step starts only when one reply fits" in text
         assert "mean cost of a reply so far" not in text
+
+
+def _unchanged_refiner(budget: int) -> tuple[dict[str, Any], FakeChatModel]:
+    """A first step of 30 tokens; each refiner reply costs 40 and is the draft unchanged."""
+    writer = FakeChatModel(script={"generator": ["The lamp."]})
+    critic = FakeChatModel(script={"critic": [critique(["Use the word storm."], score=0.3)]})
+    refiner = FakeChatModel(script={"refiner": ["The lamp."]}, input_tokens=30, output_tokens=10)
+    graph = create_self_refine_graph(writer, roles=Roles(critic=critic, refiner=refiner))
+    settings = RefineContext(max_tokens_total=budget, critics=("llm",), strategy="refine")
+    return graph.compile().invoke({"task": TASK}, context=settings), refiner
+
+
+def test_a_rejected_refine_reply_is_asked_again_only_when_the_budget_holds_another() -> None:
+    short, refiner = _unchanged_refiner(100)  # 30 + 40 spent; another 40 would make 110
+    assert len(refiner.requests) == 1
+    (problem,) = short["attempts"][1]["problems"]
+    assert problem.endswith("the previous draft was kept (no budget left to ask again)")
+    assert short["usage"]["total_tokens"] == 70
+    enough, refiner = _unchanged_refiner(110)
+    assert len(refiner.requests) == 2
+    assert enough["attempts"][1]["problems"][-1].endswith("the previous draft was kept")

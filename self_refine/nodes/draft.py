@@ -43,16 +43,19 @@ def rejected_reply(state: Mapping[str, Any]) -> RejectedReply | None:
     return rejected[-1] if state.get("ask_again") and rejected else None
 
 
-def draft_update(state: RefineState, reply: DraftReply, *, role: str, kept: str) -> dict[str, Any]:
+def draft_update(
+    state: RefineState, reply: DraftReply, *, role: str, kept: str, room: bool = True
+) -> dict[str, Any]:
     """The step's writes: the draft (`kept` when the reply was rejected), and its bookkeeping.
 
-    Usage, problems and rejected replies add up over the asks of one draft.
+    Usage, problems and rejected replies add up over the asks of one draft. A rejected
+    reply is asked again once, unless the token budget has no `room` for another ask.
     """
     again = bool(state.get("ask_again"))
     problems = list(state.get("draft_problems") or []) if again else []
     rejected = list(state.get("draft_rejected") or []) if again else []
     asks = len(rejected) + 1
-    ask_again = reply.rejected is not None and asks < ASKS_PER_DRAFT
+    ask_again = reply.rejected is not None and asks < ASKS_PER_DRAFT and room
     if reply.problem:
         if ask_again:
             problems.append(f"{reply.problem}; asked again")
@@ -60,7 +63,8 @@ def draft_update(state: RefineState, reply: DraftReply, *, role: str, kept: str)
             keep = (
                 "the previous draft was kept" if role == "refiner" else "the first draft is empty"
             )
-            problems.append(f"{reply.problem}; {keep}")
+            short = "" if room or asks >= ASKS_PER_DRAFT else " (no budget left to ask again)"
+            problems.append(f"{reply.problem}; {keep}{short}")
     if reply.rejected is not None:
         rejected.append(reply.rejected)
     return {

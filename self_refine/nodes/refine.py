@@ -7,13 +7,13 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from self_refine.context import RefineContext
-from self_refine.models.calls import aask_draft, ask_draft
+from self_refine.models.calls import DraftReply, aask_draft, ask_draft
 from self_refine.models.hygiene import DraftGuard
 from self_refine.nodes.draft import draft_update
 from self_refine.nodes.parts import Parts
 from self_refine.nodes.requests import refine_request
 from self_refine.nodes.runnable import Node
-from self_refine.state import RefineState
+from self_refine.state import RefineState, add_usage
 
 __all__ = ["make_refine"]
 
@@ -23,21 +23,37 @@ def make_refine(parts: Parts) -> Node:
 
     def refine(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Rewrite the latest draft so it addresses the feedback."""
-        ask = refine_request(parts.plan(runtime.context), state)
+        plan = parts.plan(runtime.context)
+        ask = refine_request(plan, state)
         reply = ask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
-        return {**_update(state, reply, ask.guard), "iteration": ask.iteration}
+        budget = plan.settings.max_tokens_total
+        return {**_update(state, reply, ask.guard, budget), "iteration": ask.iteration}
 
     async def arefine(state: RefineState, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         """Rewrite the latest draft so it addresses the feedback."""
-        ask = refine_request(parts.plan(runtime.context), state)
+        plan = parts.plan(runtime.context)
+        ask = refine_request(plan, state)
         reply = await aask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
-        return {**_update(state, reply, ask.guard), "iteration": ask.iteration}
+        budget = plan.settings.max_tokens_total
+        return {**_update(state, reply, ask.guard, budget), "iteration": ask.iteration}
 
     return Node(refine, arefine, name="refine")
 
 
-def _update(state: RefineState, reply: Any, guard: DraftGuard) -> dict[str, Any]:
+def _update(
+    state: RefineState, reply: DraftReply, guard: DraftGuard, budget: int | None
+) -> dict[str, Any]:
     # A refiner whose replies are all rejected leaves the draft as it was (the
     # attempt says why): the "unchanged" policy then ends the run.
     kept = guard.previous if guard.previous is not None else state.get("draft", "")
-    return draft_update(state, reply, role="refiner", kept=kept)
+    return draft_update(state, reply, role="refiner", kept=kept, room=_room(state, reply, budget))
+
+
+def _room(state: RefineState, reply: DraftReply, budget: int | None) -> bool:
+    """Whether the token budget holds one more ask after `reply`: asked again, the refiner
+    reads the same request and the rejected reply besides, so it costs at least as much.
+    (A first draft is asked again whatever is left: without one the run has no answer.)"""
+    if budget is None:
+        return True
+    spent = add_usage(state.get("usage"), reply.usage)["total_tokens"]
+    return spent + int(reply.usage.get("total_tokens", 0)) <= budget
