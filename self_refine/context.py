@@ -40,6 +40,7 @@ __all__ = [
     "NO_CRITIC",
     "REFINE_FORMS",
     "SEARCH_REFINE_FORM",
+    "default_select",
     "RESULT_FIELDS",
     "ROLE_MODEL_FIELDS",
     "RefineForm",
@@ -132,7 +133,7 @@ DEFAULT_STRATEGY: dict[StrategyRow, tuple[Strategy, str]] = {
   answers wrong (benchmarks/results/budget-tune-local-qwen2.5-coder-0.5b-*-0527.md). The
   reported part agrees (60 items, 8x: the vote 77%, the first draft 65%, refine 58%,
   sampling picked by the critic 57%; ...-2026-11-28-0624.md). It still wins now that the
-  critic-judged strategies answer by the vote of their drafts (`ranking.default_select`):
+  critic-judged strategies answer by the vote of their drafts (`default_select`):
   30 tuning items, 8x, the vote 77% against sample 63%, refine 63%, search 67% (first
   draft 63%; ...-1629.md); reported, 77% against 68%, 65%, 70%.
 - "verifier": a verifier in `critics` can judge the drafts (the reference holds what it
@@ -150,6 +151,24 @@ reference of the run's input, and the run keeps the concrete strategy in its set
 
 Select = Literal["best", "last", "vote"]
 SELECTS: tuple[Select, ...] = ("best", "last", "vote")
+
+
+def default_select(final_answer: bool) -> Select:
+    """The select of a run whose settings name none: "vote" when its drafts end with a final
+    answer (the profile's `final_answer`, drafts not typed as JSON), else "best".
+
+    Where drafts state an answer, the count picks better than the critic's score: on the
+    tuning part of the arithmetic set (30 items, local 0.5B model, the LLM critic, no
+    answer key in the run) the critic's pick among sampled and searched drafts fell below
+    the first draft (57% against 63% at 4x a first draft's tokens), as did the best of a
+    refine chain (50% against 63% at 8x), while the vote, ties to the answer reached first
+    and the first draft to state it answering, stayed at or above it: sample 63%, search
+    67%, refine 63% at 8x, no right answer turned wrong
+    (benchmarks/results/budget-tune-...-1558.md before, ...-1629.md after).
+    """
+    return "vote" if final_answer else "best"
+
+
 """Which draft a run answers with: see the `select` setting."""
 
 ROLE_MODEL_FIELDS = ("generator_model", "critic_model", "refiner_model")
@@ -480,7 +499,7 @@ class RefineContext:
         from self_refine.prompts import PROFILES
 
         known = PROFILES.get(self.profile)
-        return "vote" if known is not None and known.final_answer else "best"
+        return default_select(known is not None and known.final_answer)
 
     def check_without_critic(self, select: str) -> None:
         """Raise ConfigError unless a run of these settings, answering by `select` (theirs,

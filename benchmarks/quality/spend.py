@@ -125,7 +125,7 @@ async def _anytime(
     a cold cache repeats: its time left aside, the figure estimates are made from).
     """
     from self_refine import RefineContext, arefine_batch
-    from self_refine.nodes.ranking import default_select
+    from self_refine.context import default_select
     from self_refine.prompts import get_profile
 
     unit = max(int(first["first_tokens"]), 1)

@@ -24,7 +24,10 @@ from functools import lru_cache
 from itertools import chain
 from typing import Any
 
+from langchain_core.messages import BaseMessage
+
 from self_refine.models.repetition import cut_loop
+from self_refine.models.resolve import message_text
 from self_refine.prompts.phrases import Phrases, instruction_phrases, repeated_phrase
 from self_refine.state import RejectedReply
 
@@ -131,7 +134,7 @@ class DraftGuard:
     instructions: Phrases = field(default_factory=instruction_phrases)
     """Phrases of the instructions sent, normalized (`prompts.phrases.instruction_phrases`;
     by default the library's own, without a profile's)."""
-    sent: Sequence[Any] = ()
+    sent: Sequence[BaseMessage] = ()
     """The request's messages: text read out of an echoing reply (`salvage`) must not be
     found in them."""
 
@@ -153,7 +156,7 @@ class DraftGuard:
             if not text or self.check(text, None) is not None:
                 continue
             if request is None:
-                request = _flat(" ".join(_message_text(m) for m in self.sent))
+                request = _flat(" ".join(message_text(m) for m in self.sent))
             if _flat(text) not in request:
                 return text
         return None
@@ -185,11 +188,6 @@ class DraftGuard:
         if len(text) > self.limit:
             return "too_long", f"the reply has {len(text):,} characters (limit {self.limit:,})"
         return None
-
-
-def _message_text(message: Any) -> str:
-    text = getattr(message, "text", message)
-    return text if isinstance(text, str) else str(getattr(message, "content", ""))
 
 
 def _same_words(text: str, other: str) -> bool:

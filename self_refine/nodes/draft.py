@@ -44,17 +44,27 @@ def rejected_reply(state: Mapping[str, Any]) -> RejectedReply | None:
 
 
 def draft_update(
-    state: RefineState, reply: DraftReply, *, role: str, kept: str, room: bool = True
+    state: RefineState,
+    reply: DraftReply,
+    *,
+    role: str,
+    kept: str,
+    budget: int | None = None,
 ) -> dict[str, Any]:
     """The step's writes: the draft (`kept` when the reply was rejected), and its bookkeeping.
 
     Usage, problems and rejected replies add up over the asks of one draft. A rejected
-    reply is asked again once, unless the token budget has no `room` for another ask.
+    reply is asked again once; with a token `budget` (a refiner's: a first draft is asked
+    again whatever is left, as without one the run has no answer), only when what is left
+    holds another reply as long (asked again, the model reads the same request and the
+    rejected reply besides, so it costs at least as much).
     """
     again = bool(state.get("ask_again"))
     problems = list(state.get("draft_problems") or []) if again else []
     rejected = list(state.get("draft_rejected") or []) if again else []
     asks = len(rejected) + 1
+    usage = add_usage(state.get("usage"), reply.usage)
+    room = budget is None or usage["total_tokens"] + reply.usage["total_tokens"] <= budget
     ask_again = reply.rejected is not None and asks < ASKS_PER_DRAFT and room
     if reply.problem:
         if ask_again:
@@ -73,6 +83,6 @@ def draft_update(
         "draft_problems": problems,
         "draft_rejected": rejected,
         "ask_again": ask_again,
-        "usage": add_usage(state.get("usage"), reply.usage),
+        "usage": usage,
         "stop_reason": None,
     }

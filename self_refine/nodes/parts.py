@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from self_refine.content import TaskContent, has_images, task_text
@@ -30,6 +31,7 @@ from self_refine.context import (
     StrategyRow,
     call_settings,
     context_changes,
+    default_select,
     default_strategy,
 )
 from self_refine.critics import CombinedCritic, Critic, HumanCritic, LLMCritic, resolve_critics
@@ -45,7 +47,6 @@ from self_refine.models.resolve import resolve_model
 from self_refine.models.roles import ModelLike, RoleModel
 from self_refine.models.structured import StructuredAsk, StructuredDrafts
 from self_refine.nodes.critic_run import CriticRun
-from self_refine.nodes.ranking import default_select
 from self_refine.prompts import PROFILES, PromptSet, generate_messages, get_profile
 from self_refine.prompts.phrases import instruction_phrases
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, RefineForm
@@ -224,7 +225,7 @@ class RunPlan:
         task: TaskContent,
         feedback: Sequence[str] = (),
         previous: str | None = None,
-        sent: Sequence[Any] = (),
+        sent: Sequence[BaseMessage] = (),
     ) -> DraftGuard:
         """What a draft reply to the request `sent` is held against before it becomes the
         draft."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from self_refine.context import Select
 from self_refine.nodes.search import drafts_of
 from self_refine.state import STOPPED, Attempt, Candidate
 from self_refine.voting import Tally, tally
@@ -30,7 +29,6 @@ __all__ = [
     "best_attempt",
     "best_candidate",
     "chosen_attempt",
-    "default_select",
     "tree_attempt",
     "vote_count",
     "voted_attempt",
@@ -51,22 +49,6 @@ def best_attempt(attempts: Sequence[Attempt]) -> Attempt | None:
     if not scored:
         return usable[-1] if usable else None
     return max(scored, key=lambda a: (a["critique"]["score"], -a["iteration"], -len(a["draft"])))
-
-
-def default_select(final_answer: bool) -> Select:
-    """The select of a run whose settings name none: "vote" when its drafts end with a final
-    answer (the profile's `final_answer`, drafts not typed as JSON), else "best".
-
-    Where drafts state an answer, the count picks better than the critic's score: on the
-    tuning part of the arithmetic set (30 items, local 0.5B model, the LLM critic, no
-    answer key in the run) the critic's pick among sampled and searched drafts fell below
-    the first draft (57% against 63% at 4x a first draft's tokens), as did the best of a
-    refine chain (50% against 63% at 8x), while the vote, ties to the answer reached first
-    and the first draft to state it answering, stayed at or above it: sample 63%, search
-    67%, refine 63% at 8x, no right answer turned wrong
-    (benchmarks/results/budget-tune-...-1558.md before, ...-1629.md after).
-    """
-    return "vote" if final_answer else "best"
 
 
 def chosen_attempt(attempts: Sequence[Attempt], select: str) -> Attempt | None:

@@ -13,7 +13,7 @@ from self_refine.nodes.draft import draft_update
 from self_refine.nodes.parts import Parts
 from self_refine.nodes.requests import refine_request
 from self_refine.nodes.runnable import Node
-from self_refine.state import RefineState, add_usage
+from self_refine.state import RefineState
 
 __all__ = ["make_refine"]
 
@@ -46,14 +46,4 @@ def _update(
     # A refiner whose replies are all rejected leaves the draft as it was (the
     # attempt says why): the "unchanged" policy then ends the run.
     kept = guard.previous if guard.previous is not None else state.get("draft", "")
-    return draft_update(state, reply, role="refiner", kept=kept, room=_room(state, reply, budget))
-
-
-def _room(state: RefineState, reply: DraftReply, budget: int | None) -> bool:
-    """Whether the token budget holds one more ask after `reply`: asked again, the refiner
-    reads the same request and the rejected reply besides, so it costs at least as much.
-    (A first draft is asked again whatever is left: without one the run has no answer.)"""
-    if budget is None:
-        return True
-    spent = add_usage(state.get("usage"), reply.usage)["total_tokens"]
-    return spent + int(reply.usage.get("total_tokens", 0)) <= budget
+    return draft_update(state, reply, role="refiner", kept=kept, budget=budget)
