@@ -8,7 +8,7 @@ stores it and the reducers they share, and they are read together.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Annotated, Any, NotRequired, Required
 
 from langchain_core.messages import AIMessage
@@ -38,6 +38,7 @@ __all__ = [
     "RUN_CONTEXT",
     "STOPPED",
     "add_usage",
+    "changed_only",
     "start_over",
     "starts_over",
 ]
@@ -111,6 +112,25 @@ def add_usage(*usages: Usage | None) -> Usage:
             total["output_tokens"] += int(usage.get("output_tokens", 0))
             total["total_tokens"] += int(usage.get("total_tokens", 0))
     return total
+
+
+_MISSING = object()
+
+
+def changed_only(
+    state: Mapping[str, Any], writes: dict[str, Any], keys: Collection[str]
+) -> dict[str, Any]:
+    """`writes` less those of `keys` that would leave the state as it is.
+
+    For a step's bookkeeping flags (plain channels, no reducer), which most steps write
+    unchanged: a write LangGraph need not version, save and stream each step. A key the
+    state has never had is written, so that it reads the same as before.
+    """
+    return {
+        key: value
+        for key, value in writes.items()
+        if key not in keys or state.get(key, _MISSING) != value
+    }
 
 
 class RejectedReply(TypedDict):

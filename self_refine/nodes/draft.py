@@ -18,12 +18,15 @@ from langchain_core.runnables import RunnableConfig
 
 from self_refine.models.calls import DraftReply
 from self_refine.models.hygiene import DraftGuard
-from self_refine.state import RefineState, RejectedReply, add_usage
+from self_refine.state import RefineState, RejectedReply, add_usage, changed_only
 
 __all__ = ["ASKS_PER_DRAFT", "DraftRequest", "draft_update", "rejected_reply"]
 
 ASKS_PER_DRAFT = 2
 """How many replies a draft step may ask for: the first, and one more after a rejection."""
+
+FLAGS = frozenset({"draft_problems", "draft_rejected", "ask_again", "stop_reason"})
+"""A draft step's bookkeeping, written only when it changes (most steps leave it as it was)."""
 
 
 class DraftRequest(NamedTuple):
@@ -57,7 +60,8 @@ def draft_update(
     reply is asked again once; with a token `budget` (a refiner's: a first draft is asked
     again whatever is left, as without one the run has no answer), only when what is left
     holds another reply as long (asked again, the model reads the same request and the
-    rejected reply besides, so it costs at least as much).
+    rejected reply besides, so it costs at least as much). The flags among the writes
+    (`FLAGS`) are left out where they would not change.
     """
     again = bool(state.get("ask_again"))
     problems = list(state.get("draft_problems") or []) if again else []
@@ -77,7 +81,7 @@ def draft_update(
             problems.append(f"{reply.problem}; {keep}{short}")
     if reply.rejected is not None:
         rejected.append(reply.rejected)
-    return {
+    writes = {
         "draft": reply.text or kept,
         "draft_usage": add_usage(state.get("draft_usage") if again else None, reply.usage),
         "draft_problems": problems,
@@ -86,3 +90,4 @@ def draft_update(
         "usage": usage,
         "stop_reason": None,
     }
+    return changed_only(state, writes, FLAGS)

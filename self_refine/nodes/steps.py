@@ -12,10 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from self_refine.nodes.parts import RunPlan
-from self_refine.state import Attempt, Usage, add_usage
+from self_refine.state import Attempt, Usage, add_usage, changed_only
 from self_refine.stopping import StopView, first_stop, reply_cost, step_width
 
 __all__ = ["first_width", "step_record"]
+
+FLAGS = frozenset({"stop_reason", "fan_out"})
+"""What a judged step writes only when it changes: most steps go on at the same width."""
 
 
 def step_record(
@@ -26,7 +29,8 @@ def step_record(
     `spent` is what the step's calls cost beyond what the state's usage already counts.
     `fan_out` is how many replies the next step may ask for: the run's `candidates`,
     as many as the token budget left holds (`stopping.step_width`, the rule the
-    `token_budget` policy stops by when not one reply fits).
+    `token_budget` policy stops by when not one reply fits). Those two are written
+    only when they change (`FLAGS`).
     """
     usage = add_usage(state.get("usage"), spent)
     attempts: list[Attempt] = [*(state.get("attempts") or []), attempt]
@@ -35,13 +39,14 @@ def step_record(
     # What a reply costs is read from every attempt; only a token budget needs it.
     cost = reply_cost(attempts) if budget is not None else None
     width = step_width(settings.candidates, budget, usage["total_tokens"], cost)
-    return {
+    writes = {
         "attempts": [attempt],
         "critique": attempt["critique"],
         "usage": usage,
         "stop_reason": first_stop(plan.policies, StopView(attempts, attempt["iteration"], usage)),
         "fan_out": width,
     }
+    return changed_only(state, writes, FLAGS)
 
 
 def first_width(plan: RunPlan) -> int:
