@@ -1,12 +1,25 @@
-"""The SQLite checkpointer an async batch uses: one worker thread, one hop per operation.
+"""The program's SQLite checkpointers: a step saved in one transaction; for an async batch,
+on one worker thread, one hop per operation.
+
+`StepSqliteSaver` (the command line's, and the batch's below) keeps the writes of a
+node's own task (`put_writes`) until the next statement the saver runs, in practice
+the step's checkpoint (`put`), and saves them in that statement's transaction: one
+commit a step instead of two. Under `durability="sync"` a step's checkpoint is saved
+before the next step starts, so what a crash can lose is still only the step in
+flight. The writes of a task sent to a step of several (a candidate, `Send`) and the
+special ones (an error, an interrupt, a resume) are saved at once, as LangGraph's
+saver saves them: a run killed in a step of candidates keeps those that finished.
+Any read, a delete, `flush()` and closing the saver write what is kept first, so no
+reader sees a checkpoint without its writes, and a run that fails keeps its writes.
 
 LangGraph's `AsyncSqliteSaver` runs every statement of an operation on
 aiosqlite's thread and hands each result back to the event loop: saving one
 checkpoint takes several round trips between the threads, and a batch of tiny
-items spends much of its time in them. This saver is the sync `SqliteSaver`
-(the same tables, so a database written by either is read by both) whose async
-methods run the whole sync operation on one worker thread: one round trip per
-operation, and the event loop never waits on the disk.
+items spends much of its time in them. `ThreadedSqliteSaver` is the step saver
+above, sync (the same tables as LangGraph's savers, so a database written by
+either is read by both), whose async methods run the whole sync operation on one
+worker thread: one round trip per operation, and the event loop never waits on
+the disk.
 """
 
 from __future__ import annotations
@@ -14,12 +27,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -27,12 +43,77 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-__all__ = ["ThreadedSqliteSaver"]
+__all__ = ["StepSqliteSaver", "ThreadedSqliteSaver"]
 
 T = TypeVar("T")
 
+_NODE_TASK = "~__pregel_pull,"
+"""How LangGraph's task path of a node's own task (not one sent to it) begins."""
+_KEEP = (
+    "INSERT OR IGNORE INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path,"
+    " idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
-class ThreadedSqliteSaver(SqliteSaver):
+
+class StepSqliteSaver(SqliteSaver):
+    """`SqliteSaver` that saves a node's writes in the transaction of the next statement.
+
+    See the module's docstring. Flush it (`flush()`) before closing its connection;
+    the writes it keeps are already serialized, so a value changed later is saved as
+    it was written.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn)
+        self._kept: list[tuple[Any, ...]] = []
+        self._kept_lock = threading.Lock()
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Keep a node's writes for the next statement's transaction; save others now."""
+        if not task_path.startswith(_NODE_TASK) or any(c in WRITES_IDX_MAP for c, _ in writes):
+            super().put_writes(config, writes, task_id, task_path)
+            return
+        conf = config["configurable"]
+        where = (str(conf["thread_id"]), str(conf["checkpoint_ns"]), str(conf["checkpoint_id"]))
+        rows = [
+            (*where, task_id, task_path, index, channel, *self.serde.dumps_typed(value))
+            for index, (channel, value) in enumerate(writes)
+        ]
+        with self._kept_lock:
+            self._kept.extend(rows)
+
+    @contextmanager
+    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+        """A cursor whose transaction begins with the writes kept so far (see the module)."""
+        with super().cursor(transaction) as cur:
+            with self._kept_lock:
+                kept, self._kept = self._kept, []
+            if kept:
+                try:
+                    cur.executemany(_KEEP, kept)
+                    if not transaction:
+                        self.conn.commit()
+                except BaseException:
+                    self.conn.rollback()
+                    with self._kept_lock:
+                        self._kept[:0] = kept
+                    raise
+            yield cur
+
+    def flush(self) -> None:
+        """Save the writes kept so far, now (nothing to do when none are kept)."""
+        if self._kept:
+            with self.cursor():
+                pass
+
+
+class ThreadedSqliteSaver(StepSqliteSaver):
     """`SqliteSaver` with async methods that run its sync ones on one worker thread.
 
     Close it (`close()`) to stop the thread; the connection stays the caller's.
@@ -47,8 +128,10 @@ class ThreadedSqliteSaver(SqliteSaver):
         return await loop.run_in_executor(self._worker, functools.partial(call, *args, **kwargs))
 
     def close(self) -> None:
-        """Stop the worker thread once the operations given to it are done."""
+        """Stop the worker thread once the operations given to it are done, and save the
+        writes kept for a checkpoint that never came (a run that failed in a step)."""
         self._worker.shutdown(wait=True)
+        self.flush()
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Get a checkpoint tuple (see `SqliteSaver.get_tuple`)."""

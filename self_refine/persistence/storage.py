@@ -197,7 +197,8 @@ def open_checkpointer(db: str, *, read_only: bool = False) -> Iterator[BaseCheck
     An SQLite database is in WAL mode with `synchronous=NORMAL`: each committed
     step survives the program being killed, and only a power cut or an
     operating-system crash can lose the last few (never corrupt the file).
-    That saves a disk flush per commit, two per step. `read_only` (for `show`)
+    That saves a disk flush per commit; a step is one commit, its tasks' writes
+    saved with its checkpoint (`StepSqliteSaver`). `read_only` (for `show`)
     opens an existing SQLite file without writing anything, so a database in a
     read-only folder or mount can be read.
     """
@@ -207,12 +208,16 @@ def open_checkpointer(db: str, *, read_only: bool = False) -> Iterator[BaseCheck
                 saver = stack.enter_context(postgres_checkpointer(db))
             yield saver
         return
-    from langgraph.checkpoint.sqlite import SqliteSaver
+    from self_refine.persistence.sqlite import StepSqliteSaver
 
     # one connection for the saver, which serializes its use across threads
     conn = read_only_connection(db) if read_only else _writable_connection(sqlite_path(db))
     try:
-        yield SqliteSaver(conn)
+        saver = StepSqliteSaver(conn)
+        try:
+            yield saver
+        finally:
+            saver.flush()
     finally:
         conn.close()
 
