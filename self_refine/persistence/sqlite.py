@@ -76,7 +76,7 @@ class StepSqliteSaver(SqliteSaver):
         task_path: str = "",
     ) -> None:
         """Keep a node's writes for the next statement's transaction; save others now."""
-        if not task_path.startswith(_NODE_TASK) or any(c in WRITES_IDX_MAP for c, _ in writes):
+        if not self._kept_for_later(writes, task_path):
             super().put_writes(config, writes, task_id, task_path)
             return
         conf = config["configurable"]
@@ -87,6 +87,11 @@ class StepSqliteSaver(SqliteSaver):
         ]
         with self._kept_lock:
             self._kept.extend(rows)
+
+    @staticmethod
+    def _kept_for_later(writes: Sequence[tuple[str, Any]], task_path: str) -> bool:
+        """True for a node's own task's regular writes: they wait for the step's checkpoint."""
+        return task_path.startswith(_NODE_TASK) and not any(c in WRITES_IDX_MAP for c, _ in writes)
 
     @contextmanager
     def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
@@ -170,8 +175,12 @@ class ThreadedSqliteSaver(StepSqliteSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Save a task's writes (see `SqliteSaver.put_writes`)."""
-        await self._off_loop(self.put_writes, config, writes, task_id, task_path)
+        """Save a task's writes (see `StepSqliteSaver.put_writes`): writes kept for the step's
+        checkpoint are only serialized, here, with no hop to the worker thread."""
+        if self._kept_for_later(writes, task_path):
+            self.put_writes(config, writes, task_id, task_path)
+        else:
+            await self._off_loop(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete a thread's checkpoints and writes."""
