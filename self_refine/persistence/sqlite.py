@@ -2,11 +2,14 @@
 on one worker thread, one hop per operation.
 
 `StepSqliteSaver` (the command line's, and the batch's below) keeps the writes of a
-node's own task (`put_writes`) until the next statement the saver runs, in practice
-the step's checkpoint (`put`), and saves them in that statement's transaction: one
-commit a step instead of two. Under `durability="sync"` a step's checkpoint is saved
-before the next step starts, so what a crash can lose is still only the step in
-flight. The writes of a task sent to a step of several (a candidate, `Send`) and the
+node's own task (`put_writes`) until the next statement the saver runs and saves them
+in that statement's transaction: one commit a step instead of two. That statement is
+the step's own checkpoint (`put`) when the writes hold a delta channel, as LangGraph
+saves such a step's checkpoint only after its writes: every node here but the search's
+planner, whose writes (plain channels, held by its checkpoint too) go with the next
+step's first statement. Under `durability="sync"` a step's checkpoint is saved before
+the next step starts, so the state a crash can lose is still only the step in flight.
+The writes of a task sent to a step of several (a candidate, `Send`) and the
 special ones (an error, an interrupt, a resume) are saved at once, as LangGraph's
 saver saves them: a run killed in a step of candidates keeps those that finished.
 Any read, a delete, `flush()` and closing the saver write what is kept first, so no
@@ -119,7 +122,7 @@ class StepSqliteSaver(SqliteSaver):
 
 
 class ThreadedSqliteSaver(StepSqliteSaver):
-    """`SqliteSaver` with async methods that run its sync ones on one worker thread.
+    """`StepSqliteSaver` with async methods that run its sync ones on one worker thread.
 
     Close it (`close()`) to stop the thread; the connection stays the caller's.
     """

@@ -48,6 +48,13 @@ def _stored_writes(db: Path) -> list[tuple[Any, ...]]:
         ).fetchall()
 
 
+def _keep(saver: Any, *writes: tuple[str, Any]) -> Any:
+    """Save an empty checkpoint, then give the saver a node's `writes` on it; its config."""
+    saved = saver.put(_config(), empty_checkpoint(), {}, {})
+    saver.put_writes(saved, list(writes or [("draft", "A dog.")]), "task-1", NODE)
+    return saved
+
+
 def _commits(conn: sqlite3.Connection, seen: list[str]) -> None:
     conn.set_trace_callback(lambda sql: seen.append(sql) if sql.startswith("COMMIT") else None)
 
@@ -76,8 +83,7 @@ def test_a_nodes_writes_wait_for_the_next_statement_and_a_read_sees_them(
 ) -> None:
     db = tmp_path / "db.sqlite"
     with open_checkpointer(str(db)) as saver:
-        saved = saver.put(_config(), empty_checkpoint(), {}, {})
-        saver.put_writes(saved, [("draft", "A dog.")], "task-1", NODE)
+        saved = _keep(saver)
         assert _stored_writes(db) == []  # kept, not yet committed
         found = saver.get_tuple(saved)
         assert found is not None
@@ -97,8 +103,7 @@ def test_a_candidates_writes_and_special_writes_are_saved_at_once(tmp_path: Path
 def test_closing_the_saver_saves_the_writes_it_kept(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite"
     with open_checkpointer(str(db)) as saver:
-        saved = saver.put(_config(), empty_checkpoint(), {}, {})
-        saver.put_writes(saved, [("draft", "A dog."), ("iteration", 1)], "task-1", NODE)
+        _keep(saver, ("draft", "A dog."), ("iteration", 1))
         assert _stored_writes(db) == []
     assert [row[:2] for row in _stored_writes(db)] == [("draft", 0), ("iteration", 1)]
 
@@ -108,8 +113,7 @@ def test_writes_whose_save_failed_are_kept_and_saved_by_the_next_statement(
 ) -> None:
     db = tmp_path / "db.sqlite"
     with open_checkpointer(str(db)) as saver:
-        saved = saver.put(_config(), empty_checkpoint(), {}, {})
-        saver.put_writes(saved, [("draft", "A dog.")], "task-1", NODE)
+        saved = _keep(saver)
         saver.conn.execute(
             "CREATE TRIGGER full BEFORE INSERT ON writes "
             "BEGIN SELECT RAISE(ABORT, 'the disk is full'); END"
@@ -127,8 +131,7 @@ def test_writes_whose_save_failed_are_kept_and_saved_by_the_next_statement(
 def test_deleting_a_thread_deletes_the_writes_kept_for_it(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite"
     with open_checkpointer(str(db)) as saver:
-        saved = saver.put(_config(), empty_checkpoint(), {}, {})
-        saver.put_writes(saved, [("draft", "A dog.")], "task-1", NODE)
+        _keep(saver)
         saver.delete_thread("t")
     assert _stored_writes(db) == []
 
