@@ -151,6 +151,7 @@ reference of the run's input, and the run keeps the concrete strategy in its set
 
 Select = Literal["best", "last", "vote"]
 SELECTS: tuple[Select, ...] = ("best", "last", "vote")
+"""Which draft a run answers with: see the `select` setting."""
 
 
 def default_select(final_answer: bool) -> Select:
@@ -168,8 +169,6 @@ def default_select(final_answer: bool) -> Select:
     """
     return "vote" if final_answer else "best"
 
-
-"""Which draft a run answers with: see the `select` setting."""
 
 ROLE_MODEL_FIELDS = ("generator_model", "critic_model", "refiner_model")
 

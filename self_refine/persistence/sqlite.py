@@ -79,9 +79,19 @@ class StepSqliteSaver(SqliteSaver):
         task_path: str = "",
     ) -> None:
         """Keep a node's writes for the next statement's transaction; save others now."""
-        if not self._kept_for_later(writes, task_path):
+        if self._kept_for_later(writes, task_path):
+            self._keep(config, writes, task_id, task_path)
+        else:
             super().put_writes(config, writes, task_id, task_path)
-            return
+
+    def _keep(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> None:
+        """Serialize a node's writes and keep them for the next statement's transaction."""
         conf = config["configurable"]
         where = (str(conf["thread_id"]), str(conf["checkpoint_ns"]), str(conf["checkpoint_id"]))
         rows = [
@@ -181,9 +191,9 @@ class ThreadedSqliteSaver(StepSqliteSaver):
         """Save a task's writes (see `StepSqliteSaver.put_writes`): writes kept for the step's
         checkpoint are only serialized, here, with no hop to the worker thread."""
         if self._kept_for_later(writes, task_path):
-            self.put_writes(config, writes, task_id, task_path)
+            self._keep(config, writes, task_id, task_path)
         else:
-            await self._off_loop(self.put_writes, config, writes, task_id, task_path)
+            await self._off_loop(SqliteSaver.put_writes, self, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete a thread's checkpoints and writes."""
