@@ -33,7 +33,7 @@ from langgraph.channels.last_value import LastValue
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 
-import self_refine.context
+import self_refine.settings.fields
 from benchmarks.pg import PostgresUnavailable, throwaway_postgres
 from benchmarks.report import Row, median, suite_main
 from benchmarks.scripted import ScriptedModel
@@ -273,7 +273,7 @@ def _incompressible(figures: dict[str, float]) -> Row:
 def run(quick: bool) -> list[Row]:
     """Measure SQLite, then PostgreSQL when a throwaway cluster can be started."""
     # The library caps a run at 50 refine steps; this process lifts the cap to measure 100.
-    self_refine.context.MAX_ITERATIONS_LIMIT = 100
+    self_refine.settings.fields.MAX_ITERATIONS_LIMIT = 100
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="self-refine-bench-") as folder:
         rows += _rows("SQLite", lambda layout, n: _sqlite(Path(folder), layout, n))

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from self_refine.batch.api import BatchResult, arefine_batch, refine_batch
-    from self_refine.context import RefineContext
     from self_refine.critics import (
         VERIFIERS,
         CombinedCritic,
@@ -54,6 +53,7 @@ if TYPE_CHECKING:
         arefine,
         refine,
     )
+    from self_refine.settings import RefineContext
     from self_refine.state import (
         Attempt,
         Critique,
@@ -84,7 +84,7 @@ _MODULE_OF = {
     "BatchResult": "batch.api",
     "arefine_batch": "batch.api",
     "refine_batch": "batch.api",
-    "RefineContext": "context",
+    "RefineContext": "settings",
     "VERIFIERS": "critics",
     "CombinedCritic": "critics",
     "Critic": "critics",

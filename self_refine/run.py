@@ -11,10 +11,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Durability
 
 from self_refine.content import TaskContent
-from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.graphs.checked import CheckedCompiledGraph
 from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph, group_options
+from self_refine.settings.fields import RefineContext
 from self_refine.state import RefineInput, RefineOutput
 
 __all__ = ["arefine", "refine"]

@@ -22,12 +22,10 @@ from pydantic import BaseModel, Field, field_validator
 from typing_extensions import TypedDict
 
 from self_refine.content import TaskContent
-from self_refine.context import RefineForm
 
 __all__ = [
     "Attempt",
     "Candidate",
-    "CandidateInput",
     "Critique",
     "RefineInput",
     "RefineOutput",
@@ -311,31 +309,6 @@ class RefineInput(TypedDict, total=False):
     draft: str
     reference: Any
     id: str
-
-
-class CandidateInput(TypedDict, total=False):
-    """What one candidate branch is sent (`Send`): the state its draft step reads.
-
-    `candidate` is the branch's index among the step's replies and `width` how many
-    the step has; `draw` says which draw of the model asks (0: the model as it samples,
-    `models.calls.candidate_model`) and `form` the refine form of its request (absent:
-    the run's). In a run that samples or searches, `node` and `parent` say which draft
-    it writes and which it refines; `attempts` is then the chain of drafts it refines
-    (none for a fresh draft).
-    """
-
-    task: Required[TaskContent]
-    reference: Any
-    draft: str
-    critique: dict[str, Any]
-    attempts: list[Attempt]
-    iteration: int
-    candidate: Required[int]
-    width: int
-    draw: int
-    form: RefineForm
-    node: int
-    parent: int | None
 
 
 class RefineState(TypedDict, total=False):

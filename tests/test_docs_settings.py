@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import self_refine.stopping as stopping
-from self_refine.context import FIELD_NAMES
+from self_refine.settings.fields import FIELD_NAMES
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "python-api.md"
 

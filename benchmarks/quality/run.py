@@ -211,7 +211,7 @@ def best_of_n(first: dict[str, Any], matched: dict[str, Any] | None) -> int:
     One first draft costs `first`'s tokens per item; N is the smallest whole number of
     those at or above `matched`'s (at least 2, at most the library's limit).
     """
-    from self_refine.context import CANDIDATES_LIMIT
+    from self_refine.settings.fields import CANDIDATES_LIMIT
 
     def tokens(figures: dict[str, Any]) -> float:
         return float(figures["input_tokens_per_item"] + figures["output_tokens_per_item"])

@@ -125,8 +125,8 @@ async def _anytime(
     a cold cache repeats: its time left aside, the figure estimates are made from).
     """
     from self_refine import RefineContext, arefine_batch
-    from self_refine.context import default_select
     from self_refine.prompts import get_profile
+    from self_refine.settings.resolve import default_select
 
     unit = max(int(first["first_tokens"]), 1)
     checks = run_checks(name, item, args.feedback)
@@ -384,7 +384,8 @@ def _names(text: str, known: tuple[str, ...] | list[str], what: str) -> list[str
 
 def parser() -> argparse.ArgumentParser:
     """The command line's options."""
-    from self_refine.context import CANDIDATES_LIMIT, REFINE_FORMS
+    from self_refine.prompts.forms import REFINE_FORMS
+    from self_refine.settings.fields import CANDIDATES_LIMIT
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -450,7 +451,7 @@ def parser() -> argparse.ArgumentParser:
 
 def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line read and checked, before any model is loaded."""
-    from self_refine.context import CANDIDATES_LIMIT
+    from self_refine.settings.fields import CANDIDATES_LIMIT
 
     args = parser().parse_args(argv)
     args.sets = _names(args.sets, list(SETS), "set")

@@ -53,7 +53,7 @@ class Unavailable(Exception):
 
 def has_strategy_setting() -> bool:
     """True when the library's settings choose a strategy (`RefineContext.strategy`)."""
-    from self_refine.context import RefineContext
+    from self_refine.settings.fields import RefineContext
 
     return "strategy" in {f.name for f in dataclasses.fields(RefineContext)}
 
@@ -75,7 +75,7 @@ def strategy_settings(
     strategy this library cannot run, or this profile cannot take (a vote where drafts
     state no final answer).
     """
-    from self_refine.context import CANDIDATES_LIMIT, MAX_ITERATIONS_LIMIT
+    from self_refine.settings.fields import CANDIDATES_LIMIT, MAX_ITERATIONS_LIMIT
 
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
@@ -117,8 +117,8 @@ def strategy_settings(
 def _vote(profile: str, verifier: str | None) -> dict[str, Any]:
     """The settings of a vote over fresh samples with no critic; `Unavailable` where the
     library or the profile cannot vote."""
-    from self_refine.context import NO_CRITIC
     from self_refine.prompts import get_profile
+    from self_refine.settings.fields import NO_CRITIC
 
     if not has_strategy_setting():
         raise Unavailable("vote is skipped: this library's RefineContext has no `strategy` setting")

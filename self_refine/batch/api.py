@@ -20,12 +20,13 @@ from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import summarize
 from self_refine.batch.output import append_jsonl
 from self_refine.content import TaskContent, task_problem
-from self_refine.context import RefineContext
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError
 from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph, group_options
 from self_refine.input_checks import MAX_TASK_CHARS
 from self_refine.redact import model_secrets, redact
+from self_refine.settings.fields import RefineContext
+from self_refine.settings.resolve import resolve
 
 __all__ = ["BatchResult", "arefine_batch", "refine_batch"]
 
@@ -135,7 +136,7 @@ async def arefine_batch(
         model, **group_options(options), judge=judges if callables else ()
     )
     parts = builder.parts
-    settings = parts.settings_for(context)
+    settings = resolve(parts, context).settings
     job = BatchJob(
         settings,
         parts.critic_specs(settings),

@@ -12,10 +12,10 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 
 from self_refine.batch.runner import Engine, ThreadView
-from self_refine.context import RefineContext
 from self_refine.errors import ConfigError, install_hint
 from self_refine.graphs import GRAPH_NAME
 from self_refine.persistence.locks import athread_lock
+from self_refine.settings.fields import RefineContext
 
 __all__ = [
     "LocalEngine",

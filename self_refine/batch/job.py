@@ -17,10 +17,12 @@ from self_refine.batch.items import BatchItem
 from self_refine.batch.judge import DEFAULT_VERIFIERS, ReferenceCheck, VerifierJudge
 from self_refine.batch.runner import BatchRunner, Engine, run_key
 from self_refine.content import has_images
-from self_refine.context import RESULT_FIELDS, RefineContext
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError
-from self_refine.nodes.parts import Parts, critic_specs
+from self_refine.settings.check import check_models, check_settings
+from self_refine.settings.fields import RESULT_FIELDS, RefineContext
+from self_refine.settings.plan import Parts
+from self_refine.settings.resolve import critic_specs
 
 __all__ = ["BatchJob"]
 
@@ -112,11 +114,12 @@ class BatchJob:
     def check_models(self, parts: Parts, items: Sequence[BatchItem]) -> None:
         """Raise ConfigError, before any item starts, when a model the runs call cannot be
         had (a missing key) or cannot read the images some items' tasks hold, or when the
-        runs vote over drafts that state no final answer (`RunPlan.check_vote`)."""
+        runs' settings do not suit the graph (`settings.check.check_settings`: no critic
+        without a vote, a vote over drafts that state no final answer)."""
         images = any(has_images(item.task) for item in items)
         plan = parts.plan(self.context)
-        plan.check_vote()
-        plan.check_models(images=images)
+        check_settings(plan, saved=True)
+        check_models(plan, images=images)
 
     async def run(
         self,

@@ -24,11 +24,12 @@ from self_refine.batch.heap import long_lived_frozen
 from self_refine.batch.items import BatchItem
 from self_refine.batch.judge import ItemVerdicts, Judge
 from self_refine.batch.schedule import run_scheduled
-from self_refine.context import RefineContext, default_select
 from self_refine.errors import BatchStoppedError, ConfigError
 from self_refine.nodes.ranking import chosen_attempt
 from self_refine.persistence.failures import storage_failure, thread_damage
 from self_refine.prompts import get_profile
+from self_refine.settings.fields import RefineContext
+from self_refine.settings.resolve import default_select
 from self_refine.state import RUN_CONTEXT, Attempt, Critique, add_usage
 
 __all__ = [

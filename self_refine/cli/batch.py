@@ -26,13 +26,14 @@ from self_refine.cli.paths import (
 )
 from self_refine.cli.progress import Progress, uses_local_model
 from self_refine.cli.settings import build_graph, say_strategy
-from self_refine.context import DEFAULT_STRATEGY, RefineContext
 from self_refine.errors import ConfigError
 from self_refine.pages.render import is_page
 from self_refine.redact import redact, terminal_safe
+from self_refine.settings.fields import RefineContext
+from self_refine.settings.resolve import DEFAULT_STRATEGY, resolve
 
 if TYPE_CHECKING:
-    from self_refine.nodes.parts import Parts
+    from self_refine.settings.plan import Parts
 
 __all__ = ["batch_command", "report_command"]
 
@@ -74,8 +75,10 @@ def _job(
 
 def _say_strategies(parts: Parts, context: RefineContext, items: Sequence[BatchItem]) -> None:
     """Say, in one line, which strategy the items' runs take when the flags name none, and why
-    (each run's door works it out from the item's reference)."""
-    taken = Counter(parts.strategy_for(context, item.reference) for item in items)
+    (each run's door works it out from the item's reference, as `resolve` does here)."""
+    taken = Counter(
+        resolve(parts, context, None, {"reference": item.reference}).row for item in items
+    )
     if len(taken) == 1:
         say_strategy(next(iter(taken)))
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from self_refine.context import RefineContext
+from self_refine.settings.fields import RefineContext
 
 __all__ = ["database_failure", "run_failure"]
 

@@ -58,7 +58,7 @@ def as_flags(text: str) -> str:
     The library's messages name settings as Python does; a name that is no setting
     (`checkpointer=...`) stays as it is.
     """
-    from self_refine.context import FIELD_NAMES
+    from self_refine.settings.fields import FIELD_NAMES
 
     def flag(match: re.Match[str]) -> str:
         name, value = match.groups()

@@ -10,7 +10,7 @@ import os
 from typing import Any, NoReturn
 
 from self_refine.cli.options import add_connection_options
-from self_refine.context import SELECTS, RefineContext
+from self_refine.settings.fields import SELECTS, RefineContext
 
 __all__ = ["build_parser"]
 

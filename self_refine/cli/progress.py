@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
-from self_refine.context import ROLE_MODEL_FIELDS, RefineContext
+from self_refine.settings.fields import ROLE_MODEL_FIELDS, RefineContext
 
 __all__ = ["Progress", "TokenMeter", "call_label", "token_meter", "uses_local_model"]
 

@@ -15,18 +15,14 @@ import os
 import socket
 import stat
 import sys
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
-from self_refine.context import (
-    DEFAULT_STRATEGY,
-    FIELD_NAMES,
-    ROLE_MODEL_FIELDS,
-    RefineContext,
-    StrategyRow,
-)
 from self_refine.errors import ConfigError
 from self_refine.redact import redact_url
+from self_refine.settings.fields import FIELD_NAMES, ROLE_MODEL_FIELDS, RefineContext
+from self_refine.settings.resolve import DEFAULT_STRATEGY, StrategyRow
 
 __all__ = [
     "build_graph",
@@ -34,6 +30,7 @@ __all__ = [
     "check_reachable",
     "check_settings",
     "critic_list",
+    "flagged",
     "given_settings",
     "read_key_file",
     "say_strategy",
@@ -72,10 +69,16 @@ def check_settings(settings: dict[str, Any]) -> RefineContext:
     try:
         return RefineContext(**settings)
     except ConfigError as error:
-        name, _, rest = str(error).partition(" ")
-        if name not in settings:
-            raise
-        raise ConfigError(f"--{name.replace('_', '-')} {rest}") from None
+        raise flagged(error, settings) from None
+
+
+def flagged(error: ConfigError, given: Mapping[str, Any]) -> ConfigError:
+    """The error as the command line says it: the setting it names first by its flag, when
+    a flag gave that setting (`given`: the flags' settings, `given_settings`)."""
+    name, _, rest = str(error).partition(" ")
+    if name not in given:
+        return error
+    return ConfigError(f"--{name.replace('_', '-')} {rest}")
 
 
 def _refuse_blank_models(settings: dict[str, Any]) -> None:

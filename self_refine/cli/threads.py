@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from self_refine.cli.failures import run_failure
 from self_refine.cli.interrupt import Interrupted, stoppable
@@ -18,17 +18,21 @@ from self_refine.cli.paths import read_reference, read_response_format, refuse_o
 from self_refine.cli.settings import (
     build_graph,
     check_reachable,
+    check_settings,
+    flagged,
     given_settings,
     say_strategy,
-    settings_from_flags,
     warn_key_on_command_line,
     warn_offline_sampling,
     warn_unchecked,
 )
 from self_refine.cli.show import require_db
-from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.redact import redact_url, shell_command
+from self_refine.settings.fields import RefineContext
+
+if TYPE_CHECKING:
+    from self_refine.settings.check import Checked
 
 __all__ = ["cmd_resume", "cmd_run"]
 
@@ -38,13 +42,15 @@ def _stream(
     graph: Any,
     thread_id: str,
     payload: Any,
-    settings: RefineContext,
+    checked: Checked,
     thread: Any = None,
 ) -> int:
     """Run a new thread (payload: its input) or continue one (None), printing each step.
 
-    `thread`: the state of the thread to continue, as the caller has just read it (a
-    read walks the thread's checkpoints back to its run's start, so it is not read twice).
+    `checked`: the door's check of this call, which the door then runs as it is (it is
+    not checked twice). `thread`: the state of the thread to continue, as the caller has
+    just read it (a read walks the thread's checkpoints back to its run's start, so it
+    is not read twice).
 
     The caller holds the thread's writer lock from its first read to the last write,
     so that a second `run` or `resume` of it is refused (ThreadBusyError) before it
@@ -52,10 +58,11 @@ def _stream(
     stderr.
     """
     from self_refine.cli.progress import token_meter
-    from self_refine.graphs.checked import run_finished
     from self_refine.models.cancel import StopNewCalls
     from self_refine.redact import redact_url
+    from self_refine.settings.check import run_finished
 
+    settings = checked.settings
     db = redact_url(args.db)
     notes = sys.stderr if args.json else sys.stdout
     resume = shell_command("self-refine", "resume", thread_id, "--db", db)
@@ -83,7 +90,7 @@ def _stream(
                 modes = ["updates", "messages"] if meter else ["updates"]
                 while payload is not _STOP:
                     chunks = graph.stream(
-                        payload, config, context=settings, stream_mode=modes, durability="sync"
+                        payload, config, context=checked, stream_mode=modes, durability="sync"
                     )
                     for mode, chunk in chunks:
                         if mode == "messages":
@@ -226,7 +233,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     refuse_overlaps([], [("--reference", reference_file), *_key_file(args)], db=args.db)
     reference = read_reference(args.reference)
     response_format = read_response_format(args.response_format)
-    given = context = settings_from_flags(args)
+    given = given_settings(args)
     builder = build_graph(response_format)
     payload: dict[str, Any] = {"task": args.task}
     if args.draft is not None:
@@ -234,12 +241,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if reference is not None:
         payload["reference"] = reference
     # Bad input, models, profiles, critics for this reference, missing keys fail here,
-    # as the graph's door would refuse them, before the database is opened.
-    context = builder.check_call(payload, context, saved=True)
-    check_reachable(context)
+    # before the database is opened: the door's check, which the door then does not repeat.
+    try:
+        checked = builder.check_call(payload, check_settings(given), saved=True)
+    except ConfigError as error:
+        raise flagged(error, given) from None
+    settings = checked.settings
+    check_reachable(settings)
     warn_key_on_command_line(args)
-    warn_unchecked(builder.parts.critic_specs(context), context.judge or (), reference)
-    warn_offline_sampling(context)
+    warn_unchecked(builder.parts.critic_specs(settings), settings.judge or (), reference)
+    warn_offline_sampling(settings)
     check_database(args.db)
     thread_id = args.thread_id or str(uuid.uuid4())
     with open_checkpointer(args.db) as saver, thread_lock(saver, thread_id):
@@ -250,9 +261,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"with `{shell_command('self-refine', 'resume', thread_id)}` or choose "
                 "another --thread-id"
             )
-        if getattr(args, "strategy", None) in (None, "auto"):
-            say_strategy(builder.parts.strategy_for(given, reference))
-        return _stream(args, graph, thread_id, payload, context)
+        if checked.row is not None:
+            say_strategy(checked.row)
+        return _stream(args, graph, thread_id, payload, checked)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -287,10 +298,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
             graph = build_graph(values[ANSWER_SCHEMA]).compile(checkpointer=saver, name=GRAPH_NAME)
         # The settings the door will run with, refused here (a change the run cannot take
         # midway, say) as the door would refuse them.
-        settings = graph.builder.check_call(None, given, thread=thread, saved=True)
-        check_reachable(settings)
+        checked = graph.builder.check_call(None, given, thread=thread, saved=True)
+        check_reachable(checked.settings)
         warn_key_on_command_line(args)
-        return _stream(args, graph, args.thread_id, None, settings, thread)
+        return _stream(args, graph, args.thread_id, None, checked, thread)
 
 
 def _key_file(args: argparse.Namespace) -> list[tuple[str, str | None]]:

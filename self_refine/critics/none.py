@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from self_refine.context import NO_CRITIC
 from self_refine.critics.base import Critic, CritiqueRequest, CritiqueResult
+from self_refine.settings.fields import NO_CRITIC
 from self_refine.state import Critique, add_usage
 
 __all__ = ["NoCritic"]

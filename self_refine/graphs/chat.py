@@ -11,14 +11,16 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime
 
-from self_refine.context import RefineContext
 from self_refine.graphs.adapters import refine_node, reply_from_output
 from self_refine.graphs.checked import CheckedStateGraph
 from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph
 from self_refine.models.resolve import resolve_model
 from self_refine.models.roles import ModelLike, RoleModel
-from self_refine.nodes.parts import Parts
+from self_refine.nodes.critic_run import CriticRun
 from self_refine.nodes.runnable import Node
+from self_refine.settings.fields import RefineContext
+from self_refine.settings.plan import Parts
+from self_refine.settings.resolve import resolve
 from self_refine.state import RefineOutput
 
 __all__ = ["CHAT_SYSTEM_PROMPT", "create_refined_chat_graph"]
@@ -33,7 +35,11 @@ def _draft_parts(model: ModelLike, refiner: Pregel[Any, Any, Any, Any]) -> Parts
     if isinstance(builder, CheckedStateGraph):
         parts = builder.parts
     else:  # a refine graph wrapped beyond reach: the defaults, `model` in every role
-        parts = Parts(roles=dict.fromkeys(("critic", "refiner"), model), settings=RefineContext())
+        parts = Parts(
+            roles=dict.fromkeys(("critic", "refiner"), model),
+            settings=RefineContext(),
+            critic_call=CriticRun,
+        )
     return dataclasses.replace(parts, roles={**parts.roles, "generator": model})
 
 
@@ -41,12 +47,12 @@ def _make_draft_reply(parts: Parts, system_prompt: str) -> Node:
     """Build the node that drafts a reply to the conversation with the chat model.
 
     Its settings are those the refine graph's door gives the run it starts next
-    (`Parts.settings_for` of the same context); its model is the generator of their
+    (`resolve` of the same context); its model is the generator of their
     plan, made once per settings and kept.
     """
 
     def prepare(state: Any, runtime: Runtime[Any]) -> tuple[RoleModel, list[BaseMessage]]:
-        plan = parts.plan(parts.settings_for(runtime.context))
+        plan = parts.plan(resolve(parts, runtime.context).settings)
         return plan.models.get("generator"), [SystemMessage(system_prompt), *state["messages"]]
 
     def draft_reply(state: Any, runtime: Runtime[Any]) -> dict[str, Any]:

@@ -7,21 +7,12 @@ late: a refused input would already have replaced the task of an unfinished run.
 `CheckedCompiledGraph` checks first, in `stream` and `astream`, which every
 `invoke`, `ainvoke`, `stream_events` and server run goes through. Holding the
 thread's writer lock (`persistence/locks.py`), so that a second writer is refused
-before anything is read or written, it reads the thread once and:
-
-- works the call's settings out, once (`Parts.settings_for`: the call's context over
-  the settings the run began with when it continues one, else over the graph's; a
-  nested run's, the parent's context; a strategy of "auto" made the one the run kept,
-  or for a new run the one its checks call for), and streams the run with them as its context,
-  so every node reads them as `runtime.context`, and with the recursion limit they
-  need (`recursion_limit`; a limit the caller gave is kept);
-- checks that they suit the graph (`RunPlan.check_settings`: the human critic), that a
-  continued run still has its task (`thread_damage`: a thread whose input was removed
-  from the database is refused, not run on with an empty task) and keeps the settings
-  that shape its tree (`FIXED_SETTINGS`), and for new
-  input its shape (`validate_input`), the thread it lands on (an unfinished run,
-  `run_finished`, is continued with None, not replaced) and whether a run can start on
-  it (`RunPlan.check_start`: critics for the reference, models, images).
+before anything is read or written, it reads the thread once, checks the call
+(`settings.check.check`: the call's settings worked out once, and every refusal),
+and streams the run with those settings as its context, so every node reads them as
+`runtime.context`, and with the recursion limit they need (`recursion_limit`; a
+limit the caller gave is kept). A call the caller has checked already (the command
+line, before it opens its storage) is not checked again (`Checked.checked_for`).
 
 `CheckedStateGraph.compile` builds the subclass the way LangGraph's own
 `Pregel.copy` makes a copy: the compiled graph's attributes, given to the
@@ -37,46 +28,21 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import get_runtime
-from langgraph.types import Command, StateSnapshot
+from langgraph.types import StateSnapshot
 
 from self_refine.content import images_held
-from self_refine.context import RefineContext
-from self_refine.errors import ConfigError
-from self_refine.input_checks import validate_input
-from self_refine.nodes.parts import Parts
-from self_refine.persistence.failures import thread_damage
 from self_refine.persistence.locks import atry_lock, try_lock
-from self_refine.state import RUN_CONTEXT, RefineInput, RefineOutput, RefineState
+from self_refine.settings.check import Checked, check, is_new_input, run_finished
+from self_refine.settings.fields import RefineContext
+from self_refine.settings.plan import Parts
+from self_refine.state import RefineInput, RefineOutput, RefineState
 
 __all__ = [
-    "FIXED_SETTINGS",
     "CheckedCompiledGraph",
     "CheckedStateGraph",
     "recursion_limit",
     "run_finished",
 ]
-
-UNFINISHED_MESSAGE = (
-    "this thread has an unfinished refinement: continue it by invoking the graph "
-    "with None as the input, or give the new task a new thread id"
-)
-
-
-def _is_new_input(payload: Any) -> bool:
-    return payload is not None and not isinstance(payload, Command)
-
-
-def run_finished(thread: StateSnapshot) -> bool:
-    """Whether the thread's run has ended: nothing to run next and no step left half-done.
-
-    A run paused or stopped mid-way is not: it has a node to run next, or a step whose
-    every branch wrote before the program stopped (nothing is next, but the step's tasks
-    are there with their writes, and continuing the thread applies them and goes on),
-    or attempts and no stop reason.
-    """
-    values = thread.values
-    unfinished = values.get("attempts") and not values.get("stop_reason")
-    return not (thread.next or thread.tasks or unfinished)
 
 
 def recursion_limit(max_iterations: int) -> int:
@@ -89,38 +55,6 @@ def recursion_limit(max_iterations: int) -> int:
     The door gives each run this limit unless its caller gave one.
     """
     return 3 * max_iterations + 8
-
-
-FIXED_SETTINGS = ("strategy", "candidates")
-"""The settings a continued run cannot change: they shape the tree its steps have begun."""
-
-
-def _refuse_fixed_changes(kept: Mapping[str, Any] | None, settings: RefineContext) -> None:
-    """Raise ConfigError when a continuation changes a setting the run cannot change midway."""
-    if not kept:
-        return
-    began = RefineContext.from_kept({})
-    changed = [
-        f"{name}={kept.get(name, getattr(began, name))!r} -> {getattr(settings, name)!r}"
-        for name in FIXED_SETTINGS
-        if getattr(settings, name) != kept.get(name, getattr(began, name))
-    ]
-    if changed:
-        raise ConfigError(
-            f"a continued run cannot change {', '.join(changed)}: continue it with the "
-            "settings it began with (leave them out), or start the task again on a new "
-            "thread with the new ones"
-        )
-
-
-def _refuse_damaged(thread: StateSnapshot | None) -> None:
-    """Raise ConfigError when the thread to continue lost its input (`thread_damage`):
-    continued, it would run on with an empty task."""
-    if thread is None:
-        return
-    thread_id = (thread.config.get("configurable") or {}).get("thread_id")
-    if damage := thread_damage(str(thread_id), thread.values):
-        raise ConfigError(f"{damage}: it cannot be continued; start its task again on a new thread")
 
 
 def _limited(config: RunnableConfig | None, own: Any, settings: RefineContext) -> RunnableConfig:
@@ -173,15 +107,20 @@ class CheckedCompiledGraph(
     def _checked(
         self, input: Any, given: Any, config: RunnableConfig | None, thread: StateSnapshot | None
     ) -> RefineContext:
-        if not _is_nested(config):
-            saved = self.checkpointer is not None and self.checkpointer is not False
-            return self.builder.check_call(input, given, thread=thread, saved=saved)
+        nested = _is_nested(config)
+        saved = nested or (self.checkpointer is not None and self.checkpointer is not False)
+        if isinstance(given, Checked):
+            if given.checked_for(input, thread, saved):
+                return given.settings
+            given = given.settings
+        if not nested:
+            return self.builder.check_call(input, given, thread=thread, saved=saved).settings
         # Inside a parent's run: the parent hands its context down, and calls this graph
         # with the same input again when it resumes the run this graph left unfinished.
         given = _parent_context() if given is None else given
         if thread is not None and not run_finished(thread):
-            return self.builder.check_call(None, given, thread=thread, saved=True)
-        return self.builder.check_call(input, given, saved=True)
+            return self.builder.check_call(None, given, thread=thread, saved=True).settings
+        return self.builder.check_call(input, given, saved=True).settings
 
     def _thread(self, config: RunnableConfig | None) -> StateSnapshot | None:
         """The thread this call runs on: a saved one, or a parent's run's (if it saves)."""
@@ -213,7 +152,7 @@ class CheckedCompiledGraph(
         A server that keeps the threads itself (LangGraph's API server) hands its
         checkpointer down in `config`: a continuation reads the task through it.
         """
-        if _is_new_input(input):
+        if is_new_input(input):
             return input.get("task") if isinstance(input, Mapping) else None
         if thread is not None:
             return thread.values.get("task")
@@ -262,7 +201,7 @@ class CheckedCompiledGraph(
             kwargs["context"] = settings
             config = _limited(config, self.config, settings)
             task = self._task(input, thread, None)
-            if task is None and thread is None and not _is_new_input(input):
+            if task is None and thread is None and not is_new_input(input):
                 task = await self._aserved_task(config)
             with images_held(task):
                 async for chunk in super().astream(input, config, **kwargs):
@@ -301,36 +240,16 @@ class CheckedStateGraph(StateGraph[RefineState, RefineContext, RefineInput, Refi
 
     def check_call(
         self, input: Any, context: Any = None, *, thread: StateSnapshot | None = None, saved: bool
-    ) -> RefineContext:
-        """The settings of a call (`input`: new input, or None / a Command to continue the
-        run on `thread`), once it is known to be one that may run; ConfigError otherwise.
+    ) -> Checked:
+        """The door's check of a call (`settings.check.check`): its settings, once it is known
+        to be one that may run; ConfigError otherwise.
 
-        The compiled graph's door calls this for every call, with the thread it read;
-        a caller that must refuse a run before it even opens its storage (the command
-        line) may call it first, for new input, with `saved` saying whether it will
-        save the run. See the module docstring for what is checked.
+        The compiled graph's door calls this for every call, with the thread it read; a
+        caller that must refuse a run before it even opens its storage (the command line)
+        may call it first, with `saved` saying whether it will save the run, and hand what
+        it returns to the door as the call's context: the door does not check it again.
         """
-        new = _is_new_input(input)
-        values: Mapping[str, Any] = thread.values if thread is not None else {}
-        if not new:
-            # A stored run with no settings kept began before runs kept them: {}.
-            kept = values.get(RUN_CONTEXT, {} if values.get("task") else None)
-            settings = self.parts.settings_for(context, kept, values)
-            plan = self.parts.plan(settings)
-            _refuse_damaged(thread)
-            plan.check_settings(saved=saved)
-            if thread is not None and not run_finished(thread):
-                _refuse_fixed_changes(values.get(RUN_CONTEXT), settings)
-            return settings
-        settings = self.parts.settings_for(context)
-        merged = {**values, **input} if isinstance(input, Mapping) else input
-        validate_input(merged)
-        settings = self.parts.settings_for(settings, None, merged)
-        plan = self.parts.plan(settings)
-        if thread is not None and not run_finished(thread):
-            raise ConfigError(UNFINISHED_MESSAGE)
-        plan.check_start(merged, saved=saved)
-        return settings
+        return check(self.parts, input, context, thread=thread, saved=saved)
 
     def compile(self, *args: Any, **kwargs: Any) -> CheckedCompiledGraph:
         """Compile as StateGraph does, with the checks in front of every run."""

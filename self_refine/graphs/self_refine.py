@@ -11,7 +11,6 @@ from typing import Any
 
 from langgraph.graph import END, START
 
-from self_refine.context import FIELD_NAMES, RefineContext
 from self_refine.critics import critic_names, resolve_critics, resolve_verifier
 from self_refine.critics.typed import ResponseFormat
 from self_refine.errors import ConfigError
@@ -19,8 +18,6 @@ from self_refine.graphs.checked import CheckedStateGraph
 from self_refine.models.resolve import check_model
 from self_refine.models.roles import ModelLike, as_role
 from self_refine.nodes import (
-    Parts,
-    Role,
     Route,
     make_begin,
     make_candidate,
@@ -36,7 +33,10 @@ from self_refine.nodes import (
     route_after_step,
     route_start,
 )
+from self_refine.nodes.critic_run import CriticRun
 from self_refine.prompts import PromptSet, get_profile
+from self_refine.settings.fields import FIELD_NAMES, RefineContext
+from self_refine.settings.plan import Parts, Role
 from self_refine.state import RefineInput, RefineOutput, RefineState
 from self_refine.stopping import StopPolicy
 
@@ -217,6 +217,7 @@ def create_self_refine_graph(
     parts = Parts(
         roles=role_models,
         settings=settings,
+        critic_call=CriticRun,
         critics=tuple(critics),
         judge=tuple(judge),
         stop=tuple(stop) if stop is not None else None,

@@ -13,9 +13,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 
-from self_refine.context import DEFAULT_MAX_TOKENS
 from self_refine.errors import ConfigError
 from self_refine.models.roles import as_role, is_role_runnable
+from self_refine.settings.fields import DEFAULT_MAX_TOKENS
 from self_refine.state import Usage
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The graph's nodes and routing functions, and what they share.
 
-- `parts.py`: `Parts` (what the factory was given) and `RunPlan` (what a run's
-  settings come to: prompts, stop policies, critic, models), kept per settings;
+Each node asks the factory's `Parts` for its run's `RunPlan` (`self_refine.settings.plan`).
+
 - `ranking.py`: which draft is kept (a run's answer, a step's candidate);
 - `runnable.py`: `Node`, a node's sync and async `(state, runtime)` bodies; `Route`, a
   routing function as its edge's path;
@@ -22,7 +22,6 @@ from self_refine.nodes.candidates import make_candidate, make_pick
 from self_refine.nodes.critique import make_critique
 from self_refine.nodes.finalize import make_finalize
 from self_refine.nodes.generate import make_generate
-from self_refine.nodes.parts import Parts, Role, RunPlan
 from self_refine.nodes.planner import make_planner
 from self_refine.nodes.ranking import best_attempt, best_candidate, chosen_attempt
 from self_refine.nodes.refine import make_refine
@@ -37,10 +36,7 @@ from self_refine.nodes.routing import (
 from self_refine.nodes.runnable import Route
 
 __all__ = [
-    "Parts",
-    "Role",
     "Route",
-    "RunPlan",
     "best_attempt",
     "best_candidate",
     "candidate_sends",

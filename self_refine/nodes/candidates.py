@@ -21,7 +21,6 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from self_refine.content import resolved
-from self_refine.context import RefineContext
 from self_refine.critics import CritiqueResult
 from self_refine.models.calls import (
     DraftReply,
@@ -32,15 +31,16 @@ from self_refine.models.calls import (
 )
 from self_refine.nodes.draft import DraftRequest
 from self_refine.nodes.first_verified import StepStops, first_verified, first_verified_async
-from self_refine.nodes.parts import Parts, RunPlan
 from self_refine.nodes.ranking import best_candidate, why_kept
 from self_refine.nodes.requests import critique_request, generate_request, refine_request
+from self_refine.nodes.routing import CandidateInput
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.steps import step_record
+from self_refine.settings.fields import RefineContext
+from self_refine.settings.plan import Parts, RunPlan
 from self_refine.state import (
     Attempt,
     Candidate,
-    CandidateInput,
     Critique,
     RefineState,
     add_usage,

@@ -7,13 +7,13 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from self_refine.context import RefineContext
 from self_refine.critics import CritiqueResult
 from self_refine.models.calls import model_errors
-from self_refine.nodes.parts import Parts, RunPlan
 from self_refine.nodes.requests import critique_request
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.steps import step_record
+from self_refine.settings.fields import RefineContext
+from self_refine.settings.plan import Parts, RunPlan
 from self_refine.state import Attempt, Critique, RefineState, add_usage
 
 __all__ = ["make_critique"]

@@ -7,9 +7,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
-from self_refine.context import RefineContext
 from self_refine.critics.typed import ResponseFormat
-from self_refine.nodes.parts import Parts
 from self_refine.nodes.ranking import (
     attempt_votes,
     best_attempt,
@@ -20,6 +18,8 @@ from self_refine.nodes.ranking import (
 )
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.search import drafts_of
+from self_refine.settings.fields import RefineContext
+from self_refine.settings.plan import Parts
 from self_refine.state import ANSWER_NAME, Attempt, Candidate, RefineState
 
 __all__ = ["make_finalize"]

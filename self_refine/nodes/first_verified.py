@@ -27,7 +27,6 @@ from typing import Any
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from self_refine.context import RefineContext
 from self_refine.models.cancel import (
     CallCancelled,
     CallScope,
@@ -35,6 +34,7 @@ from self_refine.models.cancel import (
     process_cancelled,
 )
 from self_refine.models.hygiene import rejected
+from self_refine.settings.fields import RefineContext
 from self_refine.state import STOPPED, Candidate, add_usage
 
 __all__ = ["StepStops", "first_verified", "first_verified_async"]

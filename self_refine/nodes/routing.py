@@ -12,15 +12,18 @@ branch per reply when a step samples several (`fan_out` > 1, see
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, cast
+from typing import Any, Literal, Required, cast
 
 from langgraph.types import Send
+from typing_extensions import TypedDict
 
-from self_refine.content import by_reference
+from self_refine.content import TaskContent, by_reference
 from self_refine.nodes.search import chain_of
-from self_refine.state import RUN_CONTEXT, CandidateInput, PlannedReply, RefineState
+from self_refine.prompts.forms import RefineForm
+from self_refine.state import RUN_CONTEXT, Attempt, PlannedReply, RefineState
 
 __all__ = [
+    "CandidateInput",
     "candidate_sends",
     "route_after_generate",
     "route_after_planner",
@@ -28,6 +31,31 @@ __all__ = [
     "route_after_step",
     "route_start",
 ]
+
+
+class CandidateInput(TypedDict, total=False):
+    """What one candidate branch is sent (`Send`): the state its draft step reads.
+
+    `candidate` is the branch's index among the step's replies and `width` how many
+    the step has; `draw` says which draw of the model asks (0: the model as it samples,
+    `models.calls.candidate_model`) and `form` the refine form of its request (absent:
+    the run's). In a run that samples or searches, `node` and `parent` say which draft
+    it writes and which it refines; `attempts` is then the chain of drafts it refines
+    (none for a fresh draft).
+    """
+
+    task: Required[TaskContent]
+    reference: Any
+    draft: str
+    critique: dict[str, Any]
+    attempts: list[Attempt]
+    iteration: int
+    candidate: Required[int]
+    width: int
+    draw: int
+    form: RefineForm
+    node: int
+    parent: int | None
 
 
 def _planned(state: RefineState) -> bool:

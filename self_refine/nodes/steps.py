@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from self_refine.nodes.parts import RunPlan
+from self_refine.settings.plan import RunPlan
 from self_refine.state import Attempt, Usage, add_usage, changed_only
 from self_refine.stopping import StopView, first_stop, reply_cost, step_width
 

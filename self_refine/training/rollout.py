@@ -44,13 +44,13 @@ from langchain_core.language_models import BaseChatModel
 
 from self_refine.batch.api import BatchResult, refine_batch
 from self_refine.batch.output import append_jsonl
-from self_refine.context import RefineContext
 from self_refine.critics import Verifier, judge_draft, resolve_critics
 from self_refine.critics.verifiers import EXPLAINER_NAMES
 from self_refine.errors import ConfigError, SelfRefineError
 from self_refine.graphs import Roles
 from self_refine.models.resolve import check_model, resolve_model
 from self_refine.prompts import get_profile
+from self_refine.settings.fields import RefineContext
 from self_refine.training.policy import TOKEN_ALIGNED_INPUTS, PolicyCall, PolicyChatModel
 from self_refine.training.samples import (
     FAILED,

@@ -15,7 +15,7 @@ from benchmarks.quality.anytime import answer_at
 from benchmarks.quality.intervals import PairedBootstrap, wilson
 from benchmarks.quality.same_requests import scripted_reply
 from benchmarks.quality.spend import arguments, run
-from self_refine.context import MAX_ITERATIONS_LIMIT
+from self_refine.settings.fields import MAX_ITERATIONS_LIMIT
 from tests.fakes import FakeChatModel, critique
 
 

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from self_refine.cli.parser import build_parser
-from self_refine.context import CANDIDATES_LIMIT, MAX_ITERATIONS_LIMIT
+from self_refine.settings.fields import CANDIDATES_LIMIT, MAX_ITERATIONS_LIMIT
 
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 

@@ -8,6 +8,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import RefineContext, create_self_refine_graph
+from self_refine.settings.resolve import from_kept, resolve
 from tests.fakes import FakeChatModel, critique
 
 TASK = "Write one sentence that uses all of these words: train, river."
@@ -23,6 +24,11 @@ def _model() -> FakeChatModel:
             "critic": [critique(["Mention the river."], score=0.5)],
         }
     )
+
+
+def _row(parts: Any, settings: RefineContext, reference: Any) -> str | None:
+    """The row of `DEFAULT_STRATEGY` the door's `resolve` takes for a new run on `reference`."""
+    return resolve(parts, settings, None, {"reference": reference}).row
 
 
 def _drafts(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -59,9 +65,9 @@ def test_a_run_the_llm_critic_alone_judges_takes_the_refine_loop() -> None:
 def test_the_offline_stand_in_refines_and_a_vote_samples() -> None:
 
     parts = create_self_refine_graph("offline").parts
-    assert parts.strategy_for(RefineContext(critics=["concepts"]), REFERENCE) == "offline"
+    assert _row(parts, RefineContext(critics=["concepts"]), REFERENCE) == "offline"
     voting = RefineContext(model="openai:m", profile="math", select="vote")
-    assert parts.strategy_for(voting, None) == "vote"
+    assert _row(parts, voting, None) == "vote"
 
 
 def test_a_named_strategy_is_kept_as_named() -> None:
@@ -93,9 +99,9 @@ def test_a_thread_kept_before_the_strategy_setting_continues_as_the_refine_loop(
     kept: dict[str, Any],
 ) -> None:
     parts = create_self_refine_graph(_model()).parts
-    assert parts.settings_for(None, kept).strategy == "refine"
-    assert parts.settings_for({"strategy": "auto"}, kept).strategy == "refine"
-    assert RefineContext.from_kept(kept).strategy == "refine"
+    assert resolve(parts, None, kept).settings.strategy == "refine"
+    assert resolve(parts, {"strategy": "auto"}, kept).settings.strategy == "refine"
+    assert from_kept(kept).strategy == "refine"
 
 
 SUM = "Tom has 3 apples and buys 4 more. How many apples does he have?"
@@ -154,7 +160,7 @@ def test_drafts_with_a_final_answer_and_the_llm_critic_named_refine() -> None:
 
 
 def test_drafts_with_a_final_answer_and_select_named_take_the_critic_row() -> None:
-    from self_refine.context import DEFAULT_STRATEGY
+    from self_refine.settings.resolve import DEFAULT_STRATEGY
 
     model = _math_model()
     graph = create_self_refine_graph(model).compile(checkpointer=InMemorySaver())
@@ -170,13 +176,13 @@ def test_a_verifier_that_can_check_the_answer_still_samples_with_its_critics() -
 
     parts = create_self_refine_graph("openai:m").parts
     math = RefineContext(profile="math")
-    assert parts.strategy_for(math, {"answer": "7"}) == "verifier"
-    assert parts.strategy_for(math, None) == "answer"
-    assert parts.strategy_for(RefineContext(profile="general"), None) == "critic"
+    assert _row(parts, math, {"answer": "7"}) == "verifier"
+    assert _row(parts, math, None) == "answer"
+    assert _row(parts, RefineContext(profile="general"), None) == "critic"
 
 
 def test_a_typed_answer_with_a_final_answer_profile_does_not_take_the_vote() -> None:
     # The vote reads the last number of a text draft; a typed answer's drafts are JSON.
     schema = {"type": "object", "properties": {"value": {"type": "integer"}}}
     parts = create_self_refine_graph("openai:m", response_format=schema).parts
-    assert parts.strategy_for(RefineContext(profile="math"), None) == "critic"
+    assert _row(parts, RefineContext(profile="math"), None) == "critic"

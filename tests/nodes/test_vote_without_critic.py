@@ -11,6 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import RefineContext, create_self_refine_graph, refine
 from self_refine.errors import ConfigError
+from self_refine.settings.resolve import from_kept
 from tests.fakes import FakeChatModel, critique
 
 TASK = "A box holds 15 cookies. Ben buys 3 boxes and eats 5. How many cookies are left?"
@@ -160,7 +161,7 @@ def test_the_graph_s_critics_none_is_refused_with_settings_that_do_not_vote() ->
 def test_the_critics_field_keeps_none_for_the_thread() -> None:
     settings = RefineContext(**_vote())
     assert settings.critics == ("none",)
-    assert RefineContext.from_kept(settings.kept()) == settings
+    assert from_kept(settings.kept()) == settings
 
 
 def test_naming_no_critic_alone_on_a_profile_that_states_answers_takes_the_vote() -> None:
