@@ -8,14 +8,14 @@ import warnings
 from typing import Any
 
 from self_refine.prompts import forms
-from self_refine.settings import fields, resolve
+from self_refine.settings import call, fields, plan
 
 __all__: list[str] = []
 
 
 def __getattr__(name: str) -> Any:
     """The old name from its new home, with a DeprecationWarning that names that home."""
-    for home in (fields, resolve, forms):
+    for home in (fields, call, plan, forms):
         if name in home.__all__:
             warnings.warn(
                 f"self_refine.context.{name} moved: import it from {home.__name__}",

@@ -126,7 +126,7 @@ async def _anytime(
     """
     from self_refine import RefineContext, arefine_batch
     from self_refine.prompts import get_profile
-    from self_refine.settings.resolve import default_select
+    from self_refine.settings.call import default_select
 
     unit = max(int(first["first_tokens"]), 1)
     checks = run_checks(name, item, args.feedback)

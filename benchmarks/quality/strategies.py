@@ -117,8 +117,8 @@ def strategy_settings(
 def _vote(profile: str, verifier: str | None) -> dict[str, Any]:
     """The settings of a vote over fresh samples with no critic; `Unavailable` where the
     library or the profile cannot vote."""
+    from self_refine.critics.none import NO_CRITIC
     from self_refine.prompts import get_profile
-    from self_refine.settings.fields import NO_CRITIC
 
     if not has_strategy_setting():
         raise Unavailable("vote is skipped: this library's RefineContext has no `strategy` setting")

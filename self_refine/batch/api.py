@@ -25,8 +25,8 @@ from self_refine.errors import ConfigError
 from self_refine.graphs.self_refine import GRAPH_NAME, create_self_refine_graph, group_options
 from self_refine.input_checks import MAX_TASK_CHARS
 from self_refine.redact import model_secrets, redact
+from self_refine.settings.call import resolve
 from self_refine.settings.fields import RefineContext
-from self_refine.settings.resolve import resolve
 
 __all__ = ["BatchResult", "arefine_batch", "refine_batch"]
 

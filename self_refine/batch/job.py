@@ -19,10 +19,8 @@ from self_refine.batch.runner import BatchRunner, Engine, run_key
 from self_refine.content import has_images
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError
-from self_refine.settings.check import check_models, check_settings
+from self_refine.settings.call import Parts, check_models, check_plan, critic_specs
 from self_refine.settings.fields import RESULT_FIELDS, RefineContext
-from self_refine.settings.plan import Parts
-from self_refine.settings.resolve import critic_specs
 
 __all__ = ["BatchJob"]
 
@@ -114,11 +112,11 @@ class BatchJob:
     def check_models(self, parts: Parts, items: Sequence[BatchItem]) -> None:
         """Raise ConfigError, before any item starts, when a model the runs call cannot be
         had (a missing key) or cannot read the images some items' tasks hold, or when the
-        runs' settings do not suit the graph (`settings.check.check_settings`: no critic
+        runs' settings do not suit the graph (`settings.call.check_plan`: no critic
         without a vote, a vote over drafts that state no final answer)."""
         images = any(has_images(item.task) for item in items)
         plan = parts.plan(self.context)
-        check_settings(plan, saved=True)
+        check_plan(plan, saved=True)
         check_models(plan, images=images)
 
     async def run(

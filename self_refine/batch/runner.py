@@ -28,8 +28,8 @@ from self_refine.errors import BatchStoppedError, ConfigError
 from self_refine.nodes.ranking import chosen_attempt
 from self_refine.persistence.failures import storage_failure, thread_damage
 from self_refine.prompts import get_profile
+from self_refine.settings.call import default_select
 from self_refine.settings.fields import RefineContext
-from self_refine.settings.resolve import default_select
 from self_refine.state import RUN_CONTEXT, Attempt, Critique, add_usage
 
 __all__ = [
@@ -128,7 +128,7 @@ class BatchRunner:
 
     Each item runs with `context`, one whose draft the caller says is wrong with
     `unjudged` (the same settings without the judge). The `select` ("best", "last" or
-    "vote") its run kept in its thread (a strategy of "auto" may have taken the vote)
+    "vote") its run kept in its thread (the door may have taken the vote for "auto")
     tells which draft the run would have answered after k steps, for the per-step curve.
     """
 

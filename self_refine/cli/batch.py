@@ -6,7 +6,6 @@ import argparse
 import json
 import shlex
 import sys
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,15 +24,15 @@ from self_refine.cli.paths import (
     refuse_overlaps,
 )
 from self_refine.cli.progress import Progress, uses_local_model
-from self_refine.cli.settings import build_graph, say_strategy
+from self_refine.cli.settings import build_graph, say_auto
 from self_refine.errors import ConfigError
 from self_refine.pages.render import is_page
 from self_refine.redact import redact, terminal_safe
+from self_refine.settings.call import resolve
 from self_refine.settings.fields import RefineContext
-from self_refine.settings.resolve import DEFAULT_STRATEGY, resolve
 
 if TYPE_CHECKING:
-    from self_refine.settings.plan import Parts
+    pass
 
 __all__ = ["batch_command", "report_command"]
 
@@ -71,22 +70,6 @@ def _job(
         concurrency=args.concurrency,
         response_format=response_format,
     )
-
-
-def _say_strategies(parts: Parts, context: RefineContext, items: Sequence[BatchItem]) -> None:
-    """Say, in one line, which strategy the items' runs take when the flags name none, and why
-    (each run's door works it out from the item's reference, as `resolve` does here)."""
-    taken = Counter(
-        resolve(parts, context, None, {"reference": item.reference}).row for item in items
-    )
-    if len(taken) == 1:
-        say_strategy(next(iter(taken)))
-        return
-    shown = "; ".join(
-        f"{DEFAULT_STRATEGY[row][0]} for {count} ({DEFAULT_STRATEGY[row][1]})"
-        for row, count in taken.items()
-    )
-    _warn(f"strategy {shown}; --strategy names one for every item")
 
 
 def _warn(message: str) -> None:
@@ -186,8 +169,11 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
         builder = build_graph(response_format)
         job.check_models(builder.parts, items)
     batch.prepare(items)  # a server that is down, an -o file that is not results: no work
-    if builder is not None and context.strategy == "auto":
-        _say_strategies(builder.parts, job.context, items)
+    if builder is not None:  # what each item's door takes for "auto" (`resolve`)
+        say_auto(
+            resolve(builder.parts, job.context, None, {"reference": item.reference}).row
+            for item in items
+        )
     try:
         with stoppable("finished items are saved: run the same command to continue") as stop:
             try:

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from itertools import zip_longest
 from typing import Any, TextIO
 
+from self_refine.critics.none import NO_CRITIC
 from self_refine.redact import terminal_safe
-from self_refine.settings.fields import NO_CRITIC
 from self_refine.state import STOPPED, Attempt, Candidate
 from self_refine.tree import (
     RANKED_ON,

@@ -15,14 +15,15 @@ import os
 import socket
 import stat
 import sys
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
 from self_refine.errors import ConfigError
 from self_refine.redact import redact_url
+from self_refine.settings.call import DEFAULT_STRATEGY, StrategyRow
 from self_refine.settings.fields import FIELD_NAMES, ROLE_MODEL_FIELDS, RefineContext
-from self_refine.settings.resolve import DEFAULT_STRATEGY, StrategyRow
 
 __all__ = [
     "build_graph",
@@ -33,7 +34,7 @@ __all__ = [
     "flagged",
     "given_settings",
     "read_key_file",
-    "say_strategy",
+    "say_auto",
     "settings_from_flags",
     "warn_key_on_command_line",
 ]
@@ -176,16 +177,26 @@ _OTHER_STRATEGY: dict[StrategyRow, str] = {
 """What the line that names a run's default strategy offers instead, by the row that took it."""
 
 
-def say_strategy(row: StrategyRow) -> None:
-    """Say, in one line, which strategy a run took when the user named none, and why (`row`
-    of `DEFAULT_STRATEGY`)."""
-    strategy, why = DEFAULT_STRATEGY[row]
-    other = _OTHER_STRATEGY.get(row)
-    taken = f"{strategy}, vote, no critic" if row == "answer" else strategy
-    print(
-        f"self-refine: strategy {taken} ({why}{'; ' + other if other else ''})",
-        file=sys.stderr,
-    )
+def say_auto(rows: Iterable[StrategyRow | None]) -> None:
+    """Say, in one line, which strategy the door took for runs whose settings said "auto",
+    and why: `rows`, the row of `DEFAULT_STRATEGY` each run's door took (None: the run
+    named its strategy)."""
+    taken = Counter(row for row in rows if row is not None)
+    if len(taken) == 1:
+        (row,) = taken
+        strategy, why = DEFAULT_STRATEGY[row]
+        other = _OTHER_STRATEGY.get(row)
+        shown = f"{strategy}, vote, no critic" if row == "answer" else strategy
+        said = f"{shown} ({why}{'; ' + other if other else ''})"
+    elif taken:
+        said = "; ".join(
+            f"{DEFAULT_STRATEGY[row][0]} for {count} ({DEFAULT_STRATEGY[row][1]})"
+            for row, count in taken.items()
+        )
+        said += "; --strategy names one for every item"
+    else:
+        return
+    print(f"self-refine: strategy {said}", file=sys.stderr, flush=True)
 
 
 def warn_offline_sampling(context: RefineContext) -> None:

@@ -21,7 +21,7 @@ from self_refine.cli.settings import (
     check_settings,
     flagged,
     given_settings,
-    say_strategy,
+    say_auto,
     warn_key_on_command_line,
     warn_offline_sampling,
     warn_unchecked,
@@ -32,7 +32,7 @@ from self_refine.redact import redact_url, shell_command
 from self_refine.settings.fields import RefineContext
 
 if TYPE_CHECKING:
-    from self_refine.settings.check import Checked
+    from self_refine.settings.call import Checked
 
 __all__ = ["cmd_resume", "cmd_run"]
 
@@ -60,7 +60,7 @@ def _stream(
     from self_refine.cli.progress import token_meter
     from self_refine.models.cancel import StopNewCalls
     from self_refine.redact import redact_url
-    from self_refine.settings.check import run_finished
+    from self_refine.settings.call import run_finished
 
     settings = checked.settings
     db = redact_url(args.db)
@@ -262,7 +262,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "another --thread-id"
             )
         if checked.row is not None:
-            say_strategy(checked.row)
+            say_auto([checked.row])
         return _stream(args, graph, thread_id, payload, checked)
 
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from self_refine.critics.base import Critic, CritiqueRequest, CritiqueResult
-from self_refine.settings.fields import NO_CRITIC
 from self_refine.state import Critique, add_usage
 
-__all__ = ["NoCritic"]
+__all__ = ["NO_CRITIC", "NoCritic"]
+
+NO_CRITIC = "none"
+"""The critic list that critiques nothing (`critics="none"`): a vote over samples alone."""
 
 
 class NoCritic:

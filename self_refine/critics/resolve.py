@@ -13,9 +13,9 @@ from typing import Any
 
 from self_refine.critics.base import Critic
 from self_refine.critics.combined import check_judgeable
+from self_refine.critics.none import NO_CRITIC
 from self_refine.critics.verifiers import EXPLAINER_NAMES, VerifierCritic, resolve_verifier
 from self_refine.errors import ConfigError
-from self_refine.settings.fields import NO_CRITIC
 
 __all__ = ["CriticPlan", "critic_names", "resolve_critics", "unchecked_verifiers"]
 

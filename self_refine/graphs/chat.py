@@ -18,9 +18,8 @@ from self_refine.models.resolve import resolve_model
 from self_refine.models.roles import ModelLike, RoleModel
 from self_refine.nodes.critic_run import CriticRun
 from self_refine.nodes.runnable import Node
+from self_refine.settings.call import Parts, resolve
 from self_refine.settings.fields import RefineContext
-from self_refine.settings.plan import Parts
-from self_refine.settings.resolve import resolve
 from self_refine.state import RefineOutput
 
 __all__ = ["CHAT_SYSTEM_PROMPT", "create_refined_chat_graph"]

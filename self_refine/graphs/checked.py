@@ -8,7 +8,7 @@ late: a refused input would already have replaced the task of an unfinished run.
 `invoke`, `ainvoke`, `stream_events` and server run goes through. Holding the
 thread's writer lock (`persistence/locks.py`), so that a second writer is refused
 before anything is read or written, it reads the thread once, checks the call
-(`settings.check.check`: the call's settings worked out once, and every refusal),
+(`settings.call.check`: the call's settings worked out once, and every refusal),
 and streams the run with those settings as its context, so every node reads them as
 `runtime.context`, and with the recursion limit they need (`recursion_limit`; a
 limit the caller gave is kept). A call the caller has checked already (the command
@@ -32,9 +32,8 @@ from langgraph.types import StateSnapshot
 
 from self_refine.content import images_held
 from self_refine.persistence.locks import atry_lock, try_lock
-from self_refine.settings.check import Checked, check, is_new_input, run_finished
+from self_refine.settings.call import Checked, Parts, check, is_new_input, run_finished
 from self_refine.settings.fields import RefineContext
-from self_refine.settings.plan import Parts
 from self_refine.state import RefineInput, RefineOutput, RefineState
 
 __all__ = [
@@ -241,7 +240,7 @@ class CheckedStateGraph(StateGraph[RefineState, RefineContext, RefineInput, Refi
     def check_call(
         self, input: Any, context: Any = None, *, thread: StateSnapshot | None = None, saved: bool
     ) -> Checked:
-        """The door's check of a call (`settings.check.check`): its settings, once it is known
+        """The door's check of a call (`settings.call.check`): its settings, once it is known
         to be one that may run; ConfigError otherwise.
 
         The compiled graph's door calls this for every call, with the thread it read; a

@@ -35,8 +35,9 @@ from self_refine.nodes import (
 )
 from self_refine.nodes.critic_run import CriticRun
 from self_refine.prompts import PromptSet, get_profile
+from self_refine.settings.call import Parts
 from self_refine.settings.fields import FIELD_NAMES, RefineContext
-from self_refine.settings.plan import Parts, Role
+from self_refine.settings.plan import Role
 from self_refine.state import RefineInput, RefineOutput, RefineState
 from self_refine.stopping import StopPolicy
 

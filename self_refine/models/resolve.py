@@ -15,7 +15,6 @@ from langchain_core.runnables import Runnable
 
 from self_refine.errors import ConfigError
 from self_refine.models.roles import as_role, is_role_runnable
-from self_refine.settings.fields import DEFAULT_MAX_TOKENS
 from self_refine.state import Usage
 
 __all__ = [
@@ -26,6 +25,10 @@ __all__ = [
     "message_usage",
     "resolve_model",
 ]
+
+DEFAULT_MAX_TOKENS = 1024
+"""Most tokens a reply may have when neither the settings nor a profile say: every call
+is bounded."""
 
 _BARE_NAME = re.compile(r"^[A-Za-z0-9][\w.\-/]*$")
 _SERVED_NAME = re.compile(r"^[A-Za-z0-9][\w.\-/:]*$")

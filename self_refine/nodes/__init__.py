@@ -14,7 +14,7 @@ Each node asks the factory's `Parts` for its run's `RunPlan` (`self_refine.setti
   at its first verified reply;
 - `planner.py`: the node that plans each step of a run that samples or searches,
   with the search of `search.py`;
-- `routing.py`: the pure routing functions (where a run's strategy decides its path).
+- `routing.py`: the pure routing functions (where a run's settings decide its path).
 """
 
 from self_refine.nodes.begin import make_begin

@@ -5,7 +5,7 @@ continuations, which may bring no context) and the JSON schema of a typed answer
 and on a thread whose last run
 finished it clears that run's attempts and outputs. Everything a run's start
 can be refused for was checked before LangGraph wrote the input
-(`graphs/checked.py`, `settings.check`).
+(`graphs/checked.py`, `settings.call.check`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from langgraph.runtime import Runtime
 
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.steps import first_width
+from self_refine.settings.call import Parts
 from self_refine.settings.fields import RefineContext
-from self_refine.settings.plan import Parts
 from self_refine.state import ANSWER_SCHEMA, RUN_CONTEXT, RefineState, start_over, starts_over
 
 __all__ = ["make_begin"]

@@ -12,8 +12,9 @@ from self_refine.models.calls import model_errors
 from self_refine.nodes.requests import critique_request
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.steps import step_record
+from self_refine.settings.call import Parts
 from self_refine.settings.fields import RefineContext
-from self_refine.settings.plan import Parts, RunPlan
+from self_refine.settings.plan import RunPlan
 from self_refine.state import Attempt, Critique, RefineState, add_usage
 
 __all__ = ["make_critique"]

@@ -18,8 +18,8 @@ from self_refine.nodes.ranking import (
 )
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.search import drafts_of
+from self_refine.settings.call import Parts
 from self_refine.settings.fields import RefineContext
-from self_refine.settings.plan import Parts
 from self_refine.state import ANSWER_NAME, Attempt, Candidate, RefineState
 
 __all__ = ["make_finalize"]

@@ -10,8 +10,8 @@ from self_refine.models.calls import aask_draft, ask_draft
 from self_refine.nodes.draft import draft_update
 from self_refine.nodes.requests import generate_request
 from self_refine.nodes.runnable import Node
+from self_refine.settings.call import Parts
 from self_refine.settings.fields import RefineContext
-from self_refine.settings.plan import Parts
 from self_refine.state import RefineState
 
 __all__ = ["make_generate"]

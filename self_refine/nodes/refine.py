@@ -11,8 +11,8 @@ from self_refine.models.hygiene import DraftGuard
 from self_refine.nodes.draft import draft_update
 from self_refine.nodes.requests import refine_request
 from self_refine.nodes.runnable import Node
+from self_refine.settings.call import Parts
 from self_refine.settings.fields import RefineContext
-from self_refine.settings.plan import Parts
 from self_refine.state import RefineState
 
 __all__ = ["make_refine"]

@@ -1,8 +1,8 @@
 """Pure routing functions: they read the state and never call a model or raise.
 
-A run's `strategy` (in the settings the run began with, which `begin` keeps in the
-state) is read here and nowhere else among the nodes but for the search's arms
-(`nodes/search.py`): a run that samples or searches goes to the `planner` node
+Whether a run plans its steps (`settings.call.plans_steps`, of the settings the run
+began with, which `begin` keeps in the state) is read here and nowhere else among the
+nodes: a run that samples or searches goes to the `planner` node
 after `begin` and after each judged step, and the planner's edge sends the replies
 it planned (or finalizes); a run that refines goes on to `refine`, or to one `candidate`
 branch per reply when a step samples several (`fan_out` > 1, see
@@ -20,6 +20,7 @@ from typing_extensions import TypedDict
 from self_refine.content import TaskContent, by_reference
 from self_refine.nodes.search import chain_of
 from self_refine.prompts.forms import RefineForm
+from self_refine.settings.call import plans_steps
 from self_refine.state import RUN_CONTEXT, Attempt, PlannedReply, RefineState
 
 __all__ = [
@@ -60,8 +61,7 @@ class CandidateInput(TypedDict, total=False):
 
 def _planned(state: RefineState) -> bool:
     """Whether the run's steps are planned (it samples or searches) or refine one draft."""
-    kept = cast(Mapping[str, Any], state.get(RUN_CONTEXT) or {})
-    return kept.get("strategy", "refine") != "refine"
+    return plans_steps(cast(Mapping[str, Any], state.get(RUN_CONTEXT) or {}))
 
 
 def candidate_sends(state: RefineState) -> list[Send]:

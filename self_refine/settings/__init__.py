@@ -1,12 +1,13 @@
 """A run's settings, in one place.
 
 - `fields.py`: `RefineContext`, the settings' fields, defaults and per-field checks;
-- `resolve.py`: `resolve`, what a call's settings are ("auto" made concrete);
-- `check.py`: `check`, every refusal of a call's settings, before anything is written;
+- `call.py`: a call's settings, once per call at the door: `resolve` (what they are,
+  "auto" made concrete) and `check` (every refusal, before anything is written);
 - `plan.py`: `Parts` (what the factory was given) and `RunPlan` (what a run's
-  settings come to), kept per distinct settings.
+  settings come to: prompts, select, critics, stop policies, models), kept per
+  distinct settings.
 """
 
-from self_refine.settings.fields import FIELD_NAMES, NO_CRITIC, RefineContext
+from self_refine.settings.fields import FIELD_NAMES, RefineContext
 
-__all__ = ["FIELD_NAMES", "NO_CRITIC", "RefineContext"]
+__all__ = ["FIELD_NAMES", "RefineContext"]

@@ -1,8 +1,8 @@
 """`RefineContext`: a run's settings, each field with its default, its description
 (Studio's form) and its own check; and the names of the settings.
 
-How a call's settings are worked out is `resolve.py`; what a run's settings may not be
-together, `check.py`. Longer than the ~300 lines a module should hold: one dataclass
+How a call's settings are worked out, and what they may not be together, is `call.py`.
+Longer than the ~300 lines a module should hold: one dataclass
 whose twenty fields each carry the description Studio shows.
 """
 
@@ -20,10 +20,8 @@ __all__ = [
     "CANDIDATES_LIMIT",
     "CONNECTION_FIELDS",
     "DEFAULT_MAX_ITERATIONS",
-    "DEFAULT_MAX_TOKENS",
     "FIELD_NAMES",
     "MAX_ITERATIONS_LIMIT",
-    "NO_CRITIC",
     "RESULT_FIELDS",
     "ROLE_MODEL_FIELDS",
     "SELECTS",
@@ -34,10 +32,6 @@ __all__ = [
     "Strategy",
     "StrategySetting",
 ]
-
-DEFAULT_MAX_TOKENS = 1024
-"""Most tokens a reply may have when neither the settings nor a profile say: every call
-is bounded."""
 
 DEFAULT_MAX_ITERATIONS = 3
 """Refine steps a run may take when its settings do not say."""
@@ -62,9 +56,6 @@ SELECTS: tuple[Select, ...] = ("best", "last", "vote")
 
 ROLE_MODEL_FIELDS = ("generator_model", "critic_model", "refiner_model")
 """The fields that name one role's model."""
-
-NO_CRITIC = "none"
-"""The critic list that critiques nothing (`critics="none"`): a vote over samples alone."""
 
 _INTEGER_LIMIT = 2**63 - 1
 """Largest whole-number setting: what a checkpoint (SQLite, msgpack) can store."""

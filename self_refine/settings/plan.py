@@ -10,9 +10,7 @@ settings, never tied to one.
 
 from __future__ import annotations
 
-import functools
-import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
@@ -20,11 +18,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from self_refine.content import TaskContent, task_text
-from self_refine.critics import CombinedCritic, Critic, HumanCritic, LLMCritic, resolve_critics
 from self_refine.critics.base import CritiqueRequest, CritiqueResult, RunCritic
-from self_refine.critics.judge import FirstDraftJudge
-from self_refine.critics.none import NoCritic
-from self_refine.critics.typed import ResponseFormat, TypedAnswerCritic
+from self_refine.critics.typed import ResponseFormat
 from self_refine.errors import ConfigError
 from self_refine.models.calls import trace_config
 from self_refine.models.hygiene import DraftGuard, draft_limit
@@ -32,20 +27,20 @@ from self_refine.models.resolve import resolve_model
 from self_refine.models.roles import ModelLike, RoleModel
 from self_refine.models.structured import StructuredAsk, StructuredDrafts
 from self_refine.prompts import PromptSet, get_profile
-from self_refine.prompts.forms import DEFAULT_REFINE_FORM, SEARCH_REFINE_FORM, RefineForm
+from self_refine.prompts.forms import SEARCH_REFINE_FORM, RefineForm
 from self_refine.prompts.phrases import instruction_phrases
 from self_refine.settings.fields import RefineContext, Select
-from self_refine.settings.resolve import critic_specs, default_select
-from self_refine.stopping import StopPolicy, policies_for
+from self_refine.stopping import StopPolicy
 
-__all__ = ["Parts", "Role", "RoleModels", "RunPlan", "reply_cap"]
+__all__ = [
+    "CriticCall",
+    "Role",
+    "RoleModels",
+    "RunPlan",
+    "reply_cap",
+]
 
 Role = Literal["generator", "critic", "refiner"]
-
-_ENVIRONMENT = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
-"""What a model given as a string reads when the settings do not say: part of a plan's key."""
-
-_PLANS_KEPT = 32
 
 
 class CriticCall(Protocol):
@@ -117,19 +112,14 @@ class RunPlan:
     """The graph's response format: drafts are asked for as JSON of its schema."""
     critiques: bool = True
     """False when the run critiques nothing (`critics="none"`: `NoCritic`)."""
+    select: Select = "best"
+    """Which draft answers: the select the settings name, else `call.default_select`."""
 
     @property
     def search_form(self) -> RefineForm:
         """The form of a search's refinements: the one the run or the profile chose, else
         `SEARCH_REFINE_FORM`."""
         return self.settings.refine_form or self.prompts.refine_form or SEARCH_REFINE_FORM
-
-    @property
-    def select(self) -> Select:
-        """Which draft answers: the select the settings name, else `default_select` (a vote
-        when the drafts end with a final answer and are not typed as JSON)."""
-        final = self.prompts.final_answer and self.answer_format is None
-        return self.settings.select or default_select(final)
 
     @property
     def profile(self) -> str:
@@ -171,90 +161,6 @@ class RunPlan:
     def trace(self, node: str, role: Role, model: Any, iteration: int) -> RunnableConfig:
         """The metadata and tags of a model call of this run."""
         return trace_config(node, role, model, iteration=iteration, profile=self.profile)
-
-
-@dataclass(frozen=True)
-class Parts:
-    """What the factory was given: role models, critics, judge, stop policies, prompts,
-    response format, the graph's settings (those of a run whose call brings no context),
-    and how the nodes call a run's critic (`critic_call`).
-
-    The nodes close over one `Parts` and ask it for their run's plan.
-    """
-
-    roles: Mapping[Role, ModelLike | None]
-    settings: RefineContext
-    critic_call: Callable[[RunCritic], CriticCall]
-    critics: tuple[Any, ...] = ()
-    judge: tuple[Any, ...] = ()
-    stop: tuple[StopPolicy, ...] | None = None
-    prompts: PromptSet | None = None
-    response_format: ResponseFormat | None = None
-    _plans: Any = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_plans", functools.lru_cache(_PLANS_KEPT)(self._plan))
-
-    def critic_specs(self, settings: RefineContext) -> list[Any]:
-        """The critics of a run of these settings (see `critic_specs`)."""
-        return critic_specs(settings, self.critics, self.prompts)
-
-    def plan(self, settings: RefineContext) -> RunPlan:
-        """The plan of a run's settings, with the environment models read as it is now."""
-        if not isinstance(settings, RefineContext):
-            raise ConfigError(
-                "the run has no settings: run the graph through its compiled form "
-                f"(create_self_refine_graph(...).compile()), got context {settings!r}"
-            )
-        environment = tuple(os.environ.get(name) for name in _ENVIRONMENT)
-        plan: RunPlan = self._plans(settings, environment)
-        return plan
-
-    def _plan(self, settings: RefineContext, _environment: tuple[str | None, ...]) -> RunPlan:
-        prompts = self.prompts or get_profile(settings.profile)
-        critics = resolve_critics(critic_specs(settings, self.critics, prompts))
-        answer_format = self.response_format
-        if answer_format is not None:
-            prompts = answer_format.prompts(prompts)
-        models = RoleModels(settings, self.roles, prompts)
-        explainer: Critic | None = None
-        if critics.explainer == "human":
-            explainer = HumanCritic()
-        elif critics.explainer == "llm":
-            model = models.get("critic")
-            explainer = LLMCritic(model, prompts, models.ask(model))
-        elif not isinstance(critics.explainer, str):
-            explainer = critics.explainer  # a Critic object, or None
-        critic: RunCritic
-        if not critics.critiques:  # critics "none": a vote's samples, judged by nothing
-            critic = NoCritic()
-        elif answer_format is not None:
-            critic = TypedAnswerCritic(critics.verifiers, explainer, answer_format)
-        else:
-            critic = CombinedCritic(critics.verifiers, explainer)
-        judge = self.judge if settings.judge is None else settings.judge
-        if judge:
-            critic = FirstDraftJudge(judge, critic)
-        return RunPlan(
-            settings=settings,
-            prompts=prompts,
-            form=settings.refine_form or prompts.refine_form or DEFAULT_REFINE_FORM,
-            policies=tuple(
-                policies_for(
-                    self.stop,
-                    prompts.stop,
-                    max_iterations=settings.max_iterations,
-                    score_threshold=settings.score_threshold,
-                    patience=settings.patience,
-                    max_tokens_total=settings.max_tokens_total,
-                )
-            ),
-            critic=self.critic_call(critic),
-            critiques=critics.critiques,
-            writes_code=prompts.name.startswith("code") or "python_tests" in prompts.critics,
-            models=models,
-            answer_format=answer_format,
-        )
 
 
 def reply_cap(role: Role, settings: RefineContext, prompts: PromptSet) -> int:

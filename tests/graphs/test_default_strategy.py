@@ -8,7 +8,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import RefineContext, create_self_refine_graph
-from self_refine.settings.resolve import from_kept, resolve
+from self_refine.settings.call import from_kept, resolve
 from tests.fakes import FakeChatModel, critique
 
 TASK = "Write one sentence that uses all of these words: train, river."
@@ -160,7 +160,7 @@ def test_drafts_with_a_final_answer_and_the_llm_critic_named_refine() -> None:
 
 
 def test_drafts_with_a_final_answer_and_select_named_take_the_critic_row() -> None:
-    from self_refine.settings.resolve import DEFAULT_STRATEGY
+    from self_refine.settings.call import DEFAULT_STRATEGY
 
     model = _math_model()
     graph = create_self_refine_graph(model).compile(checkpointer=InMemorySaver())

@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import RefineContext, create_self_refine_graph, refine
 from self_refine.errors import ConfigError
-from self_refine.settings.resolve import from_kept
+from self_refine.settings.call import from_kept
 from tests.fakes import FakeChatModel, critique
 
 TASK = "A box holds 15 cookies. Ben buys 3 boxes and eats 5. How many cookies are left?"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from self_refine.critics.none import NO_CRITIC
 from self_refine.critics.verifiers.answer import ANSWER
 from self_refine.critics.verifiers.base import (
     BuiltinVerifier,
@@ -17,7 +18,6 @@ from self_refine.critics.verifiers.json_schema import JSON_SCHEMA
 from self_refine.critics.verifiers.program import PROGRAM
 from self_refine.critics.verifiers.python_tests import PYTHON_TESTS
 from self_refine.errors import ConfigError
-from self_refine.settings.fields import NO_CRITIC
 
 __all__ = ["EXPLAINER_NAMES", "VERIFIERS", "judge_draft", "resolve_verifier"]
 
