@@ -1,11 +1,11 @@
-"""What the factory was given (`Parts`), and what one run's settings come to (`RunPlan`).
+"""What one run's settings come to (`RunPlan`): prompts, select, critic, stop policies, models.
 
-The door (`graphs/checked.py`) works a call's settings out once (`resolve.resolve`)
-and streams the run with them, so every node reads them as `runtime.context`. The
-nodes of a run need the same prompts, stop policies, critic and models: `Parts.plan`
-gives the `RunPlan` of a run's settings, made once per distinct settings (and model
-environment) and kept, a read-only value shared by every thread and run with those
-settings, never tied to one.
+The nodes of a run need the same prompts, stop policies, critic and models:
+`call.Parts.plan` gives the `RunPlan` of a run's settings, made once per distinct
+settings (and model environment) and kept, shared by every thread and run with those
+settings, never tied to one. It keeps no state of a run; what it learns is how each of
+its models takes structured output (`RoleModels.ask`), shared by its runs on purpose,
+so that a batch tries a way a server refuses once.
 """
 
 from __future__ import annotations
