@@ -129,6 +129,7 @@ def record(tree: Path, out: Path, n: int, k: int) -> None:
             base_url=None,
             api_key=None,
             n=n,
+            part="report",
             k=k,
             max_tokens=512,
             refine_form=None,

@@ -11,7 +11,7 @@ from self_refine.models.calls import asking_again
 from self_refine.models.hygiene import feedback_of
 from self_refine.nodes.draft import DraftRequest, rejected_reply
 from self_refine.prompts import generate_messages, refine_messages
-from self_refine.prompts.render import RefineForm
+from self_refine.prompts.forms import RefineForm
 from self_refine.settings.plan import RunPlan
 
 __all__ = ["critique_request", "generate_request", "refine_request"]

@@ -8,9 +8,9 @@ its default critics (verifiers first, then "llm") and stop policies.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from self_refine.errors import ConfigError
+from self_refine.prompts.forms import RefineForm
 from self_refine.stopping import (
     DEFAULT_POLICIES,
     CriticDone,
@@ -46,7 +46,7 @@ class PromptSet:
     revise: str = ""
     """What the refine request ends with, after the feedback (empty: rewrite the draft
     addressing every item, and reply with the new draft only)."""
-    refine_form: Literal["conversation", "single", "fresh"] | None = None
+    refine_form: RefineForm | None = None
     """How the refine request is laid out when the run's settings do not say (None: the
     library's default, see `self_refine.prompts.render`)."""
     draft_tokens: int = 1024

@@ -5,8 +5,7 @@ it can close a fence: it reaches the model as data, never as instructions.
 Each request keeps its stable part first (system prompt, task, older attempts)
 so successive requests of a thread share a prefix that providers can cache.
 
-The refine request comes in three forms (`REFINE_FORMS`, kept with the setting in
-`self_refine.context`):
+The refine request comes in three forms (`forms.REFINE_FORMS`):
 - "conversation": a chat in which the task is the first user turn, each earlier draft
   an assistant turn and each critique a user turn that asks for the next draft. Every
   refine request of a run extends the previous one (append-only, so a model server

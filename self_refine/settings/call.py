@@ -1,8 +1,11 @@
-"""A call's settings: what they are (`resolve`) and whether they may run (`check`).
+"""A call's settings at the door: what they are (`resolve`), whether they may run
+(`check`), and the plan each run gets (`Parts.plan`).
 
 The door (`graphs/checked.py`) calls `check` once for every call, with the thread it
 read; the command line calls it first, before it opens its storage, and hands what it
-returns to the door, which then does not check again (`Checked.checked_for`).
+returns to the door, which then does not check again (`Checked.checked_for`). `Parts`
+is what the factory was given, which a call's settings fall back on. One module, past
+the ~300 lines a module should hold, so that the door's one call stays in one place.
 
 `resolve` works a call's settings out:
 
@@ -61,18 +64,18 @@ from self_refine.stopping import StopPolicy, policies_for
 
 __all__ = [
     "DEFAULT_STRATEGY",
-    "Parts",
-    "critic_specs",
-    "default_select",
     "FIXED_SETTINGS",
     "KEPT_BEFORE",
     "UNFINISHED_MESSAGE",
     "Checked",
+    "Parts",
     "Resolved",
     "StrategyRow",
     "check",
     "check_models",
     "check_plan",
+    "critic_specs",
+    "default_select",
     "from_kept",
     "is_new_input",
     "plans_steps",
@@ -277,8 +280,10 @@ def resolve(
     row = _auto_row(given, settings, run.get("reference"))
     strategy = DEFAULT_STRATEGY[row][0]
     if row == "answer":
-        concrete = {"strategy": strategy, "select": "vote", "critics": (NO_CRITIC,)}
-        return Resolved(dataclasses.replace(settings, **concrete), row)
+        concrete = dataclasses.replace(
+            settings, strategy=strategy, select="vote", critics=(NO_CRITIC,)
+        )
+        return Resolved(concrete, row)
     return Resolved(dataclasses.replace(settings, strategy=strategy), row)
 
 
