@@ -12,7 +12,7 @@ casts no vote.
 answer a draft reached first (in the order the drafts were made: a run's first draft
 first). The run answers with the first of them (`nodes/ranking.py`: `voted_candidate`,
 `voted_attempt`): neither the critic's score nor a later rewrite displaces the draft that
-first reached the answer. Why, measured: `context.default_select`.
+first reached the answer. Why, measured: `settings.call.default_select`.
 """
 
 from __future__ import annotations

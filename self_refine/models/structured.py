@@ -5,7 +5,7 @@ How a model is asked for JSON, best first: a JSON schema the server enforces
 text read leniently (`plain`). `StructuredAsk` is the one caller that steps down: a
 model (or its server) that refuses a way is stepped down once, and the step is
 remembered by the `StructuredAsk` of that model, one per model of a run's plan
-(`nodes/parts.py`), shared by its critiques (`critics/llm.py`) and a typed answer's
+(`settings/plan.py`), shared by its critiques (`critics/llm.py`) and a typed answer's
 drafts (`StructuredDrafts`). Until a way has worked, one call at a time tries it (a
 lock, and an asyncio lock per event loop for async calls), so a concurrent batch
 tries a refused way once; the calls that waited while another settled the way go
