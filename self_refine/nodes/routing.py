@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 from langgraph.types import Send
 
 from self_refine.content import by_reference
-from self_refine.nodes.search import chain_of
+from self_refine.drafts import chain_of
 from self_refine.state import RUN_CONTEXT, CandidateInput, PlannedReply, RefineState
 
 __all__ = [

@@ -32,8 +32,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from self_refine.content import TaskContent
 from self_refine.context import DEFAULT_REFINE_FORM, REFINE_FORMS, RefineForm
+from self_refine.drafts import Attempt
 from self_refine.prompts.profiles import PromptSet
-from self_refine.state import Attempt
 
 __all__ = [
     "ASK_AGAIN",
