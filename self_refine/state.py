@@ -1,8 +1,10 @@
-"""The refine loop's data: critiques, attempts, and the graph's state schemas.
+"""The refine loop's data: critiques, the search's state, and the graph's state schemas.
 
-What a caller may pass in is checked in `self_refine.input_checks`. Longer than the
-~300 lines a module should hold: each state field's type sits beside the channel that
-stores it and the reducers they share, and they are read together.
+A run's attempts and candidates, their types and every way to read them, are
+`self_refine.drafts`'s (its types are importable from here too). What a caller may pass
+in is checked in `self_refine.input_checks`. Longer than the ~300 lines a module should
+hold: each state field's type sits beside the channel that stores it and the reducers
+they share, and they are read together.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pydantic import BaseModel, Field, field_validator
 from typing_extensions import TypedDict
 
 from self_refine.content import TaskContent
+from self_refine.drafts import Attempt, Candidate, RejectedReply, Usage, add_usage
 
 __all__ = [
     "Attempt",
@@ -93,25 +96,6 @@ class Critique(BaseModel):
         return [str(item).strip() for item in items if str(item).strip()]
 
 
-class Usage(TypedDict):
-    """Token counts of model calls, as the models reported them."""
-
-    input_tokens: int
-    output_tokens: int
-    total_tokens: int
-
-
-def add_usage(*usages: Usage | None) -> Usage:
-    """Sum token counts, treating None as zero."""
-    total: Usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-    for usage in usages:
-        if usage:
-            total["input_tokens"] += int(usage.get("input_tokens", 0))
-            total["output_tokens"] += int(usage.get("output_tokens", 0))
-            total["total_tokens"] += int(usage.get("total_tokens", 0))
-    return total
-
-
 _MISSING = object()
 
 
@@ -131,78 +115,6 @@ def changed_only(
     }
 
 
-class RejectedReply(TypedDict):
-    """A model reply that was not taken as a draft, and why.
-
-    `reason` is one of "echo" (it repeats the prompt's tags, instructions, the
-    task or earlier feedback), "refusal", "too_long", "empty", "unchanged" (a
-    refine reply that is the draft it had feedback on, as it was) or "stopped" (a
-    candidate whose step ended when another candidate verified first: `STOPPED`); `reply` is the
-    reply, cut to 2,000 characters; `detail` says what was found. A rejected
-    reply is never a draft: verifiers never see it and it is never the answer.
-    """
-
-    reason: str
-    reply: str
-    detail: str
-
-
-class Candidate(TypedDict):
-    """One of the replies a draft step sampled at once (`candidates` > 1), judged.
-
-    `index` is its place among the step's replies (0 at the model's own temperature);
-    `draft` is "" when the reply was rejected (`rejected` says why, and it was never
-    critiqued: `critique` is empty); `usage` covers its draft call and its critique.
-    `verified` is the verifiers' verdict (None when none judged it) and `checked` their
-    lowest score, which rank candidates before the critic's score does. In a run that
-    samples or searches (`strategy`), `node` numbers the draft in the order the run made
-    its drafts and `parent` is the node it refined (None: a fresh draft of the task).
-    """
-
-    index: int
-    draft: str
-    critique: dict[str, Any]
-    usage: Usage
-    verified: bool | None
-    checked: float | None
-    problems: NotRequired[list[str]]
-    rejected: NotRequired[RejectedReply]
-    node: NotRequired[int]
-    parent: NotRequired[int | None]
-
-
-class Attempt(TypedDict):
-    """One draft and the critique it received.
-
-    `iteration` 0 is the first draft (generated or given); iteration k is the
-    draft made by the k-th refine step. `usage` covers the call that wrote the
-    draft and the call that critiqued it. `problems`, present only when
-    something went wrong, says what (an empty or refused reply, a critique that
-    was not valid JSON, a score outside [0, 1]) and how it was handled.
-    `rejected`, present only when it happened, lists the replies that were not
-    taken as this draft (see `RejectedReply`). When the step sampled several
-    candidates, `candidate` is the index of the one picked (absent when every reply
-    was rejected and the previous draft stayed), `kept_because` says which ranking
-    rule picked it, `checked` is its lowest verifier score, `candidates` holds the
-    others, and `usage` covers every candidate's calls; in a run that samples or
-    searches, `node` and `parent` are the picked candidate's, and the first draft's
-    attempt has `checked` too (see `Candidate`).
-    """
-
-    iteration: int
-    draft: str
-    critique: dict[str, Any]
-    usage: Usage
-    problems: NotRequired[list[str]]
-    rejected: NotRequired[list[RejectedReply]]
-    candidate: NotRequired[int]
-    kept_because: NotRequired[str]
-    candidates: NotRequired[list[Candidate]]
-    node: NotRequired[int]
-    parent: NotRequired[int | None]
-    checked: NotRequired[float | None]
-
-
 class PlannedReply(TypedDict):
     """One reply of the next step of a run that samples or searches, as the planner chose
     it: the node it will be, and the node it refines (None: a fresh draft of the task)."""
@@ -219,8 +131,9 @@ class Arm(TypedDict):
     refined: int
 
 
-class FreshDrafts(TypedDict):
-    """How a run's replies of one kind (fresh drafts, refinements) fared: verified, or not."""
+class Outcomes(TypedDict):
+    """How a run's replies of one kind (fresh drafts, or refinements) fared: how many were
+    verified (`right`), how many not (`wrong`)."""
 
     right: int
     wrong: int
@@ -240,8 +153,8 @@ class SearchState(TypedDict):
     refinements fared, what each kind of reply costs, and how many nodes the run has made."""
 
     arms: list[Arm]
-    fresh: FreshDrafts
-    refines: NotRequired[FreshDrafts]
+    fresh: Outcomes
+    refines: NotRequired[Outcomes]
     spent: Spent
     nodes: int
 

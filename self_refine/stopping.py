@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from self_refine.drafts import Attempt, Usage, in_tree
 from self_refine.errors import ConfigError
-from self_refine.state import Attempt, Usage
 
 __all__ = [
     "CriticDone",
@@ -41,11 +41,6 @@ StopPolicy = Callable[[StopView], "str | None"]
 
 def _scores(view: StopView) -> list[float]:
     return [a["critique"]["score"] for a in view.attempts if a["critique"].get("score") is not None]
-
-
-def _in_tree(attempt: Attempt) -> bool:
-    """Whether a step's drafts are nodes of a tree (a step of a run that samples or searches)."""
-    return "node" in attempt or any("node" in c for c in attempt.get("candidates", []))
 
 
 @dataclass(frozen=True)
@@ -131,13 +126,13 @@ class NoImprovement:
 class Unchanged:
     """Stop when the refine step returned the draft it was given.
 
-    A step of a run that samples or searches (its drafts are nodes of a tree: `node`)
+    A step of a run that samples or searches (its drafts are nodes of a tree: `in_tree`)
     was given no one draft: its best being a draft the run had is no end, since
     another branch may do better.
     """
 
     def __call__(self, view: StopView) -> str | None:
-        if len(view.attempts) < 2 or _in_tree(view.attempts[-1]):
+        if len(view.attempts) < 2 or in_tree(view.attempts[-1]):
             return None
         same = view.attempts[-1]["draft"].strip() == view.attempts[-2]["draft"].strip()
         return "unchanged" if same else None

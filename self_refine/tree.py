@@ -1,26 +1,25 @@
 """A run's drafts in words, for `run`, `show`, the pages and batch summaries.
 
-A run that samples or searches (`strategy`) numbers its drafts (`node`) and records
-the node each one refined (`parent`; None: a fresh draft of the task), so its drafts
-form a tree; a refine run's draft k refines draft k - 1. This module says what each
-draft is, what each step did, which draft became the answer, and the values a step's
-pick compared (the fields `nodes/ranking.best_candidate` ranks on, in its order).
+A run that samples or searches (`strategy`) numbers its drafts and records the node
+each one refined, so its drafts form a tree; a refine run's draft k refines draft
+k - 1 (`self_refine.drafts`: the types, and where each draft sits). This module says
+what each draft is, what each step did, which draft became the answer, and the values
+a step's pick compared (the fields `nodes/ranking.best_candidate` ranks on, in its order).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
+
+from self_refine.drafts import drafts_by_node, is_tree, numbered, place_of, replies_by_kind
 
 __all__ = [
     "RANKED_ON",
     "Found",
     "answer_draft",
     "draft_kind",
-    "drafts_by_node",
-    "is_tree",
     "ranking_values",
-    "replies_by_kind",
     "step_kinds",
     "steps_taken",
 ]
@@ -37,30 +36,19 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun if number == 1 else noun + 's'}"
 
 
-def is_tree(attempts: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether the attempts come from a run that samples or searches (its drafts have nodes)."""
-    return any(
-        "node" in attempt or any("node" in c for c in attempt.get("candidates") or [])
-        for attempt in attempts
-    )
-
-
 def draft_kind(draft: Mapping[str, Any], iteration: int) -> str:
     """What a draft (an attempt or a candidate of step `iteration`) is: "first draft",
     "fresh draft", "refinement of node N", or in a refine run "refinement of step k"."""
-    if "node" in draft:
-        parent = draft.get("parent")
-        return "fresh draft" if parent is None else f"refinement of node {parent}"
+    place = place_of(draft)
+    if place is not None:
+        return "fresh draft" if place.parent is None else f"refinement of node {place.parent}"
     return "first draft" if iteration == 0 else f"refinement of step {iteration - 1}"
 
 
 def step_kinds(attempt: Mapping[str, Any]) -> str:
     """What one step of a run that samples or searches wrote: "4 fresh drafts",
     "1 refinement, 3 fresh drafts"."""
-    drafts = [attempt, *(attempt.get("candidates") or [])]
-    drafts = [d for d in drafts if "node" in d]
-    refined = sum(1 for d in drafts if d.get("parent") is not None)
-    return _kinds(len(drafts) - refined, refined)
+    return _kinds(*replies_by_kind([attempt]))
 
 
 def _kinds(fresh: int, refined: int) -> str:
@@ -79,24 +67,6 @@ def steps_taken(values: Mapping[str, Any]) -> str:
     return f"{_count(len(attempts), 'step')} ({_kinds(*replies_by_kind(attempts))})"
 
 
-def replies_by_kind(attempts: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
-    """How many fresh drafts and how many refinements a run's steps asked for (a rejected
-    or stopped reply counted by what it was asked to be)."""
-    drafts = [d for a in attempts for d in [a, *(a.get("candidates") or [])] if "node" in d]
-    refined = sum(1 for d in drafts if d.get("parent") is not None)
-    return len(drafts) - refined, refined
-
-
-def drafts_by_node(attempts: Sequence[Mapping[str, Any]]) -> dict[int, Mapping[str, Any]]:
-    """Every numbered draft of a run (each step's kept one and its others), by node."""
-    found: dict[int, Mapping[str, Any]] = {}
-    for attempt in attempts:
-        for draft in [attempt, *(attempt.get("candidates") or [])]:
-            if "node" in draft:
-                found[int(draft["node"])] = draft
-    return found
-
-
 class Found:
     """Where a run's answer came from: the step, the candidate, the node and what it was."""
 
@@ -104,9 +74,10 @@ class Found:
         self.step = int(attempt["iteration"])
         self.kept = draft is attempt
         self.candidate = attempt.get("candidate") if self.kept else draft.get("index")
-        self.node = draft.get("node")
+        place = place_of(draft)
+        self.node = None if place is None else place.node
         self.kind = draft_kind(draft, self.step)
-        self.tree = "node" in draft
+        self.tree = place is not None
 
     def words(self) -> str:
         """ "step 1, candidate 1: node 5, a refinement of node 0"; in a refine run "the first
@@ -136,14 +107,13 @@ def answer_draft(values: Mapping[str, Any]) -> Found | None:
         if isinstance(chosen, Mapping) and chosen.get("draft") == answer
     ]
     if is_tree(attempts):
-        nodes = [chosen["node"] for chosen in named if "node" in chosen]
+        nodes = [place.node for chosen in named if (place := place_of(chosen)) is not None]
         by_node = drafts_by_node(attempts)
         if not nodes:  # no `best` (a batch record), or a vote: the answer text's first draft
             nodes = [n for n, d in sorted(by_node.items()) if d.get("draft") == answer][:1]
-        for attempt in attempts:
-            for draft in [attempt, *(attempt.get("candidates") or [])]:
-                if nodes and draft.get("node") == nodes[0]:
-                    return Found(attempt, draft)
+        for attempt, draft, place in numbered(attempts):
+            if nodes and place.node == nodes[0]:
+                return Found(attempt, draft)
         return None
     steps = [chosen["iteration"] for chosen in named] or [
         a["iteration"] for a in attempts if a.get("draft") == answer

@@ -8,13 +8,13 @@ from itertools import zip_longest
 from typing import Any, TextIO
 
 from self_refine.critics.none import NO_CRITIC
+from self_refine.drafts import Attempt, Candidate, in_tree, is_tree, place_of
 from self_refine.redact import terminal_safe
-from self_refine.state import STOPPED, Attempt, Candidate
+from self_refine.state import STOPPED
 from self_refine.tree import (
     RANKED_ON,
     answer_draft,
     draft_kind,
-    is_tree,
     ranking_values,
     step_kinds,
     steps_taken,
@@ -73,10 +73,10 @@ def print_update(node: str, update: dict[str, Any] | None, out: TextIO) -> None:
         )
         step = f"iteration {attempt['iteration']}"
         kept = "kept"
-        if is_tree([attempt]):
+        if in_tree(attempt):
             step = f"step {attempt['iteration']} ({step_kinds(attempt)})"
-            if "node" in attempt:
-                kept += f" node {attempt['node']}, a {draft_kind(attempt, attempt['iteration'])}"
+            if (place := place_of(attempt)) is not None:
+                kept += f" node {place.node}, a {draft_kind(attempt, attempt['iteration'])}"
         print(
             f"[{node}] {step}{picked}  score "
             f"{_score(critique.get('score'))}  done {str(critique.get('done', False)).lower()}"
@@ -125,11 +125,11 @@ def _how_chosen(update: dict[str, Any]) -> str:
 
 def _origin(candidate: Candidate) -> str:
     """ "node 5, refined from node 0: " or "node 6, fresh: " in a run that samples or searches."""
-    if "node" not in candidate:
+    place = place_of(candidate)
+    if place is None:
         return ""
-    parent = candidate.get("parent")
-    made = "fresh" if parent is None else f"refined from node {parent}"
-    return f"node {candidate['node']}, {made}: "
+    made = "fresh" if place.parent is None else f"refined from node {place.parent}"
+    return f"node {place.node}, {made}: "
 
 
 def _print_candidate(candidate: Candidate, out: TextIO) -> None:
@@ -225,9 +225,10 @@ def _wrapped(text: str, width: int) -> list[str]:
 
 def _made(attempt: Attempt) -> str:
     """What a step of a run that samples or searches kept, and what it wrote."""
+    place = place_of(attempt)
     kept = (
-        f"node {attempt['node']}, a {draft_kind(attempt, attempt['iteration'])}"
-        if "node" in attempt
+        f"node {place.node}, a {draft_kind(attempt, attempt['iteration'])}"
+        if place is not None
         else "no draft kept"
     )
     return f"{kept}; step {attempt['iteration']} wrote {step_kinds(attempt)}"
@@ -240,9 +241,9 @@ def _index(attempt: Attempt, reply: Mapping[str, Any]) -> int:
 def _compared(attempt: Attempt, reply: Mapping[str, Any]) -> str:
     """One row of a step's comparison: the reply, what it was, the values ranked, kept or not."""
     row = f"        candidate {_index(attempt, reply):<3}"
-    if "node" in reply:
+    if (place := place_of(reply)) is not None:
         kind = draft_kind(reply, attempt["iteration"])
-        row += f"node {reply['node']:<4} {kind:<22} "
+        row += f"node {place.node:<4} {kind:<22} "
     row += ranking_values(reply)
     return row + ("  kept" if reply is attempt else "")
 

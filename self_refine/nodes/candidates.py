@@ -22,6 +22,7 @@ from langgraph.types import Overwrite
 
 from self_refine.content import resolved
 from self_refine.critics import CritiqueResult
+from self_refine.drafts import Attempt, Candidate, ChainAttempt, add_usage, place_of, placed
 from self_refine.models.calls import (
     DraftReply,
     aask_draft,
@@ -40,11 +41,8 @@ from self_refine.settings.call import Parts
 from self_refine.settings.fields import RefineContext
 from self_refine.settings.plan import RunPlan
 from self_refine.state import (
-    Attempt,
-    Candidate,
     Critique,
     RefineState,
-    add_usage,
 )
 
 __all__ = ["NO_USABLE_REPLY", "make_candidate", "make_pick"]
@@ -91,9 +89,7 @@ def _candidate(
         record["problems"] = problems
     if reply.rejected is not None:
         record["rejected"] = reply.rejected
-    if "node" in state:
-        record["node"], record["parent"] = state["node"], state.get("parent")
-    return {"branches": [record]}
+    return {"branches": [placed(record, place_of(state))]}
 
 
 def make_candidate(parts: Parts) -> Node:
@@ -151,22 +147,21 @@ def _attempt(state: RefineState, candidates: list[Candidate]) -> Attempt:
         draft, critique = attempts[-1]["draft"], attempts[-1]["critique"]
     else:
         draft, critique = "", Critique(feedback=[NO_USABLE_REPLY], score=0.0).model_dump()
-    attempt: Attempt = {
+    attempt: ChainAttempt = {
         "iteration": iteration,
         "draft": draft,
         "critique": critique,
         "usage": add_usage(*(c["usage"] for c in candidates)),
         "candidates": [c for c in candidates if c is not chosen],
     }
-    if chosen is not None:
-        attempt["candidate"] = chosen["index"]
-        attempt["kept_because"] = why_kept(chosen, candidates)
-        attempt["checked"] = chosen.get("checked")
-        if chosen.get("problems"):
-            attempt["problems"] = list(chosen["problems"])
-        if "node" in chosen:
-            attempt["node"], attempt["parent"] = chosen["node"], chosen.get("parent")
-    return attempt
+    if chosen is None:
+        return attempt
+    attempt["candidate"] = chosen["index"]
+    attempt["kept_because"] = why_kept(chosen, candidates)
+    attempt["checked"] = chosen.get("checked")
+    if chosen.get("problems"):
+        attempt["problems"] = list(chosen["problems"])
+    return placed(attempt, place_of(chosen))
 
 
 def make_pick(parts: Parts) -> Node:

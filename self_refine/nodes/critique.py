@@ -8,6 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from self_refine.critics import CritiqueResult
+from self_refine.drafts import ChainAttempt, add_usage, place_of, placed
 from self_refine.models.calls import model_errors
 from self_refine.nodes.requests import critique_request
 from self_refine.nodes.runnable import Node
@@ -15,7 +16,7 @@ from self_refine.nodes.steps import step_record
 from self_refine.settings.call import Parts
 from self_refine.settings.fields import RefineContext
 from self_refine.settings.plan import RunPlan
-from self_refine.state import Attempt, Critique, RefineState, add_usage
+from self_refine.state import Critique, RefineState
 
 __all__ = ["make_critique"]
 
@@ -60,7 +61,7 @@ def _repeat(state: RefineState) -> CritiqueResult | None:
 
 
 def _record(plan: RunPlan, state: RefineState, result: CritiqueResult) -> dict[str, Any]:
-    attempt: Attempt = {
+    chained: ChainAttempt = {
         "iteration": state.get("iteration", 0),
         "draft": state.get("draft", ""),
         "critique": result.critique.model_dump(),
@@ -68,11 +69,13 @@ def _record(plan: RunPlan, state: RefineState, result: CritiqueResult) -> dict[s
     }
     problems = [*(state.get("draft_problems") or []), *result.problems]
     if problems:
-        attempt["problems"] = problems
+        chained["problems"] = problems
     if state.get("draft_rejected"):
-        attempt["rejected"] = list(state["draft_rejected"])
+        chained["rejected"] = list(state["draft_rejected"])
     planned = state.get("next_replies") or []
-    if planned:  # the planner made the input's draft the first node of the run's tree
-        attempt["node"], attempt["parent"] = planned[0]["node"], planned[0]["parent"]
-        attempt["checked"] = result.checked
+    if not planned:
+        return step_record(plan, state, chained, result.usage)
+    # the planner made the input's draft the first node of the run's tree
+    attempt = placed(chained, place_of(planned[0]))
+    attempt["checked"] = result.checked
     return step_record(plan, state, attempt, result.usage)

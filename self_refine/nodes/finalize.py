@@ -8,6 +8,7 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from self_refine.critics.typed import ResponseFormat
+from self_refine.drafts import Attempt, DraftNode, drafts_of
 from self_refine.nodes.ranking import (
     attempt_votes,
     best_attempt,
@@ -17,10 +18,9 @@ from self_refine.nodes.ranking import (
     voted_candidate,
 )
 from self_refine.nodes.runnable import Node
-from self_refine.nodes.search import drafts_of
 from self_refine.settings.call import Parts
 from self_refine.settings.fields import RefineContext
-from self_refine.state import ANSWER_NAME, Attempt, Candidate, RefineState
+from self_refine.state import ANSWER_NAME, RefineState
 
 __all__ = ["make_finalize"]
 
@@ -37,7 +37,7 @@ def _typed(form: ResponseFormat, chosen: Attempt | None, any_valid: bool) -> dic
     return {"structured_response": None, "structured_error": error}
 
 
-def _drafts(attempts: list[Attempt], answer_format: ResponseFormat | None) -> list[Candidate]:
+def _drafts(attempts: list[Attempt], answer_format: ResponseFormat | None) -> list[DraftNode]:
     """Every draft of a run that samples or searches; with a response format, those that
     match it (all of them when none does)."""
     drafts = drafts_of(attempts)

@@ -27,6 +27,7 @@ from typing import Any
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from self_refine.drafts import Candidate, add_usage, place_of, placed
 from self_refine.models.cancel import (
     CallCancelled,
     CallScope,
@@ -35,7 +36,7 @@ from self_refine.models.cancel import (
 )
 from self_refine.models.hygiene import rejected
 from self_refine.settings.fields import RefineContext
-from self_refine.state import STOPPED, Candidate, add_usage
+from self_refine.state import STOPPED
 
 __all__ = ["StepStops", "first_verified", "first_verified_async"]
 
@@ -99,9 +100,7 @@ def _stopped(state: Any, scope: CallScope) -> dict[str, Any]:
             STOPPED, "another candidate of this step passed the verifiers first", written
         ),
     }
-    if "node" in state:
-        record["node"], record["parent"] = state["node"], state.get("parent")
-    return {"branches": [record]}
+    return {"branches": [placed(record, place_of(state))]}
 
 
 def _verified(writes: dict[str, Any]) -> bool:

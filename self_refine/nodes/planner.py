@@ -20,8 +20,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from self_refine.drafts import drafts_of, step_drafts
 from self_refine.nodes.runnable import Node
-from self_refine.nodes.search import drafts_of, initial_search, plan_step, record_step, step_drafts
+from self_refine.nodes.search import initial_search, plan_step, record_step
 from self_refine.settings.fields import RefineContext
 from self_refine.state import PlannedReply, RefineState
 

@@ -19,9 +19,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
-from self_refine.nodes.search import drafts_of
-from self_refine.state import STOPPED, Attempt, Candidate
+from self_refine.drafts import Attempt, Candidate, DraftNode, as_attempt, drafts_of, place_of
+from self_refine.state import STOPPED
 from self_refine.voting import Tally, tally
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "voted_candidate",
     "why_kept",
 ]
+
+_C = TypeVar("_C", bound=Candidate)
 
 
 def best_attempt(attempts: Sequence[Attempt]) -> Attempt | None:
@@ -89,16 +92,17 @@ def _attempts_vote(attempts: Sequence[Attempt]) -> tuple[list[int], Tally | None
 def _candidate_rank(candidate: Candidate) -> tuple[bool, bool, float, float, int]:
     score = candidate["critique"].get("score")
     checked = candidate.get("checked")
+    place = place_of(candidate)
     return (
         bool(candidate["draft"].strip()),
         candidate.get("verified") is True,
         -1.0 if checked is None else float(checked),
         -1.0 if score is None else float(score),
-        -candidate.get("node", candidate["index"]),
+        -(candidate["index"] if place is None else place.node),
     )
 
 
-def best_candidate(candidates: Sequence[Candidate]) -> Candidate | None:
+def best_candidate(candidates: Sequence[_C]) -> _C | None:
     """The candidate to keep: a usable reply the verifiers passed, else the one they scored
     highest, then the critic's score; ties go to the lower index (candidate 0 is the
     model's own sample). None when every reply was rejected."""
@@ -125,7 +129,7 @@ def vote_count(candidates: Sequence[Candidate]) -> Tally | None:
     return _candidates_vote(candidates)[1]
 
 
-def voted_candidate(candidates: Sequence[Candidate]) -> Candidate | None:
+def voted_candidate(candidates: Sequence[_C]) -> _C | None:
     """The candidate a vote answers with: the one that first stated the most-voted final
     answer (on a tie, the answer reached first), in the order `candidates` come (a run's
     drafts by node: the order they were made); the best (`best_candidate`) of the voters
@@ -141,8 +145,8 @@ def voted_candidate(candidates: Sequence[Candidate]) -> Candidate | None:
 
 def tree_attempt(
     attempts: Sequence[Attempt],
-    pick: Callable[[Sequence[Candidate]], Candidate | None] = best_candidate,
-    drafts: Sequence[Candidate] | None = None,
+    pick: Callable[[Sequence[DraftNode]], DraftNode | None] = best_candidate,
+    drafts: Sequence[DraftNode] | None = None,
 ) -> Attempt | None:
     """The draft `pick` chooses among every draft of a run that samples or searches (`drafts`:
     those it may choose from, by default all of `attempts`' drafts), as an attempt; None for
@@ -151,22 +155,7 @@ def tree_attempt(
     Not only each step's pick: a step's other replies are drafts of the tree too.
     """
     chosen = pick(drafts_of(attempts) if drafts is None else drafts)
-    if chosen is None:
-        return None
-    for attempt in attempts:
-        if attempt.get("node") == chosen.get("node"):
-            return attempt
-        if chosen in attempt.get("candidates", []):
-            return {
-                "iteration": attempt["iteration"],
-                "draft": chosen["draft"],
-                "critique": chosen["critique"],
-                "usage": chosen["usage"],
-                "node": chosen.get("node", 0),
-                "parent": chosen.get("parent"),
-                "checked": chosen.get("checked"),
-            }
-    return None
+    return None if chosen is None else as_attempt(attempts, chosen)
 
 
 def why_kept(chosen: Candidate, candidates: Sequence[Candidate]) -> str:

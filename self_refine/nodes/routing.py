@@ -18,10 +18,10 @@ from langgraph.types import Send
 from typing_extensions import TypedDict
 
 from self_refine.content import TaskContent, by_reference
-from self_refine.nodes.search import chain_of
+from self_refine.drafts import Attempt, chain_of
 from self_refine.prompts.forms import RefineForm
 from self_refine.settings.call import plans_steps
-from self_refine.state import RUN_CONTEXT, Attempt, PlannedReply, RefineState
+from self_refine.state import RUN_CONTEXT, PlannedReply, RefineState
 
 __all__ = [
     "CandidateInput",

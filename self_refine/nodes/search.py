@@ -49,31 +49,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from self_refine.content import task_text
-from self_refine.state import (
-    Arm,
-    Attempt,
-    Candidate,
-    PlannedReply,
-    SearchState,
-    Spent,
-    Usage,
-    add_usage,
-)
+from self_refine.drafts import DraftNode
+from self_refine.state import Arm, PlannedReply, SearchState, Spent
 
 __all__ = [
     "REFINE_FLOOR",
     "REFINE_SLOPE",
     "REFINE_WEIGHT",
     "SCORE_WEIGHT",
-    "chain_of",
-    "drafts_of",
     "graded",
     "informative",
     "initial_search",
     "plan_step",
     "record_step",
     "refine_chance",
-    "step_drafts",
 ]
 
 SCORE_WEIGHT = 20
@@ -137,54 +126,8 @@ def informative(candidate: Mapping[str, Any]) -> bool:
     )
 
 
-def drafts_of(attempts: Iterable[Attempt]) -> list[Candidate]:
-    """Every draft of the steps of candidates so far, in the order they were made."""
-    found: list[Candidate] = []
-    for attempt in attempts:
-        if "node" not in attempt:
-            continue
-        kept: Candidate = {
-            "index": attempt.get("candidate", -1),
-            "node": attempt["node"],
-            "parent": attempt.get("parent"),
-            "draft": attempt["draft"],
-            "critique": attempt["critique"],
-            "usage": attempt["usage"],
-            "verified": attempt["critique"].get("verified"),
-            "checked": attempt.get("checked"),
-        }
-        found += [kept, *attempt.get("candidates", [])]
-    return sorted(found, key=lambda c: c.get("node", 0))
-
-
-def step_drafts(attempt: Attempt) -> list[Candidate]:
-    """The drafts a step judged, each with what its calls cost: the kept one (its cost is
-    the step's less the others') and the others beside it; none but those when every
-    reply was rejected."""
-    others = list(attempt.get("candidates", []))
-    if "node" not in attempt:
-        return others
-    step, spent = add_usage(attempt["usage"]), add_usage(*(other["usage"] for other in others))
-    usage: Usage = {
-        "input_tokens": step["input_tokens"] - spent["input_tokens"],
-        "output_tokens": step["output_tokens"] - spent["output_tokens"],
-        "total_tokens": step["total_tokens"] - spent["total_tokens"],
-    }
-    kept: Candidate = {
-        "index": attempt.get("candidate", -1),
-        "node": attempt["node"],
-        "parent": attempt.get("parent"),
-        "draft": attempt["draft"],
-        "critique": attempt["critique"],
-        "usage": usage,
-        "verified": attempt["critique"].get("verified"),
-        "checked": attempt.get("checked"),
-    }
-    return [kept, *others]
-
-
 def record_step(
-    search: SearchState, branches: Sequence[Candidate], earlier: Iterable[str] = ()
+    search: SearchState, branches: Sequence[DraftNode], earlier: Iterable[str] = ()
 ) -> SearchState:
     """The search once a step's replies are judged: new arms, parents counted as refined.
 
@@ -199,8 +142,8 @@ def record_step(
     spent: Spent = {**search.get("spent", initial_search()["spent"])}
     seen = set(earlier)
     by_node = {arm["node"]: arm for arm in arms}
-    for branch in sorted(branches, key=lambda b: b.get("node", 0)):
-        parent = branch.get("parent")
+    for branch in sorted(branches, key=lambda b: b["node"]):
+        parent = branch["parent"]
         tokens = int((branch.get("usage") or {}).get("total_tokens", 0))
         if parent is None:
             right, wrong = (right + 1, wrong) if branch.get("verified") else (right, wrong + 1)
@@ -217,11 +160,11 @@ def record_step(
                 by_node[parent]["refined"] += 1
         draft = branch["draft"]
         if draft.strip() and draft not in seen and informative(branch):
-            arm: Arm = {"node": branch.get("node", 0), "h": graded(branch), "refined": 0}
+            arm: Arm = {"node": branch["node"], "h": graded(branch), "refined": 0}
             arms.append(arm)
             by_node[arm["node"]] = arm
         seen.add(draft)
-    nodes = max([search["nodes"], *(b.get("node", 0) + 1 for b in branches)])
+    nodes = max([search["nodes"], *(b["node"] + 1 for b in branches)])
     return {
         "arms": arms,
         "fresh": {"right": right, "wrong": wrong},
@@ -281,27 +224,3 @@ def plan_step(
         refined[best] += 1
         refine_wrong += 1
     return plan
-
-
-def chain_of(node: int | None, attempts: Sequence[Attempt]) -> list[Attempt]:
-    """The drafts a reply that refines `node` builds on: its ancestors, then `node` itself,
-    each as an attempt (iteration, draft, critique); none for a fresh draft."""
-    if node is None:
-        return []
-    by_node = {draft["node"]: draft for draft in drafts_of(attempts) if "node" in draft}
-    chain: list[Attempt] = []
-    while node is not None and node in by_node:
-        found = by_node[node]
-        chain.append(
-            {
-                "iteration": 0,
-                "draft": found["draft"],
-                "critique": found["critique"],
-                "usage": found["usage"],
-            }
-        )
-        node = found.get("parent")
-    chain.reverse()
-    for depth, attempt in enumerate(chain):
-        attempt["iteration"] = depth
-    return chain

@@ -9,14 +9,13 @@ from datetime import datetime
 from typing import Any
 
 from self_refine.content import describe_task, image_source
+from self_refine.drafts import drafts_by_node, is_tree, numbered, place_of
 from self_refine.pages.charts import line_chart
 from self_refine.pages.diff import compare_drafts
 from self_refine.tree import (
     RANKED_ON,
     answer_draft,
     draft_kind,
-    drafts_by_node,
-    is_tree,
     ranking_values,
     step_kinds,
     steps_taken,
@@ -114,8 +113,9 @@ def attempt_views(attempts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     views = []
     for index, attempt in enumerate(attempts):
         if tree:
+            place = place_of(attempt)
             before = _parent_draft(attempt, by_node)
-            following = _first_child(attempt.get("node"), by_node)
+            following = _first_child(None if place is None else place.node, by_node)
         else:
             before = attempts[index - 1]["draft"] if index else None
             following = attempts[index + 1] if index + 1 < len(attempts) else None
@@ -156,23 +156,24 @@ def _heading(attempt: Mapping[str, Any], tree: bool) -> dict[str, Any]:
     if not tree:
         heading = "first draft" if step == 0 else f"refine step {step}"
         return {"heading": heading, "kept_as": None, "node": None, "parent": None}
+    place = place_of(attempt)
     kept_as = (
-        f"kept node {attempt['node']}, a {draft_kind(attempt, step)}"
-        if "node" in attempt
+        f"kept node {place.node}, a {draft_kind(attempt, step)}"
+        if place is not None
         else "no draft kept: every reply was rejected"
     )
     return {
         "heading": f"step {step}: {step_kinds(attempt)}",
         "kept_as": kept_as,
-        "node": attempt.get("node"),
-        "parent": attempt.get("parent"),
+        "node": None if place is None else place.node,
+        "parent": None if place is None else place.parent,
     }
 
 
 def _parent_draft(draft: Mapping[str, Any], by_node: Mapping[int, Mapping[str, Any]]) -> str | None:
     """The text of the draft `draft` refined; None for a fresh draft (shown as new)."""
-    parent = draft.get("parent")
-    found = by_node.get(parent) if parent is not None else None
+    place = place_of(draft)
+    found = by_node.get(place.parent) if place is not None and place.parent is not None else None
     return None if found is None else str(found.get("draft") or "")
 
 
@@ -180,7 +181,9 @@ def _first_child(
     node: int | None, by_node: Mapping[int, Mapping[str, Any]]
 ) -> Mapping[str, Any] | None:
     children = [
-        d for n, d in sorted(by_node.items()) if node is not None and d.get("parent") == node
+        d
+        for _, d in sorted(by_node.items())
+        if node is not None and (place := place_of(d)) is not None and place.parent == node
     ]
     usable = [d for d in children if not d.get("rejected")]
     return usable[0] if usable else None
@@ -205,8 +208,10 @@ def candidate_views(
             "draft": attempt["draft"],
             "critique": attempt.get("critique") or {},
             "usage": attempt.get("usage") or {},
-            **{k: attempt[k] for k in ("node", "parent", "checked") if k in attempt},
+            **({"checked": attempt["checked"]} if "checked" in attempt else {}),
         }
+        if (place := place_of(attempt)) is not None:
+            kept |= place._asdict()
         views.append(_candidate_view(kept, step, by_node or {}, kept=True))
     views += [_candidate_view(c, step, by_node or {}, kept=False) for c in others]
     return {
@@ -226,14 +231,15 @@ def _candidate_view(
 ) -> dict[str, Any]:
     critique = candidate.get("critique") or {}
     rejected = candidate.get("rejected")
-    before = _parent_draft(candidate, by_node) if "node" in candidate else None
+    place = place_of(candidate)
+    before = _parent_draft(candidate, by_node) if place is not None else None
     draft = candidate.get("draft") or ""
     compared = compare_drafts(before, draft) if before is not None and not rejected else None
     return {
         "index": candidate["index"],
         "kept": kept,
-        "node": candidate.get("node"),
-        "kind": draft_kind(candidate, step) if "node" in candidate else None,
+        "node": None if place is None else place.node,
+        "kind": draft_kind(candidate, step) if place is not None else None,
         "draft": draft,
         "diff": compared.segments if compared else None,
         "diff_note": compared.coarse if compared else None,
@@ -253,22 +259,19 @@ def tree_view(attempts: Sequence[dict[str, Any]], answer_node: int | None) -> li
     """The drafts of a run that samples or searches as a tree: each root a fresh draft, each
     child a refinement of its parent (empty for a refine run)."""
     entries: dict[int, dict[str, Any]] = {}
-    for attempt in attempts:
-        for draft in [attempt, *(attempt.get("candidates") or [])]:
-            if "node" not in draft:
-                continue
-            rejected = draft.get("rejected")
-            entries[int(draft["node"])] = {
-                "node": draft["node"],
-                "parent": draft.get("parent"),
-                "step": attempt["iteration"],
-                "candidate": attempt.get("candidate") if draft is attempt else draft["index"],
-                "kept": draft is attempt,
-                "answer": draft["node"] == answer_node,
-                "ranked": ranking_values(draft),
-                "rejected": rejected.get("reason") if rejected else None,
-                "children": [],
-            }
+    for attempt, draft, place in numbered(attempts):
+        rejected = draft.get("rejected")
+        entries[place.node] = {
+            "node": place.node,
+            "parent": place.parent,
+            "step": attempt["iteration"],
+            "candidate": attempt.get("candidate") if draft is attempt else draft["index"],
+            "kept": draft is attempt,
+            "answer": place.node == answer_node,
+            "ranked": ranking_values(draft),
+            "rejected": rejected.get("reason") if rejected else None,
+            "children": [],
+        }
     roots: list[dict[str, Any]] = []
     for node in sorted(entries):
         entry = entries[node]

@@ -30,9 +30,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from self_refine.content import TaskContent
+from self_refine.drafts import Attempt
 from self_refine.prompts.forms import DEFAULT_REFINE_FORM, REFINE_FORMS, RefineForm
 from self_refine.prompts.profiles import PromptSet
-from self_refine.state import Attempt
 
 __all__ = [
     "ASK_AGAIN",
