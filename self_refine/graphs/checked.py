@@ -23,9 +23,9 @@ before anything is read or written, it reads the thread once and:
   `run_finished`, is continued with None, not replaced) and whether a run can start on
   it (`RunPlan.check_start`: critics for the reference, models, images).
 
-`CheckedStateGraph.compile` builds the subclass the way LangGraph's own
-`Pregel.copy` makes a copy: the compiled graph's attributes, given to the
-constructor of the class it should be.
+`CheckedStateGraph.compile` builds the subclass from the graph LangGraph compiled,
+as `Pregel.copy` copies one (`langgraph_private.checked_copy`: LangGraph's compile
+takes no class to build).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from self_refine.content import images_held
 from self_refine.context import RefineContext
 from self_refine.errors import ConfigError
 from self_refine.input_checks import validate_input
+from self_refine.langgraph_private import checked_copy
 from self_refine.nodes.parts import Parts
 from self_refine.persistence.failures import thread_damage
 from self_refine.persistence.locks import atry_lock, try_lock
@@ -334,7 +335,4 @@ class CheckedStateGraph(StateGraph[RefineState, RefineContext, RefineInput, Refi
 
     def compile(self, *args: Any, **kwargs: Any) -> CheckedCompiledGraph:
         """Compile as StateGraph does, with the checks in front of every run."""
-        compiled = super().compile(*args, **kwargs)
-        # What Pregel.copy does, with the checked class: the same attributes, a new object.
-        attributes = {k: v for k, v in vars(compiled).items() if k != "__orig_class__"}
-        return CheckedCompiledGraph(**attributes)
+        return checked_copy(CheckedCompiledGraph, super().compile(*args, **kwargs))
