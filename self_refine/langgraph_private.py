@@ -56,7 +56,7 @@ def checked_copy(cls: type[G], compiled: CompiledStateGraph[Any, Any, Any, Any])
 
 def from_node_task(task_path: str) -> bool:
     """Whether writes handed to `put_writes` with `task_path` come from a node's own task
-    (True), not from a task a `Send` made or one of LangGraph's own (False)."""
+    (True), not from a task a `Send` made (False)."""
     return task_path.startswith(NODE_TASK_PATH)
 
 

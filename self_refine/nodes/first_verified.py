@@ -3,13 +3,13 @@
 The branches of one step share a stop (a `threading.Event`): the graph's `StepStops`
 holds one per step (the thread, the graph and the checkpoint the step runs from, which
 LangGraph gives every task of a step in `Runtime.execution_info`) while its branches
-run, and lets it go when the last of them ends (each branch is sent its step's `width`) or when the
-graph's next step of candidates on that thread starts (one left by a run stopped
-midway). A branch whose candidate the verifiers pass
-sets it; the model calls of the other branches then stop (`models/cancel.cancel_scope`:
-no call starts, the local model stops writing within a token), and each of those
-branches records its candidate as stopped instead of failing, with what its replies
-that came in wrote and cost (a draft whose critique never started). The kept candidate
+run, and lets it go when the last of them ends (each branch is sent its step's
+`width`) or when the graph's next step of candidates on that thread starts (one left
+by a run stopped midway). A branch whose candidate the verifiers pass sets it; the
+model calls of the other branches then stop (`models/cancel.cancel_scope`: no call
+starts, the local model stops writing within a token), and each of those branches
+records its candidate as stopped instead of failing, with what its replies that came
+in wrote and cost (a draft whose critique never started). The kept candidate
 is the verified one (`nodes/ranking.best_candidate` ranks a verified reply first), so
 the step's answer is what waiting for every branch would have kept, short of a tie
 broken by the index. A call to a server already waiting for its reply is not cut
