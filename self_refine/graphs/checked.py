@@ -14,9 +14,9 @@ and streams the run with those settings as its context, so every node reads them
 limit the caller gave is kept). A call the caller has checked already (the command
 line, before it opens its storage) is not checked again (`Checked.checked_for`).
 
-`CheckedStateGraph.compile` builds the subclass the way LangGraph's own
-`Pregel.copy` makes a copy: the compiled graph's attributes, given to the
-constructor of the class it should be.
+`CheckedStateGraph.compile` builds the subclass from the graph LangGraph compiled,
+as `Pregel.copy` copies one (`langgraph_private.checked_copy`: LangGraph's compile
+takes no class to build).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from langgraph.runtime import get_runtime
 from langgraph.types import StateSnapshot
 
 from self_refine.content import images_held
+from self_refine.langgraph_private import checked_copy
 from self_refine.persistence.locks import atry_lock, try_lock
 from self_refine.settings.call import Checked, Parts, check, is_new_input, run_finished
 from self_refine.settings.fields import RefineContext
@@ -252,7 +253,4 @@ class CheckedStateGraph(StateGraph[RefineState, RefineContext, RefineInput, Refi
 
     def compile(self, *args: Any, **kwargs: Any) -> CheckedCompiledGraph:
         """Compile as StateGraph does, with the checks in front of every run."""
-        compiled = super().compile(*args, **kwargs)
-        # What Pregel.copy does, with the checked class: the same attributes, a new object.
-        attributes = {k: v for k, v in vars(compiled).items() if k != "__orig_class__"}
-        return CheckedCompiledGraph(**attributes)
+        return checked_copy(CheckedCompiledGraph, super().compile(*args, **kwargs))

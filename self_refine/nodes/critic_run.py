@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from self_refine.critics.base import CritiqueRequest, CritiqueResult, RunCritic
 from self_refine.nodes.runnable import known_signature, watched
@@ -18,17 +18,18 @@ class CriticRun(Runnable[CritiqueRequest, CritiqueResult]):
     Built once per plan. The child run exists for whoever watches the run (a
     tracer, a stream of messages): when the node's run has no callback handlers
     but the command line's `StopNewCalls` (`watched`), nothing would see it, so
-    the critic is called directly, without configuring callbacks for nobody. Its
-    signature is worked out once, not inspected at every call as
-    `_call_with_config` would.
+    the critic is called directly, without configuring callbacks for nobody. The
+    child run is a `RunnableLambda` of the critic's two methods, each with its
+    signature worked out once (`known_signature`), not inspected at every call.
     """
 
     def __init__(self, critic: RunCritic) -> None:
         self.critic = critic
         self.name = f"{critic.name} critic"
         self.model = getattr(critic.explainer, "model", None)
-        self._critique = known_signature(critic.critique)
-        self._acritique = known_signature(critic.acritique)
+        self._traced: RunnableLambda[CritiqueRequest, CritiqueResult] = RunnableLambda(
+            known_signature(critic.critique), known_signature(critic.acritique), name=self.name
+        )
 
     def invoke(
         self, input: CritiqueRequest, config: RunnableConfig | None = None, **_: Any
@@ -36,7 +37,7 @@ class CriticRun(Runnable[CritiqueRequest, CritiqueResult]):
         """Critique the draft in a child run."""
         if not watched(config):
             return self.critic.critique(input)
-        return self._call_with_config(self._critique, input, config)
+        return self._traced.invoke(input, config)
 
     async def ainvoke(
         self, input: CritiqueRequest, config: RunnableConfig | None = None, **_: Any
@@ -44,4 +45,4 @@ class CriticRun(Runnable[CritiqueRequest, CritiqueResult]):
         """Critique the draft in a child run, without blocking the event loop."""
         if not watched(config):
             return await self.critic.acritique(input)
-        return await self._acall_with_config(self._acritique, input, config)
+        return await self._traced.ainvoke(input, config)

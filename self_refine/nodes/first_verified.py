@@ -1,15 +1,15 @@
 """A step of candidates that ends at its first verified candidate (`first_verified`).
 
 The branches of one step share a stop (a `threading.Event`): the graph's `StepStops`
-holds one per step (the thread and the checkpoint the step runs from, which LangGraph
-gives every task of a step in `checkpoint_map`) while its branches run, and lets it go
-when the last of them ends (each branch is sent its step's `width`) or when the
-graph's next step of candidates on that thread starts (one left by a run stopped
-midway). A branch whose candidate the verifiers pass
-sets it; the model calls of the other branches then stop (`models/cancel.cancel_scope`:
-no call starts, the local model stops writing within a token), and each of those
-branches records its candidate as stopped instead of failing, with what its replies
-that came in wrote and cost (a draft whose critique never started). The kept candidate
+holds one per step (the thread, the graph and the checkpoint the step runs from, which
+LangGraph gives every task of a step in `Runtime.execution_info`) while its branches
+run, and lets it go when the last of them ends (each branch is sent its step's
+`width`) or when the graph's next step of candidates on that thread starts (one left
+by a run stopped midway). A branch whose candidate the verifiers pass sets it; the
+model calls of the other branches then stop (`models/cancel.cancel_scope`: no call
+starts, the local model stops writing within a token), and each of those branches
+records its candidate as stopped instead of failing, with what its replies that came
+in wrote and cost (a draft whose critique never started). The kept candidate
 is the verified one (`nodes/ranking.best_candidate` ranks a verified reply first), so
 the step's answer is what waiting for every branch would have kept, short of a tie
 broken by the index. A call to a server already waiting for its reply is not cut
@@ -24,10 +24,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.config import get_config
-from langgraph.runtime import Runtime
+from langgraph.runtime import ExecutionInfo, Runtime
 
 from self_refine.drafts import Candidate, add_usage, place_of, placed
+from self_refine.langgraph_private import graph_namespace
 from self_refine.models.cancel import (
     CallCancelled,
     CallScope,
@@ -62,13 +62,15 @@ class StepStops:
         return len(self._steps)
 
     @contextmanager
-    def joined(self, width: int) -> Iterator[threading.Event]:
-        """The stop of the running step, which has `width` branches, while this one runs."""
-        configurable = get_config().get("configurable") or {}
-        thread = configurable.get("thread_id")
-        steps = configurable.get("checkpoint_map") or {}
-        graph = (thread, tuple(sorted(steps)))  # the thread and the graph (nested: its path)
-        key = (*graph, tuple(sorted(steps.items())))
+    def joined(self, task: ExecutionInfo | None, width: int) -> Iterator[threading.Event]:
+        """The stop of the step `task` runs in, which has `width` branches, while it runs
+        (a task LangGraph told nothing of has a stop of its own)."""
+        if task is None:
+            yield threading.Event()
+            return
+        thread = task.thread_id
+        graph = (thread, graph_namespace(task.checkpoint_ns))  # nested: the graph's path
+        key = (*graph, task.checkpoint_id)
         with self._lock:
             step = self._steps.get(key)
             if step is None:
@@ -114,7 +116,7 @@ def first_verified(branch: BranchBody, stops: StepStops) -> BranchBody:
     def run(state: Any, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         if not runtime.context.first_verified:
             return branch(state, runtime)
-        with stops.joined(state.get("width", 1)) as stop:
+        with stops.joined(runtime.execution_info, state.get("width", 1)) as stop:
             try:
                 with cancel_scope(stop) as scope:
                     writes = branch(state, runtime)
@@ -135,7 +137,7 @@ def first_verified_async(branch: AsyncBranchBody, stops: StepStops) -> AsyncBran
     async def run(state: Any, runtime: Runtime[RefineContext]) -> dict[str, Any]:
         if not runtime.context.first_verified:
             return await branch(state, runtime)
-        with stops.joined(state.get("width", 1)) as stop:
+        with stops.joined(runtime.execution_info, state.get("width", 1)) as stop:
             try:
                 with cancel_scope(stop) as scope:
                     writes = await branch(state, runtime)

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackManager
-from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
 from langgraph.runtime import Runtime, get_runtime
 
 from self_refine.models.cancel import StopNewCalls
@@ -66,13 +66,13 @@ class Route(Runnable[Any, Any]):
     def __init__(self, func: Callable[[Any], Any]) -> None:
         self.func = func
         self.name = func.__name__
-        self._traced = known_signature(func)
+        self._traced = RunnableLambda(known_signature(func), name=self.name)
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **_: Any) -> Any:
         """Where the run goes from here."""
         if not watched(config):
             return self.func(input)
-        return self._call_with_config(self._traced, input, config)
+        return self._traced.invoke(input, config)
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **_: Any) -> Any:
         """Where the run goes from here: routing waits on nothing, so the sync call."""
@@ -81,8 +81,8 @@ class Route(Runnable[Any, Any]):
 
 def known_signature(func: Callable[[Any], Any]) -> Callable[..., Any]:
     """`func` as a one-argument function whose signature inspection finds at once
-    (`__signature__`), so that a child run made with `_call_with_config` does not
-    inspect it at every call."""
+    (`__signature__`), so that the `RunnableLambda` of a child run does not inspect it
+    at every call."""
 
     def call(value: Any) -> Any:
         return func(value)

@@ -14,6 +14,8 @@ special ones (an error, an interrupt, a resume) are saved at once, as LangGraph'
 saver saves them: a run killed in a step of candidates keeps those that finished.
 Any read, a delete, `flush()` and closing the saver write what is kept first, so no
 reader sees a checkpoint without its writes, and a run that fails keeps its writes.
+Which task wrote and where a statement's transaction begins are LangGraph details
+with no public API: the saver takes both from `langgraph_private`.
 
 LangGraph's `AsyncSqliteSaver` runs every statement of an operation on
 aiosqlite's thread and hands each result back to the event loop: saving one
@@ -31,9 +33,8 @@ import asyncio
 import functools
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -46,19 +47,19 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from self_refine.langgraph_private import OpeningSqliteSaver, from_node_task
+
 __all__ = ["StepSqliteSaver", "ThreadedSqliteSaver"]
 
 T = TypeVar("T")
 
-_NODE_TASK = "~__pregel_pull,"
-"""How LangGraph's task path of a node's own task (not one sent to it) begins."""
 _KEEP = (
     "INSERT OR IGNORE INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path,"
     " idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
-class StepSqliteSaver(SqliteSaver):
+class StepSqliteSaver(OpeningSqliteSaver):
     """`SqliteSaver` that saves a node's writes in the transaction of the next statement.
 
     See the module's docstring. Flush it (`flush()`) before closing its connection;
@@ -104,25 +105,22 @@ class StepSqliteSaver(SqliteSaver):
     @staticmethod
     def _kept_for_later(writes: Sequence[tuple[str, Any]], task_path: str) -> bool:
         """True for a node's own task's regular writes: they wait for the step's checkpoint."""
-        return task_path.startswith(_NODE_TASK) and not any(c in WRITES_IDX_MAP for c, _ in writes)
+        return from_node_task(task_path) and not any(c in WRITES_IDX_MAP for c, _ in writes)
 
-    @contextmanager
-    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
-        """A cursor whose transaction begins with the writes kept so far (see the module)."""
-        with super().cursor(transaction) as cur:
-            with self._kept_lock:
-                kept, self._kept = self._kept, []
-            if kept:
-                try:
-                    cur.executemany(_KEEP, kept)
-                    if not transaction:
-                        self.conn.commit()
-                except BaseException:
-                    self.conn.rollback()
-                    with self._kept_lock:
-                        self._kept[:0] = kept
-                    raise
-            yield cur
+    def opening(self, cur: sqlite3.Cursor, transaction: bool) -> None:
+        """Begin each statement's transaction with the writes kept so far (see the module)."""
+        with self._kept_lock:
+            kept, self._kept = self._kept, []
+        if kept:
+            try:
+                cur.executemany(_KEEP, kept)
+                if not transaction:
+                    self.conn.commit()
+            except BaseException:
+                self.conn.rollback()
+                with self._kept_lock:
+                    self._kept[:0] = kept
+                raise
 
     def flush(self) -> None:
         """Save the writes kept so far, now (nothing to do when none are kept)."""

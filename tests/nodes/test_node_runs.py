@@ -12,8 +12,6 @@ from langchain_core.outputs import ChatResult
 
 from self_refine import OfflineModel, RefineContext, create_self_refine_graph
 from self_refine.models.cancel import CallCancelled, StopNewCalls, cancel_calls
-from self_refine.nodes.critic_run import CriticRun
-from self_refine.nodes.runnable import Route
 
 TASK = "Write a sentence using the words: dog, frisbee, park."
 
@@ -102,31 +100,30 @@ def test_an_unwatched_run_still_critiques_every_draft() -> None:
     assert [a["critique"]["source"] for a in result["attempts"]] == ["offline"] * 3
 
 
-def _child_runs(monkeypatch: pytest.MonkeyPatch, runnable: type[Any]) -> list[str]:
-    """The names of the child runs `runnable`'s instances make from now on, in order."""
-    children: list[str] = []
-    real = runnable._call_with_config
+class _StopNewCallsSeeingRuns(StopNewCalls):
+    """The command line's handler, made to note the runs it is handed: what a child run
+    nobody watches would cost, seen."""
 
-    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
-        children.append(self.name)
-        return real(self, *args, **kwargs)
+    ignore_chain = False
 
-    monkeypatch.setattr(runnable, "_call_with_config", counted)
-    return children
+    def __init__(self) -> None:
+        self.names: Counter[str] = Counter()
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        self.names[kwargs.get("name") or ""] += 1
 
 
-def test_a_run_watched_only_by_stop_new_calls_asks_the_critic_without_a_child_run(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_run_watched_only_by_stop_new_calls_asks_the_critic_without_a_child_run() -> None:
     """The command line's StopNewCalls takes model starts only: a child run per critique
     (callbacks configured, events handed out) would be seen by no one."""
-    children = _child_runs(monkeypatch, CriticRun)
     graph = _graph(OfflineModel(edits_per_step=1))
-    result = graph.invoke({"task": TASK}, {"callbacks": [StopNewCalls()]})
+    alone = _StopNewCallsSeeingRuns()
+    result = graph.invoke({"task": TASK}, {"callbacks": [alone]})
     assert [a["critique"]["source"] for a in result["attempts"]] == ["offline"] * 3
-    assert children == []
-    graph.invoke({"task": TASK}, {"callbacks": [StopNewCalls(), _ChainStarts()]})
-    assert children == ["offline critic"] * 3
+    assert alone.names["critique"] == 3 and alone.names["offline critic"] == 0
+    beside = _StopNewCallsSeeingRuns()
+    graph.invoke({"task": TASK}, {"callbacks": [beside, _ChainStarts()]})
+    assert beside.names["offline critic"] == 3
 
 
 _ROUTES = {
@@ -151,19 +148,20 @@ async def test_a_watched_run_shows_each_routing_as_a_child_run(awaited: bool) ->
 
 @pytest.mark.parametrize("awaited", [False, True])
 async def test_a_run_watched_only_by_stop_new_calls_routes_without_child_runs(
-    monkeypatch: pytest.MonkeyPatch, awaited: bool
+    awaited: bool,
 ) -> None:
     """Routing is pure: in the command line's runs a child run per routing is seen by no one."""
-    children = _child_runs(monkeypatch, Route)
     graph = _graph(OfflineModel(edits_per_step=1))
-    config: Any = {"callbacks": [StopNewCalls()]}
+    alone = _StopNewCallsSeeingRuns()
+    config: Any = {"callbacks": [alone]}
     result = (
         await graph.ainvoke({"task": TASK}, config)
         if awaited
         else graph.invoke({"task": TASK}, config)
     )
     assert result["stop_reason"] == "max_iterations" and len(result["attempts"]) == 3
-    assert children == []
+    assert alone.names["refine"] == 2
+    assert {name: alone.names[name] for name in _ROUTES} == dict.fromkeys(_ROUTES, 0)
 
 
 def test_the_critic_asked_without_a_child_run_is_still_refused_once_calls_stop() -> None:
