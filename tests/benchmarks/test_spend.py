@@ -265,6 +265,7 @@ async def test_every_strategy_is_read_at_every_budget_and_compared_with_sample(
     assert all(r["budgets"][-1]["tokens"] <= 8 * r["first_tokens"] for r in runs)
     assert paths["md"].exists() and paths["records"].exists()
     assert "| 8x |" in paths["md"].read_text()
+    assert "(0/0, p = 1.000)" in paths["md"].read_text()  # no item gained or lost
 
 
 async def test_an_existing_result_is_never_overwritten_unless_asked(tmp_path: Path) -> None:
