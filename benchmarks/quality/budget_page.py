@@ -29,6 +29,30 @@ def _points(interval: dict[str, float]) -> str:
     return f"**{text}**" if interval["low"] > 0 or interval["high"] < 0 else text
 
 
+def _pass_at_t(runs: dict[str, Any], multiples: list[int]) -> list[str]:
+    """pass@t beside the budget axis: each strategy's pass rate at each budget with the
+    tokens it sampled there, per item (total, and output: the replies generated)."""
+    if not runs:
+        return []
+    lines = [
+        "",
+        "pass@t: pass rate against the tokens sampled per item read at each budget "
+        "(prompt and reply / reply only):",
+        "",
+        "| budget | " + " | ".join(runs) + " |",
+        "|---|" + "---|" * len(runs),
+    ]
+    for index, multiple in enumerate(multiples):
+        cells = []
+        for figures in runs.values():
+            at = figures["budgets"][index]
+            output = at.get("output_tokens_per_item")
+            spent = _num(at["tokens_per_item"]) + (f" / {_num(output)}" if output else "")
+            cells.append(f"{_pct(at['accuracy']['value'])} at {spent}")
+        lines.append(f"| {multiple}x | " + " | ".join(cells) + " |")
+    return lines
+
+
 def _test(difference: dict[str, Any]) -> str:
     """The paired test beside a difference: items gained / lost, exact McNemar p."""
     if "mcnemar_p" not in difference:  # a page of a run written before the test was kept
@@ -132,6 +156,7 @@ def _set_tables(
     for index, multiple in enumerate(multiples):
         cells = [_share(runs[s]["budgets"][index]["accuracy"]) for s in strategies]
         lines.append(f"| {multiple}x | " + " | ".join(cells) + " |")
+    lines += _pass_at_t(runs, multiples)
     against = result.get("differences") or {}
     if against:
         lines += [

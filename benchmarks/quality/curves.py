@@ -98,6 +98,9 @@ def strategy_figures(
                 "accuracy": wilson(sum(right), n).as_dict(),
                 "right": sum(right),
                 "tokens_per_item": sum(int(x["tokens"]) for x in readings) / n if n else 0.0,
+                "output_tokens_per_item": (
+                    sum(int(x.get("output_tokens", 0)) for x in readings) / n if n else 0.0
+                ),
                 "wrong_to_right": sum(r and not f for r, f in zip(right, first_right, strict=True)),
                 "right_to_wrong": sum(f and not r for r, f in zip(right, first_right, strict=True)),
                 "gamed_share": sum(bool(x.get("forms")) for x in readings) / n if n else 0.0,

@@ -41,11 +41,11 @@ from benchmarks.quality.code_tasks import REPORTED, TUNING
 __all__ = [
     "CANARY",
     "GRADER",
-    "NAMES",
     "PARTS",
     "PROFILE",
     "RUN_CHECK",
     "SETS",
+    "SET_NAMES",
     "SIZES",
     "arithmetic",
     "code",
@@ -192,7 +192,7 @@ SETS: dict[str, Callable[[random.Random, int], dict[str, Any]]] = {
     "arithmetic": arithmetic,
     "code": code,
 }
-NAMES = ("humaneval", *SETS)
+SET_NAMES = ("humaneval", *SETS)
 """Every set the benchmarks run: HumanEval (`humaneval.py`, read from its wheel, not written
 here) and the sets made here."""
 

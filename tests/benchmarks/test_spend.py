@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from benchmarks.quality import strategies
-from benchmarks.quality.anytime import answer_at
+from benchmarks.quality.anytime import answer_at, output_tokens_at
 from benchmarks.quality.intervals import PairedBootstrap, wilson
 from benchmarks.quality.same_requests import scripted_reply
 from benchmarks.quality.spend import arguments, run
@@ -113,6 +113,22 @@ def test_a_searching_run_answers_with_the_best_of_every_draft_read() -> None:
     assert read[100]["draft"] == "root, half"  # type: ignore[index]
     assert read[250]["draft"] == "root, half"  # the refined draft ties: the earlier node
     assert read[400]["draft"] == "fresh, right"  # type: ignore[index]
+
+
+def test_pass_at_t_counts_the_reply_tokens_of_the_replies_read_within_the_budget() -> None:
+    attempts = [
+        _attempt(0, "first", 0.25, 100),  # 10 reply tokens of 100
+        {
+            **_attempt(1, "picked", 0.5, 300, candidate=0),
+            "usage": {"input_tokens": 240, "output_tokens": 60, "total_tokens": 300},
+            "candidates": [_candidate(1, "other", 0.1, 150)],  # 10 reply tokens of 150
+        },
+    ]
+    assert output_tokens_at(attempts, 99) == 0
+    assert output_tokens_at(attempts, 100) == 10
+    assert output_tokens_at(attempts, 249) == 10  # the pick (150 tokens, 50 of them reply)
+    assert output_tokens_at(attempts, 250) == 60
+    assert output_tokens_at(attempts, 400) == 70
 
 
 def test_a_step_whose_replies_were_all_rejected_adds_no_answer() -> None:
@@ -266,6 +282,9 @@ async def test_every_strategy_is_read_at_every_budget_and_compared_with_sample(
     assert paths["md"].exists() and paths["records"].exists()
     assert "| 8x |" in paths["md"].read_text()
     assert "(0/0, p = 1.000)" in paths["md"].read_text()  # no item gained or lost
+    assert "pass@t" in paths["md"].read_text()
+    read = [b for r in runs for b in r["budgets"] if b["answer"] is not None]
+    assert read and all(0 < b["output_tokens"] < b["tokens"] for b in read)
 
 
 async def test_an_existing_result_is_never_overwritten_unless_asked(tmp_path: Path) -> None:
