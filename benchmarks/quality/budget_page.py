@@ -86,6 +86,20 @@ def feedback_label(document: dict[str, Any]) -> str:
     return str(document.get("feedback_label") or _BEFORE_THE_SPLIT)
 
 
+def _ledger_line(document: dict[str, Any]) -> list[str]:
+    """Where a reported run is on the ledger, or that it is not (a run of the reported part
+    made outside `python -m benchmarks.quality.reported`)."""
+    ledger = document.get("ledger")
+    if ledger:
+        return [f"- on the ledger: `{ledger['file']}`, started {ledger['started']}"]
+    if document.get("part") == "report":
+        return [
+            "- **not on the ledger**: a reported figure comes from "
+            "`python -m benchmarks.quality.reported --why ...`"
+        ]
+    return []
+
+
 def _head(document: dict[str, Any]) -> list[str]:
     model, cache = document["model"], document.get("cache") or {}
     part = document.get("part")
@@ -97,6 +111,7 @@ def _head(document: dict[str, Any]) -> list[str]:
         f"- **items**: {_PARTS.get(str(part), _NO_PART)}",
         f"- command: `{document['command']}`"
         + (f" at commit {document['commit']}" if document.get("commit") else ""),
+        *_ledger_line(document),
         f"- model: `{model.get('model')}`"
         + (f", file `{model['file']}`, sha256 `{model['sha256']}`" if model.get("file") else ""),
         f"- machine: {document['machine']['cores']} cores, Python {document['machine']['python']}",

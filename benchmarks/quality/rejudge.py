@@ -181,11 +181,11 @@ def rejudge_budget_run(path: Path, sets: list[str]) -> list[str]:
 
 def _note(pages: list[Path], after: str, fell: list[str]) -> None:
     """Say on each page, under its line on judging, that the run was judged again."""
-    from benchmarks.run import _git_commit
+    from benchmarks.quality.reported import recorded_commit
 
     said = ", ".join(fell) if fell else "none"
     line = (
-        f"- **re-judged** at commit {_git_commit()} with the checker of that commit "
+        f"- **re-judged** at commit {recorded_commit()} with the checker of that commit "
         "(`python -m benchmarks.quality.rejudge`): the answers it now fails count wrong, "
         f"picks not replayed; verdicts that fell: {said}"
     )

@@ -287,12 +287,11 @@ def _document(
     cache: ReplyCache | None,
     **extra: Any,
 ) -> dict[str, Any]:
-    from benchmarks.run import _git_commit
-
     return {
         "date": datetime.date.today().isoformat(),
         "command": " ".join(["python -m benchmarks.quality.spend", *shown_arguments(sys.argv[1:])]),
-        "commit": _git_commit(),
+        "commit": args.commit,
+        "ledger": getattr(args, "ledger", None),
         "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0]},
         "model": {k: v for k, v in meta.items() if k != "cache"},
         "feedback": args.feedback,
@@ -319,6 +318,9 @@ async def run(
 
     `chat_model`, when given, is used instead of resolving `args.model` (a scripted model).
     """
+    from benchmarks.quality.reported import recorded_commit
+
+    args.commit = getattr(args, "commit", None) or recorded_commit()
     model, meta, cache = _model(args, chat_model)
     prefix = "budget" + ("" if args.feedback == "task" else f"-{args.feedback}")
     prefix += "" if args.part == "report" else f"-{args.part}"
