@@ -408,3 +408,19 @@ async def test_the_runner_refuses_to_write_over_results_unless_asked(tmp_path: P
     args.overwrite = True
     await run(args, chat_model=model)
     assert len(model.requests) > asked
+
+
+def test_no_reported_arithmetic_item_is_a_tuning_item_renamed() -> None:
+    from benchmarks.quality.sets import NAMES
+
+    def template(task: str) -> str:
+        for name in NAMES:
+            task = task.replace(name, "NAME")
+        return " ".join("N" if word.isdigit() else word for word in task.split())
+
+    items = make_set("arithmetic", None, seed=2026)
+    tuning = {template(i["task"]) for i in items if i["split"] == "tune"}
+    reported = [template(i["task"]) for i in items if i["split"] == "report"]
+    assert not tuning & set(reported), "a reported item comes from a tuning template"
+    tasks = [i["task"] for i in items]
+    assert len(set(tasks)) == len(tasks)
