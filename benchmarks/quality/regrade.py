@@ -169,7 +169,16 @@ def main() -> None:
     args = parser.parse_args()
     paths = args.records or sorted(RESULTS.glob("budget-*.records.jsonl"))
     sets = [name.strip() for name in args.sets.split(",") if name.strip()]
-    lines = ["# Budget runs graded again with today's grader", ""]
+    from benchmarks.quality.reported import recorded_commit
+
+    lines = [
+        "# Budget runs graded again with today's grader",
+        "",
+        f"`python -m benchmarks.quality.regrade --sets {args.sets}` at commit "
+        f"{recorded_commit()}: each run's answers as it gave them, judged by the grader of "
+        "that commit (no model called, no pick replayed).",
+        "",
+    ]
     for path in paths:
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         lines += page(path.name.removesuffix(".records.jsonl"), regrade(records, sets))
