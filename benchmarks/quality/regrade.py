@@ -34,19 +34,32 @@ def _items(name: str) -> dict[str, dict[str, Any]]:
     return {item["id"]: item for item in map(json.loads, filter(str.strip, lines))}
 
 
-def _grade(record: dict[str, Any]) -> dict[str, Any]:
+def _grade(record: dict[str, Any], kept: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """What grades the record: its `grade`, else (a record from before the split) its
-    `reference`, else the set's item of that id."""
+    `reference`, else the grade another record of the run keeps for the same task (a first
+    draft's record keeps none), else the set's item of that id if it is still that task."""
     found = record.get("grade") or record.get("reference")
     if found:
         return dict(found)
-    return dict(_items(record["set"]).get(record["id"], {}).get("grade") or {})
+    if kept and record["task"] in kept:
+        return dict(kept[record["task"]])
+    item = _items(record["set"]).get(record["id"], {})
+    return dict(item.get("grade") or {}) if item.get("task") == record["task"] else {}
 
 
-def _verdict(grader: Grader, record: dict[str, Any], answer: str | None, worded: bool) -> bool:
+def _verdict(
+    grader: Grader,
+    record: dict[str, Any],
+    answer: str | None,
+    worded: bool,
+    kept: dict[str, dict[str, Any]],
+) -> bool:
+    grade = _grade(record, kept)
+    if not grade:
+        raise SystemExit(f"{record['set']}/{record['id']}: no grading data for its task")
     if not answer or not answer.strip():
         return False
-    item = {"task": record["task"], "grade": _grade(record)}
+    item = {"task": record["task"], "grade": grade}
     return grader(item, answer) is True and not (worded and grader.counts_feedback_wording)
 
 
@@ -54,6 +67,7 @@ def regrade(records: list[dict[str, Any]], sets: list[str]) -> dict[str, Any]:
     """Every set's first drafts and strategies, as recorded (`old`) and graded now (`new`),
     per budget; with the answers whose verdict moved."""
     graders = {name: Grader(name) for name in sets}
+    kept = {r["task"]: r["grade"] for r in records if r.get("grade")}
     found: dict[str, Any] = {}
     for record in records:
         name = record.get("set")
@@ -63,21 +77,21 @@ def regrade(records: list[dict[str, Any]], sets: list[str]) -> dict[str, Any]:
         grader = graders[name]
         if record["strategy"] == "first":
             answer = record.get("answer")
-            new = _verdict(grader, record, answer, False)
+            new = _verdict(grader, record, answer, False, kept)
             mine["first"]["old"][record["id"]] = bool(record.get("correct_first"))
             mine["first"]["new"][record["id"]] = new
-            _moved(mine, record, "first", 1, answer, bool(record.get("correct_first")), new)
+            _moved(mine, record, "first", 1, answer, bool(record.get("correct_first")), new, kept)
             continue
         runs = mine["strategies"].setdefault(record["strategy"], {})
         for reading in record.get("budgets") or []:
             answer = reading.get("answer")
             worded = bool(reading.get("feedback_wording"))
-            new = _verdict(grader, record, answer, worded)
+            new = _verdict(grader, record, answer, worded, kept)
             at = runs.setdefault(reading["multiple"], {"old": {}, "new": {}})
             at["old"][record["id"]] = bool(reading.get("correct"))
             at["new"][record["id"]] = new
             old = bool(reading.get("correct"))
-            _moved(mine, record, record["strategy"], reading["multiple"], answer, old, new)
+            _moved(mine, record, record["strategy"], reading["multiple"], answer, old, new, kept)
     return found
 
 
@@ -89,10 +103,11 @@ def _moved(
     answer: str | None,
     old: bool,
     new: bool,
+    kept: dict[str, dict[str, Any]],
 ) -> None:
     if old == new:
         return
-    forms = answer_forms(record["task"], answer or "", _grade(record))
+    forms = answer_forms(record["task"], answer or "", _grade(record, kept))
     mine.setdefault("moved", []).append(
         {
             "id": record["id"],
@@ -114,7 +129,8 @@ def _share(verdicts: dict[str, bool]) -> str:
 def _against_first(first: dict[str, bool], mine: dict[str, bool]) -> str:
     ids = [i for i in mine if i in first]
     gained, lost = paired_counts([mine[i] for i in ids], [first[i] for i in ids])
-    return f"{gained}/{lost}, p = {mcnemar(gained, lost):.3f}"
+    p = mcnemar(gained, lost)
+    return f"{gained}/{lost}, p = {p:.3f}" if p >= 0.001 else f"{gained}/{lost}, p = {p:.1e}"
 
 
 def page(name: str, found: dict[str, Any]) -> list[str]:

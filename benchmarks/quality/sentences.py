@@ -131,9 +131,10 @@ def _finite(words: Sequence[str], capitals: Sequence[bool]) -> bool:
                 known or after_subject or after_name or before_object
             ):
                 return True
-        elif word in _VERBS and (
+        elif word in _VERBS and before not in _AFTER_NOUN and (
             before in _SUBJECTS
-            or (before.endswith("s") and not before.endswith("ss") and before not in _AFTER_NOUN)
+            or (before.endswith("s") and not before.endswith("ss"))
+            or "and" in words[: index - 1]  # "a guitar and a helmet rest ..."
         ):
             return True
     return False

@@ -261,3 +261,41 @@ def test_feedback_wording_counts_only_where_words_and_shape_judge_the_answer() -
     assert not Grader("code").counts_feedback_wording
     assert not Grader("arithmetic").counts_feedback_wording
     assert not Grader("humaneval").counts_feedback_wording
+
+
+def test_regrade_judges_a_runs_own_answers_again_and_says_what_moved() -> None:
+    from benchmarks.quality.regrade import page, regrade
+
+    words = ["guitar", "helmet", "pillow", "bridge"]
+    task = _constrained(words)["task"]
+    gamed, right = (
+        GAMED["constrained-082"][0],
+        "A guitar and a helmet rest on the pillow by the bridge.",
+    )
+    records = [
+        # a first draft's record keeps no grade: the run's other records of the task give it
+        {
+            "set": "constrained",
+            "strategy": "first",
+            "id": "c-1",
+            "task": task,
+            "answer": gamed,
+            "correct_first": True,
+        },
+        {
+            "set": "constrained",
+            "strategy": "sample",
+            "id": "c-1",
+            "task": task,
+            "grade": {"concepts": words},
+            "budgets": [
+                {"multiple": 1, "answer": gamed, "correct": True},
+                {"multiple": 4, "answer": right, "correct": True},
+            ],
+        },
+    ]
+    found = regrade(records, ["constrained"])["constrained"]
+    assert found["first"] == {"old": {"c-1": True}, "new": {"c-1": False}}
+    assert found["strategies"]["sample"][4] == {"old": {"c-1": True}, "new": {"c-1": True}}
+    shown = "\n".join(page("run", {"constrained": found}))
+    assert "right -> wrong [no verb]" in shown and "1/0, p = 1.000" in shown
