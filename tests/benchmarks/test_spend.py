@@ -390,8 +390,12 @@ def _answers(*answers: str) -> Any:
 async def test_the_vote_spends_the_budget_on_samples_alone_and_is_read_as_a_vote(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from benchmarks.quality.run import load_items
+
+    key = int(load_items("arithmetic", 1)[0]["grade"]["answer"])
+    said = (str(key + 1), str(key + 1), str(key), str(key), str(key - 1), str(key))
     # The first draft (the first phase's), then the vote's samples: wrong, right, right, ...
-    model = FakeChatModel(script={"generator": [_answers("31", "31", "30", "30", "29", "30")]})
+    model = FakeChatModel(script={"generator": [_answers(*said)]})
     given = ["--n", "1", "--sets", "arithmetic,constrained", "--no-cache", "--resamples", "100"]
     given += ["--strategies", "vote", "--out", str(tmp_path)]
     document, records, paths = await run(arguments(given), model)
@@ -408,12 +412,13 @@ async def test_the_vote_spends_the_budget_on_samples_alone_and_is_read_as_a_vote
     one = voted["first_tokens"]
     assert len(samples) == 8 and voted["run_tokens"] == 8 * one  # 8x: eight samples
     assert {d["critique"]["source"] for d in samples} == {"none"}
-    # 1x: the first sample (31); 2x: a tie of 31 and 30 goes to the earlier; 4x, 8x: 30.
+    # 1x: the first sample (key + 1); 2x: a tie of key + 1 and key goes to the earlier;
+    # 4x, 8x: the key.
     assert [b["correct"] for b in voted["budgets"]] == [False, False, True, True]
 
     judged = FakeChatModel(
         script={
-            "generator": [_answers("31", "31", "30", "30", "29", "30")],
+            "generator": [_answers(*said)],
             "critic": [critique(["Check the change."], score=0.5)],
         }
     )
@@ -423,10 +428,10 @@ async def test_the_vote_spends_the_budget_on_samples_alone_and_is_read_as_a_vote
     (critiqued,) = [r for r in records if r["strategy"] == "sample"]
     drawn = sum(1 + len(a.get("candidates", [])) for a in critiqued["attempts"])
     assert drawn == 4, "a critique costs what a sample does: half the samples at 8x"
-    # Every score ties, so the best is the first draft (31); the math profile's default
-    # select is the vote, and the reading takes it: 30 at 8x.
+    # Every score ties, so the best is the first draft (key + 1); the math profile's default
+    # select is the vote, and the reading takes it: the key at 8x.
     assert "select" not in critiqued["settings"]
-    assert critiqued["budgets"][-1]["answer"].endswith("The answer is 30.")
+    assert critiqued["budgets"][-1]["answer"].endswith(f"The answer is {key}.")
     assert critiqued["budgets"][-1]["correct"] is True
 
 
