@@ -47,6 +47,10 @@ def _grade(record: dict[str, Any], kept: dict[str, dict[str, Any]] | None = None
     return dict(item.get("grade") or {}) if item.get("task") == record["task"] else {}
 
 
+class _Ungraded(Exception):
+    """A record whose task no grading data of the run or the set is for."""
+
+
 def _verdict(
     grader: Grader,
     record: dict[str, Any],
@@ -56,7 +60,7 @@ def _verdict(
 ) -> bool:
     grade = _grade(record, kept)
     if not grade:
-        raise SystemExit(f"{record['set']}/{record['id']}: no grading data for its task")
+        raise _Ungraded(record["id"])
     if not answer or not answer.strip():
         return False
     item = {"task": record["task"], "grade": grade}
@@ -67,7 +71,11 @@ def regrade(records: list[dict[str, Any]], sets: list[str]) -> dict[str, Any]:
     """Every set's first drafts and strategies, as recorded (`old`) and graded now (`new`),
     per budget; with the answers whose verdict moved."""
     graders = {name: Grader(name) for name in sets}
-    kept = {r["task"]: r["grade"] for r in records if r.get("grade")}
+    kept = {
+        r["task"]: r.get("grade") or r["reference"]
+        for r in records
+        if r.get("grade") or r.get("reference")
+    }
     found: dict[str, Any] = {}
     for record in records:
         name = record.get("set")
@@ -75,24 +83,38 @@ def regrade(records: list[dict[str, Any]], sets: list[str]) -> dict[str, Any]:
             continue
         mine = found.setdefault(name, {"first": {"old": {}, "new": {}}, "strategies": {}})
         grader = graders[name]
-        if record["strategy"] == "first":
-            answer = record.get("answer")
-            new = _verdict(grader, record, answer, False, kept)
-            mine["first"]["old"][record["id"]] = bool(record.get("correct_first"))
-            mine["first"]["new"][record["id"]] = new
-            _moved(mine, record, "first", 1, answer, bool(record.get("correct_first")), new, kept)
-            continue
-        runs = mine["strategies"].setdefault(record["strategy"], {})
-        for reading in record.get("budgets") or []:
-            answer = reading.get("answer")
-            worded = bool(reading.get("feedback_wording"))
-            new = _verdict(grader, record, answer, worded, kept)
-            at = runs.setdefault(reading["multiple"], {"old": {}, "new": {}})
-            at["old"][record["id"]] = bool(reading.get("correct"))
-            at["new"][record["id"]] = new
-            old = bool(reading.get("correct"))
-            _moved(mine, record, record["strategy"], reading["multiple"], answer, old, new, kept)
+        try:
+            _grade_record(mine, record, grader, kept)
+        except _Ungraded:
+            mine.setdefault("ungraded", []).append(f"{record['strategy']}/{record['id']}")
     return found
+
+
+def _grade_record(
+    mine: dict[str, Any],
+    record: dict[str, Any],
+    grader: Grader,
+    kept: dict[str, dict[str, Any]],
+) -> None:
+    """One record's verdicts, as recorded and now, into `mine`."""
+    if record["strategy"] == "first":
+        answer = record.get("answer")
+        was = bool(record.get("correct_first"))
+        new = _verdict(grader, record, answer, False, kept)
+        mine["first"]["old"][record["id"]] = was
+        mine["first"]["new"][record["id"]] = new
+        _moved(mine, record, "first", 1, answer, was, new, kept)
+        return
+    runs = mine["strategies"].setdefault(record["strategy"], {})
+    for reading in record.get("budgets") or []:
+        answer = reading.get("answer")
+        worded = bool(reading.get("feedback_wording"))
+        new = _verdict(grader, record, answer, worded, kept)
+        at = runs.setdefault(reading["multiple"], {"old": {}, "new": {}})
+        was = bool(reading.get("correct"))
+        at["old"][record["id"]] = was
+        at["new"][record["id"]] = new
+        _moved(mine, record, record["strategy"], reading["multiple"], answer, was, new, kept)
 
 
 def _moved(
@@ -152,6 +174,11 @@ def page(name: str, found: dict[str, Any]) -> list[str]:
                     f"{_against_first(first['old'], at['old'])} | "
                     f"{_against_first(first['new'], at['new'])} |"
                 )
+        if mine.get("ungraded"):
+            lines += [
+                "",
+                f"Not graded (no grading data for the task): {', '.join(mine['ungraded'])}",
+            ]
         moved = mine.get("moved") or []
         if moved:
             lines += ["", "Verdicts that moved:", ""]

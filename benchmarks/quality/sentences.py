@@ -182,10 +182,10 @@ def sentence_problems(text: str, concepts: Sequence[str]) -> list[str]:
     if _MARKUP.search(text):
         found.append("markup")
     said = sentences(text)
-    verbless = [sentence for sentence in said if not _finite(*_words(sentence))]
-    if any(_imperative(sentence, concepts) for sentence in verbless):
+    unfinite = [sentence for sentence in said if not _finite(*_words(sentence))]
+    if any(_imperative(sentence, concepts) for sentence in unfinite):
         found.append("imperative")
-    if any(not _imperative(sentence, concepts) for sentence in verbless):
+    if any(not _imperative(sentence, concepts) for sentence in unfinite):
         found.append("no verb")
     opened = bare = verbless = 0
     for sentence in said:
