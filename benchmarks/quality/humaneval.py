@@ -9,9 +9,10 @@ Each problem becomes one item:
 
 - `task`: the problem's prompt (imports, helpers, the function's signature and
   docstring), asked to be completed;
-- `reference` (what a run may check with): the examples the docstring shows, turned
-  into asserts (`>>> f(x)` with the line under it, or `f(x) ==> y`, `f(x) -> y`,
-  `f(x) returns y`, ...), those the problem's own solution fails left out. A problem
+- `reference` (what a run may check with): the prompt's imports and helper functions
+  (which the draft may call), then the examples the docstring shows, turned into asserts
+  (`>>> f(x)` with the line under it, or `f(x) ==> y`, `f(x) -> y`, `f(x) returns y`,
+  ...), those the problem's own solution fails left out. A problem
   whose docstring shows no executable example has an empty reference and runs with the
   LLM critic alone (`examples` says how many there are);
 - `grade` (only the grader reads it): the problem's own `check(candidate)`, its call
@@ -325,15 +326,17 @@ def item(number: int, problem: dict[str, Any], shown: list[str]) -> dict[str, An
     """One item of the set from problem `number` and the examples a run may check."""
     from benchmarks.quality.sets import CANARY
 
-    entry = problem["entry_point"]
+    entry, preamble = problem["entry_point"], _preamble(problem)
+    # the prompt's imports and helpers run before the examples, as the prompt has them
+    given = [preamble, *shown] if preamble.strip() else list(shown)
     return {
         "id": f"humaneval-{number:03d}",
         "split": "tune" if number in tuning_ids() else "report",
         "task": task_text(problem),
-        "reference": {"tests": list(shown)} if shown else {},
+        "reference": {"tests": given} if shown else {},
         "examples": len(shown),
         "grade": {
-            "preamble": _preamble(problem),
+            "preamble": preamble,
             "tests": [_check(problem), f"assert check({entry}) is None, {CANARY!r}"],
             "canary": CANARY,
         },

@@ -91,8 +91,9 @@ def test_the_run_may_check_the_docstrings_examples_that_the_solution_passes(
     pytest.importorskip("self_refine.critics.sandbox.host")
     clamp, shout, silent = fake_set
     # the third doctest is wrong (the solution gives [10]): a run is not sent after it
+    preamble = "from typing import List\n\ndef limit() -> int:\n    return 10"
     assert clamp["reference"] == {
-        "tests": ["assert clamp([1, 12]) == [1, 10]", "assert clamp([]) == []"]
+        "tests": [preamble, "assert clamp([1, 12]) == [1, 10]", "assert clamp([]) == []"]
     }
     assert shout["reference"]["tests"] == [
         "assert shout('a', 2) == 'AA'",
@@ -146,3 +147,31 @@ def test_the_pinned_wheel_holds_164_problems_split_40_and_124() -> None:
     assert len(problems) == 164
     parts = [("tune" if n in humaneval.tuning_ids() else "report") for n in range(164)]
     assert parts.count("tune") == 40 and parts.count("report") == 124
+
+
+async def test_the_refine_loop_is_fed_what_the_failing_example_returned(
+    fake_set: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    pytest.importorskip("self_refine.critics.sandbox.host")
+    from benchmarks.quality.spend import arguments, run
+    from tests.fakes import FakeChatModel, critique
+
+    wrong = "```python\ndef clamp(values):\n    return values\n```"
+    right = "```python\ndef clamp(values):\n    return [min(v, limit()) for v in values]\n```"
+    model = FakeChatModel(
+        script={
+            "generator": [wrong],
+            "critic": [critique(["Cap the values."], score=0.2)],
+            "refiner": [right],
+        }
+    )
+    given = ["--sets", "humaneval", "--n", "1", "--no-cache", "--resamples", "100"]
+    given += ["--strategies", "refine", "--budgets", "1,8", "--out", str(tmp_path)]
+    document, records, paths = await run(arguments(given), model)
+    refined = "\n".join(m.text for r in model.requests_for("refiner") for m in r.messages)
+    assert "clamp([1, 12]) returned [1, 12], expected [1, 10]" in refined
+    assert CANARY not in "\n".join(m.text for r in model.requests for m in r.messages)
+    (run_record,) = [r for r in records if r["strategy"] == "refine"]
+    assert run_record["budgets"][-1]["correct"] is True  # the hidden check passes it
+    assert document["results"]["humaneval"]["first"]["accuracy"]["value"] == 0.0
+    assert "pass@t" in paths["md"].read_text()
