@@ -131,10 +131,14 @@ def _finite(words: Sequence[str], capitals: Sequence[bool]) -> bool:
                 known or after_subject or after_name or before_object
             ):
                 return True
-        elif word in _VERBS and before not in _AFTER_NOUN and (
-            before in _SUBJECTS
-            or (before.endswith("s") and not before.endswith("ss"))
-            or "and" in words[: index - 1]  # "a guitar and a helmet rest ..."
+        elif (
+            word in _VERBS
+            and before not in _AFTER_NOUN
+            and (
+                before in _SUBJECTS
+                or (before.endswith("s") and not before.endswith("ss"))
+                or "and" in words[: index - 1]  # "a guitar and a helmet rest ..."
+            )
         ):
             return True
     return False
