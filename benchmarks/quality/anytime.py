@@ -22,7 +22,7 @@ from typing import Any
 
 from self_refine.nodes.ranking import best_attempt, best_candidate, voted_attempt, voted_candidate
 
-__all__ = ["Reading", "answer_at", "tokens_of"]
+__all__ = ["Reading", "answer_at", "output_tokens_at", "tokens_of"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,29 @@ def answer_at(attempts: Sequence[dict[str, Any]], budget: int, select: str = "be
     chain: list[Any] = whole
     voted = voted_attempt(chain) if select == "vote" else None
     return Reading(voted or best_attempt(chain), spent, len(whole))
+
+
+def output_tokens_at(attempts: Sequence[dict[str, Any]], budget: int) -> int:
+    """The reply tokens among the replies read within `budget` (prompt and reply) tokens:
+    what the model generated for the answer at that budget (pass@t's tokens sampled)."""
+    spent = generated = 0
+    for attempt in attempts:
+        for tokens, candidate in _units(attempt):
+            if spent + tokens > budget:
+                return generated
+            spent += tokens
+            generated += _output_of(attempt, candidate)
+    return generated
+
+
+def _output_of(attempt: dict[str, Any], candidate: dict[str, Any] | None) -> int:
+    """A unit's reply tokens: a candidate's own; the step's pick, what the others leave."""
+    if candidate is not None:
+        return int((candidate.get("usage") or {}).get("output_tokens", 0))
+    others = sum(
+        int((c.get("usage") or {}).get("output_tokens", 0)) for c in attempt.get("candidates", [])
+    )
+    return max(int((attempt.get("usage") or {}).get("output_tokens", 0)) - others, 0)
 
 
 def read_nodes(attempts: Sequence[dict[str, Any]], budget: int) -> set[int]:

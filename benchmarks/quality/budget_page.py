@@ -29,6 +29,39 @@ def _points(interval: dict[str, float]) -> str:
     return f"**{text}**" if interval["low"] > 0 or interval["high"] < 0 else text
 
 
+def _pass_at_t(runs: dict[str, Any], multiples: list[int]) -> list[str]:
+    """pass@t beside the budget axis: each strategy's pass rate at each budget with the
+    tokens it sampled there, per item (total, and output: the replies generated)."""
+    if not runs:
+        return []
+    lines = [
+        "",
+        "pass@t: pass rate against the tokens sampled per item read at each budget "
+        "(prompt and reply / reply only):",
+        "",
+        "| budget | " + " | ".join(runs) + " |",
+        "|---|" + "---|" * len(runs),
+    ]
+    for index, multiple in enumerate(multiples):
+        cells = []
+        for figures in runs.values():
+            at = figures["budgets"][index]
+            output = at.get("output_tokens_per_item")
+            spent = _num(at["tokens_per_item"]) + (f" / {_num(output)}" if output else "")
+            cells.append(f"{_pct(at['accuracy']['value'])} at {spent}")
+        lines.append(f"| {multiple}x | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _test(difference: dict[str, Any]) -> str:
+    """The paired test beside a difference: items gained / lost, exact McNemar p."""
+    if "mcnemar_p" not in difference:  # a page of a run written before the test was kept
+        return ""
+    p = difference["mcnemar_p"]
+    shown = f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+    return f" ({difference['gained']}/{difference['lost']}, p = {shown})"
+
+
 def _num(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -53,6 +86,20 @@ def feedback_label(document: dict[str, Any]) -> str:
     return str(document.get("feedback_label") or _BEFORE_THE_SPLIT)
 
 
+def _ledger_line(document: dict[str, Any]) -> list[str]:
+    """Where a reported run is on the ledger, or that it is not (a run of the reported part
+    made outside `python -m benchmarks.quality.reported`)."""
+    ledger = document.get("ledger")
+    if ledger:
+        return [f"- on the ledger: `{ledger['file']}`, started {ledger['started']}"]
+    if document.get("part") == "report":
+        return [
+            "- **not on the ledger**: a reported figure comes from "
+            "`python -m benchmarks.quality.reported --why ...`"
+        ]
+    return []
+
+
 def _head(document: dict[str, Any]) -> list[str]:
     model, cache = document["model"], document.get("cache") or {}
     part = document.get("part")
@@ -64,6 +111,7 @@ def _head(document: dict[str, Any]) -> list[str]:
         f"- **items**: {_PARTS.get(str(part), _NO_PART)}",
         f"- command: `{document['command']}`"
         + (f" at commit {document['commit']}" if document.get("commit") else ""),
+        *_ledger_line(document),
         f"- model: `{model.get('model')}`"
         + (f", file `{model['file']}`, sha256 `{model['sha256']}`" if model.get("file") else ""),
         f"- machine: {document['machine']['cores']} cores, Python {document['machine']['python']}",
@@ -88,7 +136,7 @@ def _head(document: dict[str, Any]) -> list[str]:
         "counts wrong",
         "- accuracy intervals: Wilson 95%; differences against sample: paired bootstrap over "
         f"items, {document['resamples']:,} resamples, seed {document['seed']} (points; **bold** "
-        "when the interval excludes 0)",
+        "when the interval excludes 0), with the items gained / lost and the exact McNemar p",
     ]
     if cache:
         lines.append(
@@ -123,6 +171,7 @@ def _set_tables(
     for index, multiple in enumerate(multiples):
         cells = [_share(runs[s]["budgets"][index]["accuracy"]) for s in strategies]
         lines.append(f"| {multiple}x | " + " | ".join(cells) + " |")
+    lines += _pass_at_t(runs, multiples)
     against = result.get("differences") or {}
     if against:
         lines += [
@@ -133,7 +182,7 @@ def _set_tables(
             "|---|" + "---|" * len(against),
         ]
         for index, multiple in enumerate(multiples):
-            cells = [_points(against[s][index]) for s in against]
+            cells = [_points(against[s][index]) + _test(against[s][index]) for s in against]
             lines.append(f"| {multiple}x | " + " | ".join(cells) + " |")
     lines += [
         "",

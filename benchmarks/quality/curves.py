@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchmarks.quality.figures import draft_replies, rejected_replies
-from benchmarks.quality.intervals import PairedBootstrap, wilson
+from benchmarks.quality.intervals import PairedBootstrap, mcnemar, paired_counts, wilson
 
 __all__ = ["BASELINE", "differences", "first_figures", "strategy_figures"]
 
@@ -98,6 +98,9 @@ def strategy_figures(
                 "accuracy": wilson(sum(right), n).as_dict(),
                 "right": sum(right),
                 "tokens_per_item": sum(int(x["tokens"]) for x in readings) / n if n else 0.0,
+                "output_tokens_per_item": (
+                    sum(int(x.get("output_tokens", 0)) for x in readings) / n if n else 0.0
+                ),
                 "wrong_to_right": sum(r and not f for r, f in zip(right, first_right, strict=True)),
                 "right_to_wrong": sum(f and not r for r, f in zip(right, first_right, strict=True)),
                 "gamed_share": sum(bool(x.get("forms")) for x in readings) / n if n else 0.0,
@@ -125,7 +128,8 @@ def differences(
     multiples: Sequence[int],
     bootstrap: PairedBootstrap,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Every strategy's accuracy minus `BASELINE`'s, per budget, paired over the items."""
+    """Every strategy's accuracy minus `BASELINE`'s, per budget, paired over the items: the
+    bootstrap interval, the items gained and lost, and their exact McNemar p."""
     base = runs.get(BASELINE)
     if base is None:
         return {}
@@ -133,14 +137,20 @@ def differences(
     for strategy, records in runs.items():
         if strategy == BASELINE:
             continue
-        found[strategy] = [
-            {
-                "multiple": multiple,
-                **bootstrap.difference(
-                    [float(_right(r, index)) for r in records],
-                    [float(_right(r, index)) for r in base],
-                ).as_dict(),
-            }
-            for index, multiple in enumerate(multiples)
-        ]
+        found[strategy] = []
+        for index, multiple in enumerate(multiples):
+            mine = [_right(r, index) for r in records]
+            theirs = [_right(r, index) for r in base]
+            gained, lost = paired_counts(mine, theirs)
+            found[strategy].append(
+                {
+                    "multiple": multiple,
+                    **bootstrap.difference(
+                        list(map(float, mine)), list(map(float, theirs))
+                    ).as_dict(),
+                    "gained": gained,
+                    "lost": lost,
+                    "mcnemar_p": mcnemar(gained, lost),
+                }
+            )
     return found

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.run import _git_commit
 from self_refine.prompts.render import DEFAULT_REFINE_FORM
 
 __all__ = [
@@ -69,7 +68,7 @@ def document(
     return {
         "date": datetime.date.today().isoformat(),
         "command": " ".join(["python -m benchmarks.quality.run", *shown_arguments(sys.argv[1:])]),
-        "commit": _git_commit(),
+        "commit": _recorded_commit(),
         "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0]},
         "model": model_meta(model, args.model),
         "items_per_set": args.n,
@@ -131,3 +130,9 @@ def examples_of(
         }
         for r in chosen
     ]
+
+
+def _recorded_commit() -> str:
+    from benchmarks.quality.reported import recorded_commit
+
+    return recorded_commit()

@@ -2,12 +2,14 @@
 
 The checkers of the constrained set already fail word lists, fragments strung together
 with commas, list items, more sentences than the task asks for, instructions about the
-text and remarks about it
-(`self_refine.critics.verifiers.shape`); `answer_forms` names which of these a final
-answer is, for the report. An answer that carries a run of six words of the feedback
-it was given (and that neither the task nor the draft the feedback was about holds)
-repeats the critic instead of answering: `rejudge` counts such drafts wrong in a
-record, step by step, as the runner picked them.
+text and remarks about it (`self_refine.critics.verifiers.shape`), and the grader's
+sentence checker markup, sentences with no verb, verbless lists and a clause per word
+(`sentences.py`); `answer_forms` names which of these a final answer is, for the report.
+An answer that carries a run of six words of the feedback it was given (and that
+neither the task nor the draft the feedback was about holds) repeats the critic instead
+of answering: `rejudge` counts such drafts wrong in a record, step by step, as the
+runner picked them, on the constrained set (on the others, where a key or tests judge
+what the answer is, it marks them).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from benchmarks.quality.sentences import FORMS as SENTENCE_FORMS
+from benchmarks.quality.sentences import sentence_problems
 from self_refine.critics.verifiers.concepts import missing_concepts
 from self_refine.critics.verifiers.shape import (
     definitions,
@@ -40,6 +44,7 @@ FORMS = (
     "too many sentences",
     "instruction",
     "remarks",
+    *SENTENCE_FORMS,
     "feedback wording",
 )
 """The forms of a final answer that count it wrong whatever words it uses."""
@@ -89,11 +94,13 @@ def answer_forms(task: str, answer: str, reference: Any, feedback: bool = False)
             "remarks": remarks_about_text(answer),
         }
         forms = [name for name, found in checks.items() if found]
+        forms += sentence_problems(answer, concepts)
     return [*forms, *(["feedback wording"] if feedback else [])]
 
 
-def rejudge(record: dict[str, Any]) -> dict[str, Any]:
-    """The record with every draft that took over feedback wording counted wrong.
+def rejudge(record: dict[str, Any], count_wording: bool = True) -> dict[str, Any]:
+    """The record with every draft that took over feedback wording counted wrong (with
+    `count_wording` False, marked only: on a set whose key or tests judge the answer).
 
     Each attempt is held against the feedback of the attempts before it; accuracy
     after k steps is the draft the run would have answered then (the best-scoring
@@ -105,7 +112,7 @@ def rejudge(record: dict[str, Any]) -> dict[str, Any]:
     for attempt in attempts:
         worded = feedback_wording(str(attempt.get("draft", "")), given, task)
         attempt["feedback_wording"] = worded
-        if worded:
+        if worded and count_wording:
             attempt["correct"] = False
         feedback = (attempt.get("critique") or {}).get("feedback") or []
         given += [(str(item), str(attempt.get("draft", ""))) for item in feedback]
@@ -115,7 +122,7 @@ def rejudge(record: dict[str, Any]) -> dict[str, Any]:
     picks = [best_attempt([a for a in attempts if a["iteration"] <= k]) for k in steps]  # type: ignore[misc]
     answer = str(record.get("answer", ""))
     final = next((a for a in reversed(attempts) if a.get("draft") == answer), None)
-    worded = bool(final and final["feedback_wording"])
+    worded = bool(final and final["feedback_wording"]) and count_wording
     return {
         **record,
         "attempts": attempts,

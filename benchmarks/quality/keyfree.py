@@ -1,8 +1,8 @@
 """Arithmetic with no answer key in the run: first draft, vote, program check, critic loop.
 
 Runs the tuning items of the arithmetic set through the public API (`refine()`) in four
-settings a user can switch on, and grades each answer with the set's key afterwards
-(the key only grades):
+settings a user can switch on, and grades each answer with the set's grader on the item's
+`grade` afterwards (the key only grades):
 
 - `first`: the first draft alone (the vote run's first sample, node 0);
 - `vote`: self-consistency, 4 samples of the math profile, `select="vote"`, no critic
@@ -24,13 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.quality.feedback import Grader
 from benchmarks.quality.intervals import wilson
 from self_refine import refine
-from self_refine.critics.verifiers import judge_draft
 from self_refine.critics.verifiers.program import without_program
 
 SET = Path(__file__).parent / "sets" / "arithmetic.jsonl"
 SETTINGS = ("first", "vote", "program", "critic")
+_GRADER = Grader("arithmetic")
 
 
 _RUNS: dict[str, dict[str, Any]] = {
@@ -59,9 +60,9 @@ def _items(spec: str) -> list[dict[str, Any]]:
 
 
 def _right(item: dict[str, Any], answer: str) -> bool:
-    """Graded by the key, on the answer a reader reads: outside the draft's program."""
-    prose = without_program(answer)
-    return judge_draft(item["task"], prose, item["reference"], ["answer"]) is True
+    """Graded by the key (the item's `grade`; its run-time `reference` holds none), on the
+    answer a reader reads: outside the draft's program."""
+    return _GRADER(item, without_program(answer)) is True
 
 
 def _run(out: Path, items: list[dict[str, Any]], minutes: float, settings: list[str]) -> None:

@@ -4,9 +4,9 @@
 (`quality-*.json`, written by `run.py`) or a budget run (`budget-*.json`, written by
 `spend.py`) with its `.records.jsonl`, judges every draft and answer of the sets named
 (`--sets`, default the constrained set, whose checker's rule changed) with the set's
-grader (its checker on the item's grading data) as it is now, and writes the run's files
-again from its records, with a line on the page saying that it was re-judged, at which
-commit, and which answers fell.
+grader (`feedback.Grader`: its checker on the item's grading data) as it is now, and
+writes the run's files again from its records, with a line on the page saying that it
+was re-judged, at which commit, and which answers fell.
 
 The verdicts only fall: an answer the checker now fails counts wrong, one it failed
 before stays wrong. The run's picks are not replayed: where a run stopped at a draft
@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.quality.feedback import Grader
 from benchmarks.quality.honesty import answer_forms, rejudge
-from benchmarks.quality.sets import GRADER, SETS_DIR
-from self_refine.critics.verifiers import judge_draft
+from benchmarks.quality.sets import SETS_DIR
 
 __all__ = ["rejudge_budget_run", "rejudge_quality_run"]
 
@@ -33,10 +33,11 @@ Verdict = Callable[[str], bool]
 
 
 def _verdict(name: str, task: str, reference: Any) -> Verdict:
+    grader = Grader(name)
+
     def passes(draft: str | None) -> bool:
-        return (
-            draft is not None and judge_draft(task, draft, reference, [GRADER[name]]) is not False
-        )
+        item = {"task": task, "grade": reference}
+        return draft is not None and grader(item, draft) is not False
 
     return passes
 
@@ -180,11 +181,11 @@ def rejudge_budget_run(path: Path, sets: list[str]) -> list[str]:
 
 def _note(pages: list[Path], after: str, fell: list[str]) -> None:
     """Say on each page, under its line on judging, that the run was judged again."""
-    from benchmarks.run import _git_commit
+    from benchmarks.quality.reported import recorded_commit
 
     said = ", ".join(fell) if fell else "none"
     line = (
-        f"- **re-judged** at commit {_git_commit()} with the checker of that commit "
+        f"- **re-judged** at commit {recorded_commit()} with the checker of that commit "
         "(`python -m benchmarks.quality.rejudge`): the answers it now fails count wrong, "
         f"picks not replayed; verdicts that fell: {said}"
     )

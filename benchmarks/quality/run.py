@@ -21,10 +21,11 @@ the main setting): the listed words, a code task's example asserts, for arithmet
   its mean tokens per item at least those of the candidates condition (else of
   verifier-guided), so the two compare at equal budgets.
 
-Every refining condition's records are judged again for feedback wording (a draft
-that took over six words in a row of the feedback it was given counts wrong,
-`honesty.rejudge`), and every final answer is named by the forms that count it wrong
-(a word list, ...: `honesty.answer_forms`).
+Every refining condition's records are judged again for feedback wording (on the
+constrained set, a draft that took over six words in a row of the feedback it was given
+counts wrong, `honesty.rejudge`; on the others it is marked, the key or tests judging),
+and every final answer is named by the forms that count it wrong (a word list, ...:
+`honesty.answer_forms`).
 
 Accuracy after k = 0..K refine steps comes from each item's attempts (one run with K
 steps). The cost of a refining condition (tokens, time, calls per item) includes the
@@ -76,6 +77,10 @@ def load_items(name: str, n: int | None, part: str = "report") -> list[dict[str,
     """The first `n` items (None: all of them) of one part of a set (`report` or `tune`)."""
     if part not in PARTS:
         raise ValueError(f"unknown part {part!r}; choose from {', '.join(PARTS)}")
+    if name == "humaneval":
+        from benchmarks.quality.humaneval import items as humaneval_items
+
+        return humaneval_items(part, n)
     lines = (SETS_DIR / f"{name}.jsonl").read_text().splitlines()
     items = [json.loads(line) for line in lines if line.strip()]
     items = [item for item in items if item["split"] == part][:n]
@@ -193,7 +198,8 @@ async def _condition(
                 dict(record or {"id": item["id"], "answer": answer, "correct_first": False}),
                 item,
                 grader,
-            )
+            ),
+            count_wording=grader.counts_feedback_wording,
         )
         if error:
             record["error"] = error

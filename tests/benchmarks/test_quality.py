@@ -351,7 +351,8 @@ def test_final_answers_are_named_by_their_gamed_forms() -> None:
 
     item = make_set("constrained", 2, seed=2026)[1]
     words = item["reference"]["concepts"]
-    assert answer_forms(item["task"], ", ".join(words) + ".", item["reference"]) == ["word list"]
+    listed = answer_forms(item["task"], ", ".join(words) + ".", item["reference"])
+    assert listed[0] == "word list" and "no verb" in listed  # the sentence checker's too
     instruction = f"Add {words[0]} to the scene."
     assert "instruction" in answer_forms(item["task"], instruction, item["reference"])
     assert answer_forms("What is 2 + 2?", "The answer is 4.", {"answer": "4"}) == []
@@ -407,3 +408,19 @@ async def test_the_runner_refuses_to_write_over_results_unless_asked(tmp_path: P
     args.overwrite = True
     await run(args, chat_model=model)
     assert len(model.requests) > asked
+
+
+def test_no_reported_arithmetic_item_is_a_tuning_item_renamed() -> None:
+    from benchmarks.quality.sets import NAMES
+
+    def template(task: str) -> str:
+        for name in NAMES:
+            task = task.replace(name, "NAME")
+        return " ".join("N" if word.isdigit() else word for word in task.split())
+
+    items = make_set("arithmetic", None, seed=2026)
+    tuning = {template(i["task"]) for i in items if i["split"] == "tune"}
+    reported = [template(i["task"]) for i in items if i["split"] == "report"]
+    assert not tuning & set(reported), "a reported item comes from a tuning template"
+    tasks = [i["task"] for i in items]
+    assert len(set(tasks)) == len(tasks)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from benchmarks.quality import strategies
-from benchmarks.quality.anytime import answer_at
+from benchmarks.quality.anytime import answer_at, output_tokens_at
 from benchmarks.quality.intervals import PairedBootstrap, wilson
 from benchmarks.quality.same_requests import scripted_reply
 from benchmarks.quality.spend import arguments, run
@@ -113,6 +113,22 @@ def test_a_searching_run_answers_with_the_best_of_every_draft_read() -> None:
     assert read[100]["draft"] == "root, half"  # type: ignore[index]
     assert read[250]["draft"] == "root, half"  # the refined draft ties: the earlier node
     assert read[400]["draft"] == "fresh, right"  # type: ignore[index]
+
+
+def test_pass_at_t_counts_the_reply_tokens_of_the_replies_read_within_the_budget() -> None:
+    attempts = [
+        _attempt(0, "first", 0.25, 100),  # 10 reply tokens of 100
+        {
+            **_attempt(1, "picked", 0.5, 300, candidate=0),
+            "usage": {"input_tokens": 240, "output_tokens": 60, "total_tokens": 300},
+            "candidates": [_candidate(1, "other", 0.1, 150)],  # 10 reply tokens of 150
+        },
+    ]
+    assert output_tokens_at(attempts, 99) == 0
+    assert output_tokens_at(attempts, 100) == 10
+    assert output_tokens_at(attempts, 249) == 10  # the pick (150 tokens, 50 of them reply)
+    assert output_tokens_at(attempts, 250) == 60
+    assert output_tokens_at(attempts, 400) == 70
 
 
 def test_a_step_whose_replies_were_all_rejected_adds_no_answer() -> None:
@@ -265,6 +281,10 @@ async def test_every_strategy_is_read_at_every_budget_and_compared_with_sample(
     assert all(r["budgets"][-1]["tokens"] <= 8 * r["first_tokens"] for r in runs)
     assert paths["md"].exists() and paths["records"].exists()
     assert "| 8x |" in paths["md"].read_text()
+    assert "(0/0, p = 1.000)" in paths["md"].read_text()  # no item gained or lost
+    assert "pass@t" in paths["md"].read_text()
+    read = [b for r in runs for b in r["budgets"] if b["answer"] is not None]
+    assert read and all(0 < b["output_tokens"] < b["tokens"] for b in read)
 
 
 async def test_an_existing_result_is_never_overwritten_unless_asked(tmp_path: Path) -> None:
@@ -370,8 +390,12 @@ def _answers(*answers: str) -> Any:
 async def test_the_vote_spends_the_budget_on_samples_alone_and_is_read_as_a_vote(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from benchmarks.quality.run import load_items
+
+    key = int(load_items("arithmetic", 1)[0]["grade"]["answer"])
+    said = (str(key + 1), str(key + 1), str(key), str(key), str(key - 1), str(key))
     # The first draft (the first phase's), then the vote's samples: wrong, right, right, ...
-    model = FakeChatModel(script={"generator": [_answers("31", "31", "30", "30", "29", "30")]})
+    model = FakeChatModel(script={"generator": [_answers(*said)]})
     given = ["--n", "1", "--sets", "arithmetic,constrained", "--no-cache", "--resamples", "100"]
     given += ["--strategies", "vote", "--out", str(tmp_path)]
     document, records, paths = await run(arguments(given), model)
@@ -388,12 +412,13 @@ async def test_the_vote_spends_the_budget_on_samples_alone_and_is_read_as_a_vote
     one = voted["first_tokens"]
     assert len(samples) == 8 and voted["run_tokens"] == 8 * one  # 8x: eight samples
     assert {d["critique"]["source"] for d in samples} == {"none"}
-    # 1x: the first sample (31); 2x: a tie of 31 and 30 goes to the earlier; 4x, 8x: 30.
+    # 1x: the first sample (key + 1); 2x: a tie of key + 1 and key goes to the earlier;
+    # 4x, 8x: the key.
     assert [b["correct"] for b in voted["budgets"]] == [False, False, True, True]
 
     judged = FakeChatModel(
         script={
-            "generator": [_answers("31", "31", "30", "30", "29", "30")],
+            "generator": [_answers(*said)],
             "critic": [critique(["Check the change."], score=0.5)],
         }
     )
@@ -403,10 +428,10 @@ async def test_the_vote_spends_the_budget_on_samples_alone_and_is_read_as_a_vote
     (critiqued,) = [r for r in records if r["strategy"] == "sample"]
     drawn = sum(1 + len(a.get("candidates", [])) for a in critiqued["attempts"])
     assert drawn == 4, "a critique costs what a sample does: half the samples at 8x"
-    # Every score ties, so the best is the first draft (31); the math profile's default
-    # select is the vote, and the reading takes it: 30 at 8x.
+    # Every score ties, so the best is the first draft (key + 1); the math profile's default
+    # select is the vote, and the reading takes it: the key at 8x.
     assert "select" not in critiqued["settings"]
-    assert critiqued["budgets"][-1]["answer"].endswith("The answer is 30.")
+    assert critiqued["budgets"][-1]["answer"].endswith(f"The answer is {key}.")
     assert critiqued["budgets"][-1]["correct"] is True
 
 
