@@ -28,10 +28,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import queue
+import random
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -47,7 +49,9 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field
 
 from self_refine.errors import ConfigError
-from self_refine.models.cancel import calls_cancelled, check_cancelled
+from self_refine.models.cancel import CallCancelled, calls_cancelled, check_cancelled
+from self_refine.models.decode_loop import DecodeLoop, LoopCall, Reply
+from self_refine.models.llama_backend import THREADS_ENV, decode_threads
 from self_refine.models.repetition import cut_loop, loop_start
 
 __all__ = [
@@ -63,6 +67,9 @@ LOCAL_EXTRA_HINT = (
     "llama.cpp once, about 7 minutes on 2 cores), or use model 'offline'"
 )
 
+DECODE_ENV = "SELF_REFINE_LOCAL_DECODE"
+"""Environment variable: "serial" writes one reply at a time on the calling thread (today's
+path before the decode loop, kept for comparing)."""
 _STATE_CACHE_BYTES = 2 << 30
 """Memory for saved states, counted whole (a state holds a batch of logits, about 150 MB
 for a 150k-token vocabulary, besides its KV cache): about a dozen states."""
@@ -112,13 +119,17 @@ def _stoppable_llama() -> Any:
     return StoppableLlama
 
 
-_LLAMAS: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
+_LLAMAS: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
+_LOOPS: dict[tuple[str, int, int], DecodeLoop] = {}
 _LLAMAS_LOCK = threading.Lock()
 
 
-def shared_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
-    """The process's one `Llama` for this file and context size, with the lock its calls take."""
-    key = (os.path.realpath(path), n_ctx)
+def shared_llama(path: str, n_ctx: int, n_threads: int | None = None) -> tuple[Any, threading.Lock]:
+    """The process's one `Llama` for this file and context size, with the lock its calls take.
+
+    `n_threads`: None, the free cores when the model is first loaded (`decode_threads`)."""
+    threads = n_threads or _default_threads()
+    key = (os.path.realpath(path), n_ctx, threads)
     with _LLAMAS_LOCK:
         found = _LLAMAS.get(key)
         if found is None:
@@ -130,7 +141,8 @@ def shared_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
                 model_path=key[0],
                 n_ctx=n_ctx,
                 n_batch=_N_BATCH,
-                n_threads=os.cpu_count() or 1,
+                n_threads=threads,
+                n_threads_batch=threads,
                 verbose=False,
             )
             # Saved states by prompt: the critic's and the refiner's prompts alternate,
@@ -138,6 +150,150 @@ def shared_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
             llama.set_cache(_state_cache())
             found = _LLAMAS[key] = (llama, threading.Lock())
     return found
+
+
+_THREADS: list[int] = []
+
+
+def _default_threads() -> int:
+    """SELF_REFINE_THREADS, else the free cores counted once per process (a later count
+    would see this process's own load)."""
+    if os.environ.get(THREADS_ENV, "").strip():
+        return decode_threads()
+    with _LLAMAS_LOCK:
+        if not _THREADS:
+            _THREADS.append(decode_threads())
+        return _THREADS[0]
+
+
+LOOP_CONTEXTS = 4
+"""The decode loop's context holds this many full requests' tokens (more when they share
+a prompt): 4 x 4,096 tokens, about 200 MB for the 0.5B model."""
+LOOP_SEQUENCES = 16
+"""Sequences the decode loop keeps at once: replies being written and prompts kept for reuse."""
+_LOOP_BATCH = 512
+
+
+def shared_loop(path: str, n_ctx: int, n_threads: int | None = None) -> DecodeLoop:
+    """The process's one decode loop for this file, context size and thread count."""
+    llama, _ = shared_llama(path, n_ctx, n_threads)
+    threads = n_threads or _default_threads()
+    key = (os.path.realpath(path), n_ctx, threads)
+    with _LLAMAS_LOCK:
+        loop = _LOOPS.get(key)
+        if loop is None:
+            from self_refine.models.llama_backend import LlamaBackend
+
+            backend = LlamaBackend(
+                llama,
+                n_cells=LOOP_CONTEXTS * n_ctx,
+                n_seq=LOOP_SEQUENCES,
+                n_batch=_LOOP_BATCH,
+                n_threads=threads,
+            )
+            loop = _LOOPS[key] = DecodeLoop(backend)
+    return loop
+
+
+def forget_kept_prompts() -> None:
+    """Drop the prompts every decode loop keeps for reuse (a cold start, for measuring)."""
+    with _LLAMAS_LOCK:
+        loops = list(_LOOPS.values())
+    for loop in loops:
+        loop.forget_prompts()
+
+
+class _Captured(Exception):  # noqa: N818 - not an error: the completion a chat call makes
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        super().__init__("captured")
+        self.kwargs = kwargs
+
+
+class _CaptureCompletion:
+    """A `Llama` whose completion is not run but handed back: the prompt's tokens, stops,
+    grammar and sampling settings its chat template and chat handler made for a request."""
+
+    def __init__(self, llama: Any) -> None:
+        self._llama = llama
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def create_completion(self, **kwargs: Any) -> Any:
+        raise _Captured(kwargs)
+
+
+def completion_of(llama: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """The `create_completion` arguments `llama.create_chat_completion(**request)` would use."""
+    from llama_cpp import Llama
+
+    try:
+        Llama.create_chat_completion(cast(Llama, _CaptureCompletion(llama)), **request)
+    except _Captured as captured:
+        return captured.kwargs
+    raise RuntimeError("llama.cpp's chat handler made no completion")  # pragma: no cover
+
+
+_SAMPLING = (
+    "top_k",
+    "top_p",
+    "min_p",
+    "typical_p",
+    "repeat_penalty",
+    "frequency_penalty",
+    "presence_penalty",
+    "tfs_z",
+    "mirostat_mode",
+    "mirostat_eta",
+    "mirostat_tau",
+    "grammar",
+)
+
+
+def loop_call(
+    llama: Any,
+    backend: Any,
+    request: dict[str, Any],
+    *,
+    n_ctx: int,
+    reuse_prefix: bool,
+    on_text: Any = None,
+) -> LoopCall | None:
+    """The decode loop's call for a chat request, made as `create_chat_completion` makes
+    its completion; None when the request needs what only that path does (a logits
+    processor, a logit bias)."""
+    done = completion_of(llama, request)
+    if any(done.get(key) is not None for key in ("logits_processor", "logit_bias")):
+        return None
+    if done.get("mirostat_mode"):
+        return None
+    criteria = done.get("stopping_criteria")
+    prompt = [int(token) for token in done["prompt"]]
+    if len(prompt) >= n_ctx:
+        raise ValueError(f"Requested tokens ({len(prompt)}) exceed context window of {n_ctx}")
+    max_tokens = done.get("max_tokens")
+    if max_tokens is None or max_tokens <= 0 or max_tokens + len(prompt) >= n_ctx:
+        max_tokens = n_ctx - len(prompt)
+    stop = done.get("stop") or []
+    stops = [stop] if isinstance(stop, str) else list(stop)
+    seed = done.get("seed")
+    if seed is None:
+        seed = random.randint(0, 2**32)
+    settings = {key: done[key] for key in _SAMPLING if key in done}
+    settings["temp"] = done.get("temperature", 0.8)
+
+    def make_sampler() -> Any:
+        return backend.sampler(settings, seed)
+
+    return LoopCall(
+        prompt=prompt,
+        max_tokens=max_tokens,
+        stops=stops,
+        make_sampler=make_sampler,
+        reuse_prefix=reuse_prefix,
+        ends=None if criteria is None else lambda ids: bool(criteria(ids, None)),
+        on_text=on_text,
+    )
 
 
 _MAX_LIST_ITEMS = 6
@@ -227,6 +383,17 @@ class LocalChatModel(BaseChatModel):
         description="Keep what the model has read between calls (False: read every prompt "
         "from the start; for measuring what reuse saves).",
     )
+    decode_loop: bool = Field(
+        default_factory=lambda: os.environ.get(DECODE_ENV, "").strip().lower() != "serial",
+        description="Write replies in the process's shared decode loop, calls made together "
+        "decoded together (False, or SELF_REFINE_LOCAL_DECODE=serial: one call at a time "
+        "under a lock, on the calling thread; for comparing).",
+    )
+    n_threads: int | None = Field(
+        default=None,
+        description="Threads to decode with; None: SELF_REFINE_THREADS, else the cores free "
+        "when the model is first loaded.",
+    )
 
     accepts_images: ClassVar[bool] = False
     """The known models read text only: a task with images is refused before the first call."""
@@ -253,6 +420,58 @@ class LocalChatModel(BaseChatModel):
             request["response_format"] = kwargs["response_format"]
         return request
 
+    def _llama(self) -> tuple[Any, threading.Lock]:
+        if self.n_threads is None:
+            return shared_llama(self.model_path, self.n_ctx)
+        return shared_llama(self.model_path, self.n_ctx, self.n_threads)
+
+    def _loop_reply(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None,
+        on_text: Any,
+        **kwargs: Any,
+    ) -> Reply | None:
+        """The reply written by the shared decode loop; None: a request only the serial path
+        takes."""
+        check_cancelled()
+        llama, _ = self._llama()
+        request = self._request(messages, stop, **kwargs)
+        self._check_room(llama, messages, request["max_tokens"])
+        loop = shared_loop(self.model_path, self.n_ctx, self.n_threads)
+        with self._context_errors(llama, messages, request["max_tokens"]):
+            call = loop_call(
+                llama,
+                loop.backend,
+                request,
+                n_ctx=self.n_ctx,
+                reuse_prefix=self.reuse_prefix,
+                on_text=on_text,
+            )
+        if call is None:
+            return None
+        reply = loop.run(call)
+        if reply.finish_reason == "cancelled":
+            check_cancelled()
+            raise CallCancelled("the call was stopped")
+        if reply.finish_reason == "repetition":
+            reply.text = cut_loop(reply.text)
+        return reply
+
+    def _message(self, reply: Reply) -> dict[str, Any]:
+        return {
+            "usage_metadata": {
+                "input_tokens": reply.prompt_tokens,
+                "output_tokens": reply.output_tokens,
+                "total_tokens": reply.prompt_tokens + reply.output_tokens,
+            },
+            "response_metadata": {
+                "model_name": self.model_name,
+                "finish_reason": reply.finish_reason,
+                "prompt_tokens_evaluated": reply.prompt_tokens_evaluated,
+            },
+        }
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -260,7 +479,12 @@ class LocalChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        llama, lock = shared_llama(self.model_path, self.n_ctx)
+        if self.decode_loop:
+            reply = self._loop_reply(messages, stop, None, **kwargs)
+            if reply is not None:
+                message = AIMessage(content=reply.text, **self._message(reply))
+                return ChatResult(generations=[ChatGeneration(message=message)])
+        llama, lock = self._llama()
         request = self._request(messages, stop, **kwargs)
         with lock, self._forgetting(llama), _Writing(llama) as loop:
             self._check_room(llama, messages, request["max_tokens"])
@@ -295,7 +519,53 @@ class LocalChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        llama, lock = shared_llama(self.model_path, self.n_ctx)
+        if not self.decode_loop:
+            yield from self._stream_serial(messages, stop, run_manager, **kwargs)
+            return
+        pieces: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        done = object()
+
+        def write() -> None:
+            try:
+                pieces.put(("reply", self._loop_reply(messages, stop, pieces.put, **kwargs)))
+            except BaseException as error:  # noqa: BLE001 - raised again in the caller
+                pieces.put(("error", error))
+            pieces.put(done)
+
+        worker = threading.Thread(target=write, name="self-refine-stream", daemon=True)
+        worker.start()
+        ended: tuple[str, Any] | None = None
+        while True:
+            try:
+                piece = pieces.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if piece is done:
+                break
+            if isinstance(piece, tuple):
+                ended = piece
+                continue
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+            if run_manager is not None:
+                run_manager.on_llm_new_token(piece, chunk=chunk)
+            yield chunk
+        assert ended is not None
+        kind, value = ended
+        if kind == "error":
+            raise value
+        if value is None:
+            yield from self._stream_serial(messages, stop, run_manager, **kwargs)
+            return
+        yield ChatGenerationChunk(message=AIMessageChunk(content="", **self._message(value)))
+
+    def _stream_serial(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        llama, lock = self._llama()
         request = self._request(messages, stop, **kwargs)
         with lock, self._forgetting(llama), _Writing(llama) as loop:
             self._check_room(llama, messages, request["max_tokens"])
@@ -343,7 +613,7 @@ class LocalChatModel(BaseChatModel):
     def check_room(self, messages: list[BaseMessage]) -> None:
         """Raise ConfigError when a request of these messages would leave too little room
         in the context for a reply (before anything of a run is written: the door asks)."""
-        llama, _ = shared_llama(self.model_path, self.n_ctx)
+        llama, _ = self._llama()
         self._check_room(llama, messages, self.max_tokens)
 
     def _check_room(self, llama: Any, messages: list[BaseMessage], max_tokens: int) -> None:
