@@ -105,7 +105,7 @@ def concurrency(today: Any, loop: Any, sizes: list[int], rounds: int) -> list[di
                 walls[name].append(wall)
                 tokens[name].append(written)
                 loads.append(_load())
-        row = {"requests": n, "load": [min(loads), max(loads)]}
+        row: dict[str, Any] = {"requests": n, "load": [min(loads), max(loads)]}
         for name in ("today", "loop"):
             wall = statistics.median(walls[name])
             row[name] = {

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["LlamaBackend", "ThreadCount", "decode_threads"]
 
@@ -89,7 +88,6 @@ class LlamaBackend:
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
         self._vocab = llama._model.vocab
         self._piece = (ctypes.c_char * 64)()
-        self._lock = threading.Lock()  # the sampler factory reads `llama._seed`
 
     def decode(self, tokens: Sequence[tuple[int, int, int, bool]]) -> None:
         import llama_cpp
@@ -129,9 +127,9 @@ class LlamaBackend:
 
     def sampler(self, settings: dict[str, Any], seed: int) -> _ChainSampler:
         """The sampler chain a `Llama` completion with these settings and seed uses."""
-        with self._lock:
-            self.llama.set_seed(seed)
-            chain = self.llama._init_sampler(**settings)
+        from llama_cpp import Llama
+
+        chain = Llama._init_sampler(cast(Llama, _Seeded(self.llama, seed)), **settings)
         return _ChainSampler(chain, self._ctx)
 
     def perf(self) -> dict[str, float]:
@@ -145,6 +143,18 @@ class LlamaBackend:
             "decodes": float(data.n_eval),
             "decode_ms": float(data.t_eval_ms),
         }
+
+
+class _Seeded:
+    """The `Llama` as its sampler factory reads it, with this sequence's seed (the `Llama`
+    itself is left alone: its own completions set and read its seed)."""
+
+    def __init__(self, llama: Any, seed: int) -> None:
+        self._llama = llama
+        self._seed = seed
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
 
 
 class _ChainSampler:

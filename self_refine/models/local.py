@@ -184,9 +184,10 @@ def shared_loop(path: str, n_ctx: int, n_threads: int | None = None) -> DecodeLo
         if loop is None:
             from self_refine.models.llama_backend import LlamaBackend
 
+            trained = int(llama._model.n_ctx_train()) or n_ctx  # more: llama.cpp warns
             backend = LlamaBackend(
                 llama,
-                n_cells=LOOP_CONTEXTS * n_ctx,
+                n_cells=max(n_ctx, min(LOOP_CONTEXTS * n_ctx, trained)),
                 n_seq=LOOP_SEQUENCES,
                 n_batch=_LOOP_BATCH,
                 n_threads=threads,
