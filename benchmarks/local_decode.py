@@ -1,10 +1,13 @@
 """The embedded model's decode loop against the serial path it replaced (issue 51).
 
     python -m benchmarks.local_decode [--rounds 5] [--tokens 64] [--concurrency 1,2,4,8]
-        [--callers] [--busy N] [--make-run N] [--out benchmarks/results/local-decode]
+        [--callers] [--agreement] [--busy N] [--make-run N]
+        [--out benchmarks/results/local-decode]
 
-Three parts, each alternating the two paths within one process so that a shared
-machine's load falls on both alike (the load average is printed beside every figure):
+`--agreement`: how many of 10 greedy replies (and of 4 seeded ones) the decode loop writes
+token for token as today's path does, made one at a time and together. Then three
+parts, each alternating the two paths within one process so that a shared machine's load
+falls on both alike (the load average is printed beside every figure):
 
 - concurrency: N requests of the same prompt (seeds 0..N-1, `--tokens` each at most),
   today's path (one call at a time under the model's lock, on the calling thread, with
@@ -159,6 +162,51 @@ def callers(today: Any, loop: Any, rounds: int) -> list[dict[str, Any]]:
     return rows
 
 
+AGREEMENT_PROMPTS = [
+    "Name three colours.",
+    "Write one sentence using the words: cat, roof.",
+    "What is 2 + 3? Answer with a number.",
+    "Say hello in French.",
+    "Write a haiku about rain.",
+    "List two prime numbers.",
+    "Describe a dog in five words.",
+    "What is the capital of France?",
+    "Write a Python function that adds two numbers.",
+    "Give a synonym for happy.",
+]
+
+
+def agreement(path: str, tokens: int) -> dict[str, Any]:
+    """How often the decode loop writes today's reply: greedy, alone and together; seeded."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from self_refine.models.local import LocalChatModel
+
+    def model(**given: Any) -> Any:
+        return LocalChatModel(model_path=path, max_tokens=tokens, reuse_prefix=False, **given)
+
+    asks = [[SystemMessage(SYSTEM), HumanMessage(p)] for p in AGREEMENT_PROMPTS]
+    serial, looped = model(temperature=0, decode_loop=False), model(temperature=0)
+    today = [serial.invoke(m).text for m in asks]
+    alone = [looped.invoke(m).text for m in asks]
+    with ThreadPoolExecutor(len(asks)) as pool:
+        together = [r.text for r in pool.map(looped.invoke, asks)]
+    seeds = range(4)
+    serial, looped = model(decode_loop=False), model()
+    seeded = [serial.invoke(asks[1], seed=s).text for s in seeds]
+    with ThreadPoolExecutor(4) as pool:
+        seeded_loop = [r.text for r in pool.map(lambda s: looped.invoke(asks[1], seed=s), seeds)]
+    row = {
+        "prompts": len(asks),
+        "greedy_alone_same": sum(a == b for a, b in zip(today, alone, strict=True)),
+        "greedy_together_same": sum(a == b for a, b in zip(today, together, strict=True)),
+        "seeded_together_same": sum(a == b for a, b in zip(seeded, seeded_loop, strict=True)),
+        "seeds": len(seeds),
+    }
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def make_run(seeds: int) -> list[dict[str, Any]]:
     from benchmarks.make_run import make_run_command, one_run
     from self_refine.models.local import DECODE_ENV
@@ -256,6 +304,20 @@ def report(results: dict[str, Any]) -> str:
                 f"{main['load'][0]:.1f}-{main['load'][1]:.1f} |"
             )
         lines.append("")
+    if results.get("agreement"):
+        row = results["agreement"]
+        lines += [
+            "## Same replies as today?",
+            "",
+            f"Greedy, {row['prompts']} prompts each read whole: the decode loop wrote today's "
+            f"reply token for token for {row['greedy_alone_same']} of {row['prompts']} made "
+            f"one at a time and {row['greedy_together_same']} of {row['prompts']} made together "
+            f"(one batch). Temperature 0.2, one prompt, seeds 0-{row['seeds'] - 1} made "
+            f"together: {row['seeded_together_same']} of {row['seeds']} the same. Where they "
+            "differ, batched arithmetic moved a logit enough to tip a near tie, after which "
+            "the replies part.",
+            "",
+        ]
     if results.get("make_run"):
         lines += ["## `make run`'s step of candidates", "", *_make_run_table(results["make_run"])]
         lines.append("")
@@ -272,6 +334,7 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--concurrency", default="1,2,4,8", help="comma-separated; '' to skip")
     parser.add_argument("--callers", action="store_true", help="rate by calling thread")
+    parser.add_argument("--agreement", action="store_true", help="same replies as today?")
     parser.add_argument("--busy", type=int, default=0, help="processes keeping a core busy")
     parser.add_argument("--make-run", type=int, default=0, help="seeds of make run's step")
     parser.add_argument("--out", type=Path, help="write OUT.json and OUT.md")
@@ -297,6 +360,8 @@ def main() -> int:
             "tokens": args.tokens,
             "rounds": args.rounds,
         }
+        if args.agreement:
+            results["agreement"] = agreement(today.model_path, args.tokens)
         sizes = [int(n) for n in args.concurrency.split(",") if n.strip()]
         results["concurrency"] = concurrency(today, loop, sizes, args.rounds)
         if args.callers:

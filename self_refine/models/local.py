@@ -197,11 +197,17 @@ def shared_loop(path: str, n_ctx: int, n_threads: int | None = None) -> DecodeLo
 
 
 def forget_kept_prompts() -> None:
-    """Drop the prompts every decode loop keeps for reuse (a cold start, for measuring)."""
+    """Drop what every model of the process keeps for reuse: the decode loops' kept prompts,
+    the serial path's context and saved states (a cold start, for measuring)."""
     with _LLAMAS_LOCK:
         loops = list(_LOOPS.values())
+        llamas = list(_LLAMAS.values())
     for loop in loops:
         loop.forget_prompts()
+    for llama, lock in llamas:
+        with lock:
+            llama.set_cache(_state_cache())
+            llama.reset()
 
 
 class _Captured(Exception):  # noqa: N818 - not an error: the completion a chat call makes
