@@ -179,11 +179,15 @@ class DecodeLoop:
             while not seq.done.wait(0.1):
                 pass
         except BaseException:
-            seq.abandoned = True
-            with self._wake:
-                self._wake.notify()
+            self.abandon(seq)
             raise
         return seq.result()
+
+    def abandon(self, seq: _Sequence) -> None:
+        """Stop a call whose caller no longer waits for it (at the loop's next step)."""
+        seq.abandoned = True
+        with self._wake:
+            self._wake.notify()
 
     def forget_prompts(self) -> None:
         """Drop every kept prompt once no reply is being written (a cold start, to measure)."""

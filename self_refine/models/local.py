@@ -432,15 +432,15 @@ class LocalChatModel(BaseChatModel):
             return shared_llama(self.model_path, self.n_ctx)
         return shared_llama(self.model_path, self.n_ctx, self.n_threads)
 
-    def _loop_reply(
+    def _loop_call(
         self,
         messages: list[BaseMessage],
         stop: list[str] | None,
         on_text: Any,
         **kwargs: Any,
-    ) -> Reply | None:
-        """The reply written by the shared decode loop; None: a request only the serial path
-        takes."""
+    ) -> tuple[DecodeLoop, LoopCall] | None:
+        """The shared decode loop and the call for this request; None: a request only the
+        serial path takes."""
         check_cancelled()
         llama, _ = self._llama()
         request = self._request(messages, stop, **kwargs)
@@ -455,9 +455,12 @@ class LocalChatModel(BaseChatModel):
                 reuse_prefix=self.reuse_prefix,
                 on_text=on_text,
             )
-        if call is None:
-            return None
-        reply = loop.run(call)
+        return None if call is None else (loop, call)
+
+    @staticmethod
+    def _ended(reply: Reply) -> Reply:
+        """The reply as the caller gets it: a cancelled one raised, a loop cut after its first
+        copy."""
         if reply.finish_reason == "cancelled":
             check_cancelled()
             raise CallCancelled("the call was stopped")
@@ -487,8 +490,10 @@ class LocalChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         if self.decode_loop:
-            reply = self._loop_reply(messages, stop, None, **kwargs)
-            if reply is not None:
+            found = self._loop_call(messages, stop, None, **kwargs)
+            if found is not None:
+                decoder, call = found
+                reply = self._ended(decoder.run(call))
                 message = AIMessage(content=reply.text, **self._message(reply))
                 return ChatResult(generations=[ChatGeneration(message=message)])
         llama, lock = self._llama()
@@ -529,41 +534,30 @@ class LocalChatModel(BaseChatModel):
         if not self.decode_loop:
             yield from self._stream_serial(messages, stop, run_manager, **kwargs)
             return
-        pieces: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        done = object()
-
-        def write() -> None:
-            try:
-                pieces.put(("reply", self._loop_reply(messages, stop, pieces.put, **kwargs)))
-            except BaseException as error:  # noqa: BLE001 - raised again in the caller
-                pieces.put(("error", error))
-            pieces.put(done)
-
-        worker = threading.Thread(target=write, name="self-refine-stream", daemon=True)
-        worker.start()
-        ended: tuple[str, Any] | None = None
-        while True:
-            try:
-                piece = pieces.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if piece is done:
-                break
-            if isinstance(piece, tuple):
-                ended = piece
-                continue
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
-            if run_manager is not None:
-                run_manager.on_llm_new_token(piece, chunk=chunk)
-            yield chunk
-        assert ended is not None
-        kind, value = ended
-        if kind == "error":
-            raise value
-        if value is None:
+        pieces: queue.SimpleQueue[str] = queue.SimpleQueue()
+        found = self._loop_call(messages, stop, pieces.put, **kwargs)
+        if found is None:
             yield from self._stream_serial(messages, stop, run_manager, **kwargs)
             return
-        yield ChatGenerationChunk(message=AIMessageChunk(content="", **self._message(value)))
+        decoder, call = found
+        seq = decoder.submit(call)
+        try:
+            while True:
+                try:
+                    piece = pieces.get(timeout=0.1)
+                except queue.Empty:
+                    if seq.done.is_set() and pieces.empty():  # its last piece came before
+                        break
+                    continue
+                chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+                if run_manager is not None:
+                    run_manager.on_llm_new_token(piece, chunk=chunk)
+                yield chunk
+        finally:
+            if not seq.done.is_set():  # the caller stopped reading (or was interrupted)
+                decoder.abandon(seq)
+        reply = self._ended(seq.result())
+        yield ChatGenerationChunk(message=AIMessageChunk(content="", **self._message(reply)))
 
     def _stream_serial(
         self,

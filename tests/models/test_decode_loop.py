@@ -255,3 +255,16 @@ def test_a_failing_sampler_fails_its_own_call_only() -> None:
     with pytest.raises(ValueError, match="bad grammar"):
         failing.result()
     assert fine.result().text == "a"
+
+
+def test_a_call_its_caller_left_is_dropped_and_frees_its_place() -> None:
+    fake = FakeContext()
+    fake.n_seq = 1
+    loop = DecodeLoop(fake)
+    fake.gate.clear()
+    left = loop.submit(_call(PROMPT, [1] * 500, max_tokens=500))
+    loop.abandon(left)
+    fake.gate.set()
+    assert left.done.wait(10)
+    assert left.result().finish_reason == "cancelled"
+    assert loop.run(_call(PROMPT, [2, END])).text == "b", "the one sequence is free again"
