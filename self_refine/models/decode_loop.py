@@ -143,6 +143,8 @@ def _common(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
+KEPT_SHARE = 4
+"""Kept prompts (of calls that ended) hold at most 1/KEPT_SHARE of the context's cells."""
 _SHARE_AT_LEAST = 16
 """Tokens a waiting call must share with a prompt being read to wait for it and copy it."""
 
@@ -350,6 +352,22 @@ class DecodeLoop:
                 self.backend.forget(seq.slot, 0)
                 slot.tokens = []
         seq.sampler = None
+        self._trim_kept()
+
+    def _trim_kept(self) -> None:
+        """Drop the oldest kept prompts beyond a quarter of the context: every decode's
+        attention spans the cells in use, kept ones included."""
+        kept = sorted(
+            (i for i, slot in enumerate(self._slots) if slot.owner is None and slot.tokens),
+            key=lambda i: self._slots[i].used,
+        )
+        held = sum(len(self._slots[i].tokens) for i in kept)
+        for i in kept:
+            if held <= self.backend.n_cells // KEPT_SHARE:
+                break
+            held -= len(self._slots[i].tokens)
+            self.backend.forget(i, 0)
+            self._slots[i].tokens = []
 
     # Admission.
 

@@ -268,3 +268,13 @@ def test_a_call_its_caller_left_is_dropped_and_frees_its_place() -> None:
     assert left.done.wait(10)
     assert left.result().finish_reason == "cancelled"
     assert loop.run(_call(PROMPT, [2, END])).text == "b", "the one sequence is free again"
+
+
+def test_kept_prompts_hold_at_most_a_quarter_of_the_context() -> None:
+    fake = FakeContext()
+    loop = DecodeLoop(fake)
+    for first in range(1, 8):
+        loop.run(_call([first, *([7] * 300)], [1, END]))
+    assert sum(len(held) for held in fake.held.values()) <= fake.n_cells // 4
+    again = loop.run(_call([7, *([7] * 300)], [1, END]))
+    assert again.prompt_tokens_evaluated == 1, "the latest prompt was kept"
