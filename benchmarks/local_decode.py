@@ -105,6 +105,7 @@ def concurrency(today: Any, loop: Any, sizes: list[int], rounds: int) -> list[di
         for _ in range(rounds):
             for name, model, together in (("today", today, False), ("loop", loop, True)):
                 wall, written = _requests(model, n, together)
+                print(f"  {n} requests, {name}: {wall:.1f} s, {written} tokens, load {_load()}")
                 walls[name].append(wall)
                 tokens[name].append(written)
                 loads.append(_load())
