@@ -160,6 +160,7 @@ class DecodeLoop:
         self._wake = threading.Condition()
         self._clock = 0
         self._clear = False
+        self._closing = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -191,6 +192,15 @@ class DecodeLoop:
         with self._wake:
             self._wake.notify()
 
+    def close(self, wait: float = 5.0) -> None:
+        """End every call (as cancelled) and the loop's thread, waiting for a decode under
+        way to end: the context must not be freed under it (the program is exiting)."""
+        with self._wake:
+            self._closing = True
+            self._wake.notify()
+        if self._thread is not threading.current_thread():
+            self._thread.join(wait)
+
     def forget_prompts(self) -> None:
         """Drop every kept prompt once no reply is being written (a cold start, to measure)."""
         with self._wake:
@@ -202,10 +212,17 @@ class DecodeLoop:
     def _run(self) -> None:
         while True:
             with self._wake:
-                while not self._waiting and not self._active and not self._clear:
+                while not (self._waiting or self._active or self._clear or self._closing):
                     self._wake.wait()
+                waiting = list(self._waiting)
+                if self._closing:
+                    self._waiting.clear()
                 clear = self._clear and not self._active
                 self._clear = self._clear and not clear
+            if self._closing:
+                for seq in [*self._active, *waiting]:
+                    self._finish(seq, "cancelled")
+                return
             if clear:
                 for index, slot in enumerate(self._slots):
                     self.backend.forget(index, 0)

@@ -26,6 +26,7 @@ through tool calling, and builds one `Llama` per chat model. Here:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import queue
@@ -193,7 +194,17 @@ def shared_loop(path: str, n_ctx: int, n_threads: int | None = None) -> DecodeLo
                 n_threads=threads,
             )
             loop = _LOOPS[key] = DecodeLoop(backend)
+            if len(_LOOPS) == 1:
+                atexit.register(_close_loops)
     return loop
+
+
+def _close_loops() -> None:
+    """At exit: each loop's thread ends before the model it decodes with is freed."""
+    with _LLAMAS_LOCK:
+        loops = list(_LOOPS.values())
+    for loop in loops:
+        loop.close()
 
 
 def forget_kept_prompts() -> None:

@@ -278,3 +278,17 @@ def test_kept_prompts_hold_at_most_a_quarter_of_the_context() -> None:
     assert sum(len(held) for held in fake.held.values()) <= fake.n_cells // 4
     again = loop.run(_call([7, *([7] * 300)], [1, END]))
     assert again.prompt_tokens_evaluated == 1, "the latest prompt was kept"
+
+
+def test_closing_the_loop_ends_its_calls_after_the_decode_under_way() -> None:
+    fake = FakeContext()
+    loop = DecodeLoop(fake)
+    fake.gate.clear()
+    running = loop.submit(_call(PROMPT, [1] * 500, max_tokens=500))
+    closer = threading.Thread(target=loop.close)
+    closer.start()
+    fake.gate.set()
+    closer.join(10)
+    assert running.done.is_set()
+    assert running.result().finish_reason == "cancelled"
+    assert not loop._thread.is_alive()
