@@ -372,15 +372,19 @@ class DecodeLoop:
         self._trim_kept()
 
     def _trim_kept(self) -> None:
-        """Drop the oldest kept prompts beyond a quarter of the context: every decode's
-        attention spans the cells in use, kept ones included."""
+        """Keep prompts of calls that ended in at most a quarter of the context: every
+        decode's attention spans the cells in use, kept ones included."""
+        self._drop_kept(self.backend.n_cells // KEPT_SHARE)
+
+    def _drop_kept(self, limit: int) -> None:
+        """Drop kept prompts, oldest first, until they hold at most `limit` cells."""
         kept = sorted(
             (i for i, slot in enumerate(self._slots) if slot.owner is None and slot.tokens),
             key=lambda i: self._slots[i].used,
         )
         held = sum(len(self._slots[i].tokens) for i in kept)
         for i in kept:
-            if held <= self.backend.n_cells // KEPT_SHARE:
+            if held <= limit:
                 break
             held -= len(self._slots[i].tokens)
             self.backend.forget(i, 0)
@@ -477,14 +481,4 @@ class DecodeLoop:
     def _evict_for(self, seq: _Sequence) -> None:
         """Drop kept prompts (oldest first) until the writing sequences' reserve fits."""
         taken = sum(self._reserved(other) for other in [*self._active, seq])
-        kept = sorted(
-            (i for i, slot in enumerate(self._slots) if slot.owner is None and slot.tokens),
-            key=lambda i: self._slots[i].used,
-        )
-        held = sum(len(self._slots[i].tokens) for i in kept)
-        for i in kept:
-            if taken + held <= self.backend.n_cells:
-                break
-            held -= len(self._slots[i].tokens)
-            self.backend.forget(i, 0)
-            self._slots[i].tokens = []
+        self._drop_kept(self.backend.n_cells - taken)
