@@ -89,13 +89,9 @@ class _Replies(BaseCallbackHandler):
 
 
 def _cold() -> None:
-    from self_refine.models.local import _state_cache, shared_llama
-    from self_refine.models.resolve import resolve_model
+    from self_refine.models.local import forget_kept_prompts
 
-    model = resolve_model("local")
-    llama = shared_llama(model.model_path, model.n_ctx)[0]  # type: ignore[attr-defined]
-    llama.set_cache(_state_cache())
-    llama.reset()
+    forget_kept_prompts()
 
 
 def one_run(task: str, reference: Any, seed: int, first_verified: bool) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from self_refine.cli.paths import (
     refuse_foreign,
     refuse_overlaps,
 )
-from self_refine.cli.progress import Progress, uses_local_model
+from self_refine.cli.progress import Progress
 from self_refine.cli.settings import build_graph, say_auto
 from self_refine.errors import ConfigError
 from self_refine.pages.render import is_page
@@ -157,11 +157,6 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
         )
     job = _job(args, context, response_format)
     batch = FileBatch(job, args.input, args.output, args.shard, db=args.db, server=args.server)
-    if args.concurrency > 1 and uses_local_model(context):
-        _warn(
-            f"--concurrency {args.concurrency} with a local model: its one instance answers one "
-            "call at a time, so items overlap but the batch is no faster"
-        )
     items = batch.read(shown)
     # Bad models and missing keys fail here, before the output is opened (or made).
     builder = None

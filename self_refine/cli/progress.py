@@ -252,7 +252,7 @@ def call_label(metadata: dict[str, Any]) -> str:
 
 
 def uses_local_model(context: RefineContext) -> bool:
-    """True when a role runs the embedded local model (one call at a time, slow on a CPU)."""
+    """True when a role runs the embedded local model (slow on a CPU)."""
     models = [getattr(context, name) or "" for name in ("model", *ROLE_MODEL_FIELDS)]
     return any(m == "local" or m.startswith("local:") for m in models)
 

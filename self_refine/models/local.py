@@ -26,12 +26,15 @@ through tool calling, and builds one `Llama` per chat model. Here:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
+import queue
+import random
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -47,7 +50,9 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field
 
 from self_refine.errors import ConfigError
-from self_refine.models.cancel import calls_cancelled, check_cancelled
+from self_refine.models.cancel import CallCancelled, calls_cancelled, check_cancelled
+from self_refine.models.decode_loop import DecodeLoop, LoopCall, Reply
+from self_refine.models.llama_backend import THREADS_ENV, decode_threads
 from self_refine.models.repetition import cut_loop, loop_start
 
 __all__ = [
@@ -63,6 +68,9 @@ LOCAL_EXTRA_HINT = (
     "llama.cpp once, about 7 minutes on 2 cores), or use model 'offline'"
 )
 
+DECODE_ENV = "SELF_REFINE_LOCAL_DECODE"
+"""Environment variable: "serial" writes one reply at a time on the calling thread (today's
+path before the decode loop, kept for comparing)."""
 _STATE_CACHE_BYTES = 2 << 30
 """Memory for saved states, counted whole (a state holds a batch of logits, about 150 MB
 for a 150k-token vocabulary, besides its KV cache): about a dozen states."""
@@ -112,13 +120,17 @@ def _stoppable_llama() -> Any:
     return StoppableLlama
 
 
-_LLAMAS: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
+_LLAMAS: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
+_LOOPS: dict[tuple[str, int, int], DecodeLoop] = {}
 _LLAMAS_LOCK = threading.Lock()
 
 
-def shared_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
-    """The process's one `Llama` for this file and context size, with the lock its calls take."""
-    key = (os.path.realpath(path), n_ctx)
+def shared_llama(path: str, n_ctx: int, n_threads: int | None = None) -> tuple[Any, threading.Lock]:
+    """The process's one `Llama` for this file and context size, with the lock its calls take.
+
+    `n_threads`: None, the free cores when the model is first loaded (`decode_threads`)."""
+    threads = n_threads or _default_threads()
+    key = (os.path.realpath(path), n_ctx, threads)
     with _LLAMAS_LOCK:
         found = _LLAMAS.get(key)
         if found is None:
@@ -130,7 +142,8 @@ def shared_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
                 model_path=key[0],
                 n_ctx=n_ctx,
                 n_batch=_N_BATCH,
-                n_threads=os.cpu_count() or 1,
+                n_threads=threads,
+                n_threads_batch=threads,
                 verbose=False,
             )
             # Saved states by prompt: the critic's and the refiner's prompts alternate,
@@ -138,6 +151,167 @@ def shared_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
             llama.set_cache(_state_cache())
             found = _LLAMAS[key] = (llama, threading.Lock())
     return found
+
+
+_THREADS: list[int] = []
+
+
+def _default_threads() -> int:
+    """SELF_REFINE_THREADS, else the free cores counted once per process (a later count
+    would see this process's own load)."""
+    if os.environ.get(THREADS_ENV, "").strip():
+        return decode_threads()
+    with _LLAMAS_LOCK:
+        if not _THREADS:
+            _THREADS.append(decode_threads())
+        return _THREADS[0]
+
+
+LOOP_CONTEXTS = 4
+"""The decode loop's context holds this many full requests' tokens (more when they share
+a prompt): 4 x 4,096 tokens, about 200 MB for the 0.5B model."""
+LOOP_SEQUENCES = 16
+"""Sequences the decode loop keeps at once: replies being written and prompts kept for reuse."""
+_LOOP_BATCH = 512
+
+
+def shared_loop(path: str, n_ctx: int, n_threads: int | None = None) -> DecodeLoop:
+    """The process's one decode loop for this file, context size and thread count."""
+    llama, _ = shared_llama(path, n_ctx, n_threads)
+    threads = n_threads or _default_threads()
+    key = (os.path.realpath(path), n_ctx, threads)
+    with _LLAMAS_LOCK:
+        loop = _LOOPS.get(key)
+        if loop is None:
+            from self_refine.models.llama_backend import LlamaBackend
+
+            trained = int(llama._model.n_ctx_train()) or n_ctx  # more: llama.cpp warns
+            backend = LlamaBackend(
+                llama,
+                n_cells=max(n_ctx, min(LOOP_CONTEXTS * n_ctx, trained)),
+                n_seq=LOOP_SEQUENCES,
+                n_batch=_LOOP_BATCH,
+                n_threads=threads,
+            )
+            loop = _LOOPS[key] = DecodeLoop(backend)
+            if len(_LOOPS) == 1:
+                atexit.register(_close_loops)
+    return loop
+
+
+def _close_loops() -> None:
+    """At exit: each loop's thread ends before the model it decodes with is freed."""
+    with _LLAMAS_LOCK:
+        loops = list(_LOOPS.values())
+    for loop in loops:
+        loop.close()
+
+
+def forget_kept_prompts() -> None:
+    """Drop what every model of the process keeps for reuse: the decode loops' kept prompts,
+    the serial path's context and saved states (a cold start, for measuring)."""
+    with _LLAMAS_LOCK:
+        loops = list(_LOOPS.values())
+        llamas = list(_LLAMAS.values())
+    for loop in loops:
+        loop.forget_prompts()
+    for llama, lock in llamas:
+        with lock:
+            llama.set_cache(_state_cache())
+            llama.reset()
+
+
+class _Captured(Exception):  # noqa: N818 - not an error: the completion a chat call makes
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        super().__init__("captured")
+        self.kwargs = kwargs
+
+
+class _CaptureCompletion:
+    """A `Llama` whose completion is not run but handed back: the prompt's tokens, stops,
+    grammar and sampling settings its chat template and chat handler made for a request."""
+
+    def __init__(self, llama: Any) -> None:
+        self._llama = llama
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def create_completion(self, **kwargs: Any) -> Any:
+        raise _Captured(kwargs)
+
+
+def completion_of(llama: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """The `create_completion` arguments `llama.create_chat_completion(**request)` would use."""
+    from llama_cpp import Llama
+
+    try:
+        Llama.create_chat_completion(cast(Llama, _CaptureCompletion(llama)), **request)
+    except _Captured as captured:
+        return captured.kwargs
+    raise RuntimeError("llama.cpp's chat handler made no completion")  # pragma: no cover
+
+
+_SAMPLING = (
+    "top_k",
+    "top_p",
+    "min_p",
+    "typical_p",
+    "repeat_penalty",
+    "frequency_penalty",
+    "presence_penalty",
+    "tfs_z",
+    "mirostat_mode",
+    "mirostat_eta",
+    "mirostat_tau",
+    "grammar",
+)
+
+
+def loop_call(
+    llama: Any,
+    backend: Any,
+    request: dict[str, Any],
+    *,
+    n_ctx: int,
+    reuse_prefix: bool,
+    on_text: Any = None,
+) -> LoopCall | None:
+    """The decode loop's call for a chat request, made as `create_chat_completion` makes
+    its completion; None when the request needs what only that path does (a logits
+    processor, a logit bias)."""
+    done = completion_of(llama, request)
+    if any(done.get(key) is not None for key in ("logits_processor", "logit_bias")):
+        return None
+    if done.get("mirostat_mode"):
+        return None
+    criteria = done.get("stopping_criteria")
+    prompt = [int(token) for token in done["prompt"]]
+    if len(prompt) >= n_ctx:
+        raise ValueError(f"Requested tokens ({len(prompt)}) exceed context window of {n_ctx}")
+    max_tokens = done.get("max_tokens")
+    if max_tokens is None or max_tokens <= 0 or max_tokens + len(prompt) >= n_ctx:
+        max_tokens = n_ctx - len(prompt)
+    stop = done.get("stop") or []
+    stops = [stop] if isinstance(stop, str) else list(stop)
+    seed = done.get("seed")
+    if seed is None:
+        seed = random.randint(0, 2**32)
+    settings = {key: done[key] for key in _SAMPLING if key in done}
+    settings["temp"] = done.get("temperature", 0.8)
+
+    def make_sampler() -> Any:
+        return backend.sampler(settings, seed)
+
+    return LoopCall(
+        prompt=prompt,
+        max_tokens=max_tokens,
+        stops=stops,
+        make_sampler=make_sampler,
+        reuse_prefix=reuse_prefix,
+        ends=None if criteria is None else lambda ids: bool(criteria(ids, None)),
+        on_text=on_text,
+    )
 
 
 _MAX_LIST_ITEMS = 6
@@ -227,6 +401,17 @@ class LocalChatModel(BaseChatModel):
         description="Keep what the model has read between calls (False: read every prompt "
         "from the start; for measuring what reuse saves).",
     )
+    decode_loop: bool = Field(
+        default_factory=lambda: os.environ.get(DECODE_ENV, "").strip().lower() != "serial",
+        description="Write replies in the process's shared decode loop, calls made together "
+        "decoded together (False, or SELF_REFINE_LOCAL_DECODE=serial: one call at a time "
+        "under a lock, on the calling thread; for comparing).",
+    )
+    n_threads: int | None = Field(
+        default=None,
+        description="Threads to decode with; None: SELF_REFINE_THREADS, else the cores free "
+        "when the model is first loaded.",
+    )
 
     accepts_images: ClassVar[bool] = False
     """The known models read text only: a task with images is refused before the first call."""
@@ -253,6 +438,61 @@ class LocalChatModel(BaseChatModel):
             request["response_format"] = kwargs["response_format"]
         return request
 
+    def _llama(self) -> tuple[Any, threading.Lock]:
+        if self.n_threads is None:
+            return shared_llama(self.model_path, self.n_ctx)
+        return shared_llama(self.model_path, self.n_ctx, self.n_threads)
+
+    def _loop_call(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None,
+        on_text: Any,
+        **kwargs: Any,
+    ) -> tuple[DecodeLoop, LoopCall] | None:
+        """The shared decode loop and the call for this request; None: a request only the
+        serial path takes."""
+        check_cancelled()
+        llama, _ = self._llama()
+        request = self._request(messages, stop, **kwargs)
+        self._check_room(llama, messages, request["max_tokens"])
+        loop = shared_loop(self.model_path, self.n_ctx, self.n_threads)
+        with self._context_errors(llama, messages, request["max_tokens"]):
+            call = loop_call(
+                llama,
+                loop.backend,
+                request,
+                n_ctx=self.n_ctx,
+                reuse_prefix=self.reuse_prefix,
+                on_text=on_text,
+            )
+        return None if call is None else (loop, call)
+
+    @staticmethod
+    def _ended(reply: Reply) -> Reply:
+        """The reply as the caller gets it: a cancelled one raised, a loop cut after its first
+        copy."""
+        if reply.finish_reason == "cancelled":
+            check_cancelled()
+            raise CallCancelled("the call was stopped")
+        if reply.finish_reason == "repetition":
+            reply.text = cut_loop(reply.text)
+        return reply
+
+    def _message(self, reply: Reply) -> dict[str, Any]:
+        return {
+            "usage_metadata": {
+                "input_tokens": reply.prompt_tokens,
+                "output_tokens": reply.output_tokens,
+                "total_tokens": reply.prompt_tokens + reply.output_tokens,
+            },
+            "response_metadata": {
+                "model_name": self.model_name,
+                "finish_reason": reply.finish_reason,
+                "prompt_tokens_evaluated": reply.prompt_tokens_evaluated,
+            },
+        }
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -260,7 +500,14 @@ class LocalChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        llama, lock = shared_llama(self.model_path, self.n_ctx)
+        if self.decode_loop:
+            found = self._loop_call(messages, stop, None, **kwargs)
+            if found is not None:
+                decoder, call = found
+                reply = self._ended(decoder.run(call))
+                message = AIMessage(content=reply.text, **self._message(reply))
+                return ChatResult(generations=[ChatGeneration(message=message)])
+        llama, lock = self._llama()
         request = self._request(messages, stop, **kwargs)
         with lock, self._forgetting(llama), _Writing(llama) as loop:
             self._check_room(llama, messages, request["max_tokens"])
@@ -295,7 +542,42 @@ class LocalChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        llama, lock = shared_llama(self.model_path, self.n_ctx)
+        if not self.decode_loop:
+            yield from self._stream_serial(messages, stop, run_manager, **kwargs)
+            return
+        pieces: queue.SimpleQueue[str] = queue.SimpleQueue()
+        found = self._loop_call(messages, stop, pieces.put, **kwargs)
+        if found is None:
+            yield from self._stream_serial(messages, stop, run_manager, **kwargs)
+            return
+        decoder, call = found
+        seq = decoder.submit(call)
+        try:
+            while True:
+                try:
+                    piece = pieces.get(timeout=0.1)
+                except queue.Empty:
+                    if seq.done.is_set() and pieces.empty():  # its last piece came before
+                        break
+                    continue
+                chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+                if run_manager is not None:
+                    run_manager.on_llm_new_token(piece, chunk=chunk)
+                yield chunk
+        finally:
+            if not seq.done.is_set():  # the caller stopped reading (or was interrupted)
+                decoder.abandon(seq)
+        reply = self._ended(seq.result())
+        yield ChatGenerationChunk(message=AIMessageChunk(content="", **self._message(reply)))
+
+    def _stream_serial(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        llama, lock = self._llama()
         request = self._request(messages, stop, **kwargs)
         with lock, self._forgetting(llama), _Writing(llama) as loop:
             self._check_room(llama, messages, request["max_tokens"])
@@ -343,7 +625,7 @@ class LocalChatModel(BaseChatModel):
     def check_room(self, messages: list[BaseMessage]) -> None:
         """Raise ConfigError when a request of these messages would leave too little room
         in the context for a reply (before anything of a run is written: the door asks)."""
-        llama, _ = shared_llama(self.model_path, self.n_ctx)
+        llama, _ = self._llama()
         self._check_room(llama, messages, self.max_tokens)
 
     def _check_room(self, llama: Any, messages: list[BaseMessage], max_tokens: int) -> None:

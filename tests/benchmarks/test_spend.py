@@ -223,6 +223,7 @@ def llama(monkeypatch: pytest.MonkeyPatch) -> _ScriptedLlama:
 
     scripted = _ScriptedLlama()
     lock = threading.Lock()
+    monkeypatch.setenv("SELF_REFINE_LOCAL_DECODE", "serial")  # the scripted model has no loop
     monkeypatch.setattr(local, "shared_llama", lambda path, n_ctx: (scripted, lock))
     monkeypatch.setattr(local, "_evaluated", lambda llama: 0)
     return scripted

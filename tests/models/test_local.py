@@ -341,11 +341,20 @@ def test_saved_states_are_bounded_by_their_whole_size() -> None:
     assert (9,) in cache.cache_state and (0,) not in cache.cache_state, "the oldest go first"
 
 
-def test_a_local_batch_says_concurrency_does_not_speed_it_up(smollm2: str, tmp_path: Path) -> None:
+def test_a_local_batch_with_concurrency_answers_its_items_without_a_warning(
+    smollm2: str, tmp_path: Path
+) -> None:
     from tests.conftest import run_cli
 
-    item = {"id": "a", "task": TASK, "reference": CONCEPTS}
-    (tmp_path / "in.jsonl").write_text(json.dumps(item) + "\n")
+    items = [
+        {"id": "a", "task": TASK, "reference": CONCEPTS},
+        {
+            "id": "b",
+            "task": "Write one sentence using the words: cat, roof.",
+            "reference": {"concepts": ["cat", "roof"]},
+        },
+    ]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(item) + "\n" for item in items))
     done = run_cli(
         "batch",
         "in.jsonl",
@@ -364,8 +373,9 @@ def test_a_local_batch_says_concurrency_does_not_speed_it_up(smollm2: str, tmp_p
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert "no faster" in done.stderr
-    assert json.loads((tmp_path / "out.jsonl").read_text())["id"] == "a"
+    assert "no faster" not in done.stderr, "the items' calls are decoded together"
+    written = (tmp_path / "out.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["id"] for line in written) == ["a", "b"]
 
 
 def test_the_1_5b_model_is_joined_from_its_22_wheels_in_order() -> None:
@@ -412,3 +422,74 @@ def test_a_cancelled_call_stops_writing_and_the_model_still_answers_after(smollm
         cancel_calls(False)
     assert written <= 3, "it stops within a token"
     assert _local(smollm2, max_tokens=8).invoke([HumanMessage("Say hi.")]).text
+
+
+GREEDY_PROMPTS = [
+    "Name three colours.",
+    "Write one sentence using the words: cat, roof.",
+    "What is 2 + 3? Answer with a number.",
+    "Say hello in French.",
+]
+
+
+def test_the_decode_loop_reads_the_serial_paths_prompt_and_writes_its_greedy_reply(
+    smollm2: str,
+) -> None:
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from self_refine.models.local import (
+        LocalChatModel,
+        forget_kept_prompts,
+        loop_call,
+        shared_llama,
+        shared_loop,
+    )
+
+    path = smollm2.removeprefix("local:")
+    # Both read every prompt whole: a prompt read in parts (a reused start) can tip a near tie.
+    serial = LocalChatModel(
+        model_path=path, max_tokens=24, temperature=0, decode_loop=False, reuse_prefix=False
+    )
+    looped = LocalChatModel(model_path=path, max_tokens=24, temperature=0, reuse_prefix=False)
+    llama, _ = shared_llama(path, 4096)
+    for prompt in GREEDY_PROMPTS:
+        messages = [SystemMessage("You answer briefly."), HumanMessage(prompt)]
+        old = serial.invoke(messages)
+        sent = old.usage_metadata["input_tokens"]  # type: ignore[index]
+        call = loop_call(
+            llama,
+            shared_loop(path, 4096).backend,
+            looped._request(messages, None),
+            n_ctx=4096,
+            reuse_prefix=False,
+        )
+        assert call is not None
+        assert call.prompt == [int(t) for t in llama.input_ids[:sent]], "the same token ids"
+        # Cells kept for other prompts move where this one's lie, and with them the order
+        # of a few sums: a near tie can tip. Alone in the context, every reply is the same.
+        forget_kept_prompts()
+        new = looped.invoke(messages)
+        assert new.usage_metadata["input_tokens"] == sent  # type: ignore[index]
+        assert (new.text, new.response_metadata["finish_reason"]) == (
+            old.text,
+            old.response_metadata["finish_reason"],
+        )
+
+
+def test_calls_made_together_are_each_answered_in_their_own_shape(smollm2: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from self_refine.critics.llm import CritiqueReply
+
+    model = _local(smollm2, max_tokens=48)
+    critic = model.with_structured_output(CritiqueReply)
+    asks = [
+        lambda: critic.invoke("Critique the sentence 'dog park'. Give feedback and a score."),
+        lambda: model.invoke("Count from 1 to 20, separated by commas.", stop=[","]).text,
+        lambda: model.invoke("Write one sentence about a cat.").text,
+    ]
+    with ThreadPoolExecutor(3) as pool:
+        critique, counted, sentence = pool.map(lambda ask: ask(), asks)
+    assert isinstance(critique, CritiqueReply)
+    assert "," not in counted, "its own stop string ended it"
+    assert sentence.strip()
