@@ -10,8 +10,9 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
-from self_refine import OfflineModel, RefineContext, create_self_refine_graph
+from self_refine import RefineContext, create_self_refine_graph
 from self_refine.models.cancel import CallCancelled, StopNewCalls, cancel_calls
+from self_refine.models.offline import OfflineModel
 from self_refine.nodes.critic_run import CriticRun
 from self_refine.nodes.runnable import Route
 
