@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 # Lint what exists: benchmarks/ may not be there yet.
-LINT_PATHS := self_refine tests docs/hooks examples $(wildcard benchmarks)
+LINT_PATHS := self_refine tests docs/hooks examples .ci $(wildcard benchmarks)
 TASK ?= Write one or two natural sentences that use all of these words: train, pencil, compass, river.
 REFERENCE ?= {"concepts": ["train", "pencil", "compass", "river"]}
 # The model `make run` uses: the embedded local model (built and fetched on first use),
@@ -25,7 +25,7 @@ endif
 RUN_OPTIONS += $(if $(STRATEGY),--strategy $(STRATEGY))
 RUN_NEEDS := $(if $(filter local local:%,$(MODEL)),$(VENV)/.installed-local,$(VENV)/.installed-run)
 
-.PHONY: run test lint studio bench bench-quality bench-budget bench-training docs clean local-runtime
+.PHONY: run test lint deps-check studio bench bench-quality bench-budget bench-training docs clean local-runtime
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -88,7 +88,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/mypy
 
-test: lint
+# The core tests in fresh venvs, `pip install .` of the project: with the newest releases the
+# package index resolves, and with each core dependency at its lower bound in pyproject.toml.
+deps-check: | $(BIN)/python
+	$(BIN)/python .ci/dependency_check.py newest lowest
+
+test: lint deps-check
 	$(BIN)/pytest
 
 # Performance figures: writes benchmarks/results/latest.{json,md} and the table in

@@ -1,90 +1,43 @@
 """Self-Refine (generate, critique, refine) as a checkpointed LangGraph state machine.
 
-The public names are imported on first use, so that importing the package (as
-the `self-refine` program does to print its help) does not load LangGraph.
+The top level holds the names a user needs first; everything else is imported from its
+module (`from self_refine.critics import LLMCritic`). The public names are imported on first
+use, so that importing the package (as the `self-refine` program does to print its help)
+does not load LangGraph.
+
+The `TYPE_CHECKING` block below is the one list of the public names: type checkers and IDEs
+read its imports, and at run time `__getattr__` reads the same block (once, with `ast`) to
+learn which module each name comes from and to build `__all__`.
 """
 
 from __future__ import annotations
 
+import warnings
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from self_refine.batch.api import BatchResult, arefine_batch, refine_batch
-    from self_refine.critics import (
-        VERIFIERS,
-        CombinedCritic,
-        Critic,
-        CritiqueRequest,
-        CritiqueResult,
-        HumanCritic,
-        LLMCritic,
-        NotApplicable,
-        Verifier,
-        judge_draft,
-    )
-    from self_refine.critics.sandbox.host import SandboxLimits
-    from self_refine.critics.verifiers import python_tests_verifier
-    from self_refine.errors import (
-        BatchStoppedError,
-        ConfigError,
-        ModelCallError,
-        SelfRefineError,
-        ThreadBusyError,
-    )
-    from self_refine.graphs import (
-        GRAPH_NAME,
-        Roles,
-        create_refined_chat_graph,
-        create_self_refine_graph,
-        recursion_limit,
-        refine_node,
-        reply_from_output,
-        task_from_messages,
-    )
-    from self_refine.models.offline import OfflineModel
-    from self_refine.models.resolve import resolve_model
-    from self_refine.prompts import (
-        PROFILES,
-        PromptSet,
-        get_profile,
-    )
-    from self_refine.run import (
-        arefine,
-        refine,
-    )
-    from self_refine.settings import RefineContext
-    from self_refine.state import (
-        Attempt,
-        Critique,
-        RefineInput,
-        RefineOutput,
-        RefineState,
-        Usage,
-    )
-    from self_refine.stopping import (
-        CriticDone,
-        MaxIterations,
-        NoImprovement,
-        ScoreThreshold,
-        StopPolicy,
-        StopView,
-        TokenBudget,
-        Unchanged,
-        Verified,
-    )
-    from self_refine.training import (
-        PolicyChatModel,
-        refine_rollout,
-        trainable_model,
-        verifier_reward,
-    )
+    from self_refine.batch.api import BatchResult as BatchResult
+    from self_refine.batch.api import arefine_batch as arefine_batch
+    from self_refine.batch.api import refine_batch as refine_batch
+    from self_refine.errors import BatchStoppedError as BatchStoppedError
+    from self_refine.errors import ConfigError as ConfigError
+    from self_refine.errors import ModelCallError as ModelCallError
+    from self_refine.errors import SelfRefineError as SelfRefineError
+    from self_refine.errors import ThreadBusyError as ThreadBusyError
+    from self_refine.graphs import Roles as Roles
+    from self_refine.graphs import create_refined_chat_graph as create_refined_chat_graph
+    from self_refine.graphs import create_self_refine_graph as create_self_refine_graph
+    from self_refine.graphs import refine_node as refine_node
+    from self_refine.run import arefine as arefine
+    from self_refine.run import refine as refine
+    from self_refine.settings import RefineContext as RefineContext
+    from self_refine.state import Critique as Critique
+    from self_refine.state import RefineInput as RefineInput
+    from self_refine.state import RefineOutput as RefineOutput
+    from self_refine.state import RefineState as RefineState
 
-_MODULE_OF = {
-    "BatchResult": "batch.api",
-    "arefine_batch": "batch.api",
-    "refine_batch": "batch.api",
-    "RefineContext": "settings",
+_MOVED = {
     "VERIFIERS": "critics",
     "CombinedCritic": "critics",
     "Critic": "critics",
@@ -97,32 +50,17 @@ _MODULE_OF = {
     "judge_draft": "critics",
     "SandboxLimits": "critics.sandbox.host",
     "python_tests_verifier": "critics.verifiers",
-    "BatchStoppedError": "errors",
-    "ConfigError": "errors",
-    "ModelCallError": "errors",
-    "SelfRefineError": "errors",
-    "ThreadBusyError": "errors",
     "GRAPH_NAME": "graphs",
-    "Roles": "graphs",
-    "create_refined_chat_graph": "graphs",
-    "create_self_refine_graph": "graphs",
     "recursion_limit": "graphs",
-    "refine_node": "graphs",
     "reply_from_output": "graphs",
     "task_from_messages": "graphs",
-    "resolve_model": "models.resolve",
     "OfflineModel": "models.offline",
+    "resolve_model": "models.resolve",
     "PROFILES": "prompts",
     "PromptSet": "prompts",
     "get_profile": "prompts",
-    "arefine": "run",
-    "refine": "run",
-    "Attempt": "state",
-    "Critique": "state",
-    "RefineInput": "state",
-    "RefineOutput": "state",
-    "RefineState": "state",
-    "Usage": "state",
+    "Attempt": "drafts",
+    "Usage": "drafts",
     "CriticDone": "stopping",
     "MaxIterations": "stopping",
     "NoImprovement": "stopping",
@@ -137,77 +75,52 @@ _MODULE_OF = {
     "trainable_model": "training",
     "verifier_reward": "training",
 }
-"""Each public name and the module (under self_refine) that defines it."""
+"""Names the top level held until 0.1 and still answers, with a DeprecationWarning, for one
+release: each and the module (under self_refine) to import it from."""
 
-__all__ = [
-    "GRAPH_NAME",
-    "PROFILES",
-    "VERIFIERS",
-    "Attempt",
-    "BatchResult",
-    "BatchStoppedError",
-    "CombinedCritic",
-    "ConfigError",
-    "Critic",
-    "CriticDone",
-    "Critique",
-    "CritiqueRequest",
-    "CritiqueResult",
-    "HumanCritic",
-    "LLMCritic",
-    "MaxIterations",
-    "ModelCallError",
-    "NoImprovement",
-    "NotApplicable",
-    "OfflineModel",
-    "PolicyChatModel",
-    "PromptSet",
-    "RefineContext",
-    "RefineInput",
-    "RefineOutput",
-    "RefineState",
-    "Roles",
-    "SandboxLimits",
-    "ScoreThreshold",
-    "SelfRefineError",
-    "StopPolicy",
-    "StopView",
-    "ThreadBusyError",
-    "TokenBudget",
-    "Unchanged",
-    "Usage",
-    "Verified",
-    "Verifier",
-    "arefine",
-    "create_refined_chat_graph",
-    "arefine_batch",
-    "create_self_refine_graph",
-    "get_profile",
-    "judge_draft",
-    "python_tests_verifier",
-    "recursion_limit",
-    "refine",
-    "refine_node",
-    "refine_rollout",
-    "reply_from_output",
-    "refine_batch",
-    "resolve_model",
-    "task_from_messages",
-    "trainable_model",
-    "verifier_reward",
-]
+_public: dict[str, str] = {}
+"""Each public name and the module that defines it, filled from the TYPE_CHECKING block."""
+
+
+def _public_names() -> dict[str, str]:
+    """The public names and their modules, as the TYPE_CHECKING block above imports them."""
+    if not _public:
+        import ast
+        from pathlib import Path
+
+        tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+        block = next(
+            node
+            for node in tree.body
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+        )
+        for node in block.body:
+            if isinstance(node, ast.ImportFrom) and node.module:
+                _public.update({alias.asname or alias.name: node.module for alias in node.names})
+    return _public
 
 
 def __getattr__(name: str) -> Any:
-    """Import a public name from its module on first use."""
-    module = _MODULE_OF.get(name)
-    if module is None:
+    """Import a public name from its module on first use; a moved one, with a warning."""
+    if name == "__all__":
+        return sorted(_public_names())
+    module = _public_names().get(name)
+    if module is not None:
+        value = getattr(import_module(module), name)
+        globals()[name] = value
+        return value
+    moved = _MOVED.get(name)
+    if moved is None:
         raise AttributeError(f"module 'self_refine' has no attribute {name!r}")
-    value = getattr(import_module(f"self_refine.{module}"), name)
-    globals()[name] = value
-    return value
+    warnings.warn(
+        f"`self_refine.{name}` is deprecated and leaves the top level in the next release: "
+        f"import it from its module, `from self_refine.{moved} import {name}`",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(import_module(f"self_refine.{moved}"), name)
 
 
 def __dir__() -> list[str]:
     """List the public names with the module's own."""
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *_public_names(), "__all__"})

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from self_refine import GRAPH_NAME, RefineContext, create_self_refine_graph, refine
+from self_refine import RefineContext, create_self_refine_graph, refine
+from self_refine.graphs import GRAPH_NAME
 from tests.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.integration

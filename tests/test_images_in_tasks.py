@@ -11,10 +11,11 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from self_refine import ConfigError, refine, refine_batch, task_from_messages
+from self_refine import ConfigError, refine, refine_batch
 from self_refine.batch.items import read_items
 from self_refine.cli.main import main
 from self_refine.content import image_source
+from self_refine.graphs import task_from_messages
 from self_refine.models.local import LocalChatModel
 from self_refine.pages.batch import batch_view
 from self_refine.pages.render import render_page

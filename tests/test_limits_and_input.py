@@ -15,16 +15,9 @@ from langgraph.config import get_config
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from self_refine import (
-    GRAPH_NAME,
-    ConfigError,
-    RefineContext,
-    create_self_refine_graph,
-    recursion_limit,
-    refine,
-    refine_node,
-)
+from self_refine import ConfigError, RefineContext, create_self_refine_graph, refine, refine_node
 from self_refine.cli.main import main
+from self_refine.graphs import GRAPH_NAME, recursion_limit
 from self_refine.input_checks import MAX_TASK_CHARS
 from self_refine.state import Critique
 from self_refine.stopping import reply_cost

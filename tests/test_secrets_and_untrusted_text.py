@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from self_refine import GRAPH_NAME, ModelCallError, RefineContext, create_self_refine_graph
+from self_refine import ModelCallError, RefineContext, create_self_refine_graph
 from self_refine.cli.main import main
+from self_refine.graphs import GRAPH_NAME
 from tests.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.integration

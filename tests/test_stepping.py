@@ -10,7 +10,8 @@ from langchain_core.outputs import ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
-from self_refine import OfflineModel, RefineContext, create_self_refine_graph
+from self_refine import RefineContext, create_self_refine_graph
+from self_refine.models.offline import OfflineModel
 
 TASK = "Write one sentence using the words: dog, frisbee, park."
 EDITED = {"feedback": ['Mention "zebra"'], "score": 0.2, "done": False, "source": "human"}

@@ -6,17 +6,15 @@ from typing import Any
 
 import pytest
 
-from self_refine import (
+from self_refine import RefineContext, create_self_refine_graph, refine
+from self_refine.stopping import (
     CriticDone,
     NoImprovement,
-    RefineContext,
     ScoreThreshold,
+    StopView,
     TokenBudget,
     Unchanged,
-    create_self_refine_graph,
-    refine,
 )
-from self_refine.stopping import StopView
 from tests.fakes import FakeChatModel, critique
 
 DRAFTS = [f"draft {n}" for n in range(8)]

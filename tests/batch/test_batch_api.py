@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from self_refine import OfflineModel, RefineContext, arefine_batch, refine_batch
+from self_refine import RefineContext, arefine_batch, refine_batch
 from self_refine.errors import ConfigError
+from self_refine.models.offline import OfflineModel
 from self_refine.models.resolve import resolve_model
 from tests.batch_support import MathDataset, MathResponder, expected, math_dataset
 from tests.openai_server import OpenAIServer

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from self_refine import PROFILES, ConfigError, NoImprovement, ScoreThreshold, get_profile
+from self_refine import ConfigError
 from self_refine.cli.main import main
 from self_refine.critics import VERIFIERS
+from self_refine.prompts import PROFILES, get_profile
+from self_refine.stopping import NoImprovement, ScoreThreshold
 
 PAPER_TASKS = {
     "dialogue",

@@ -11,8 +11,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from self_refine import ConfigError, Critique, MaxIterations, arefine, refine
+from self_refine import ConfigError, Critique, arefine, refine
 from self_refine.critics import CombinedCritic, CritiqueRequest, resolve_verifier
+from self_refine.stopping import MaxIterations
 
 TASK = "Write about a dog using the words: dog, frisbee, park."
 CONCEPTS = {"concepts": ["dog", "frisbee", "park"]}

@@ -10,8 +10,9 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from openai.lib._parsing import type_to_response_format_param
 
-from self_refine import GRAPH_NAME, RefineContext, create_self_refine_graph
+from self_refine import RefineContext, create_self_refine_graph
 from self_refine.critics.llm import CritiqueReply
+from self_refine.graphs import GRAPH_NAME
 from tests.openai_server import OpenAIServer
 from tests.scripted_responder import ScriptedResponder
 

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from self_refine import GRAPH_NAME, RefineContext, create_self_refine_graph
+from self_refine import RefineContext, create_self_refine_graph
 from self_refine.critics.parse import NOTHING_COMPLETE
+from self_refine.graphs import GRAPH_NAME
 from tests.openai_server import REFUSAL, OpenAIServer
 from tests.scripted_responder import ScriptedResponder
 

@@ -10,16 +10,9 @@ import pytest
 from langchain_openai import ChatOpenAI
 from langgraph.graph import StateGraph
 
-from self_refine import (
-    ConfigError,
-    OfflineModel,
-    RefineContext,
-    Roles,
-    arefine,
-    create_self_refine_graph,
-    refine,
-    resolve_model,
-)
+from self_refine import ConfigError, RefineContext, Roles, arefine, create_self_refine_graph, refine
+from self_refine.models.offline import OfflineModel
+from self_refine.models.resolve import resolve_model
 from tests.fakes import FakeChatModel, critique
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from self_refine import GRAPH_NAME, ModelCallError, RefineContext, create_self_refine_graph
+from self_refine import ModelCallError, RefineContext, create_self_refine_graph
+from self_refine.graphs import GRAPH_NAME
 from tests.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.integration

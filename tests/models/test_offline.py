@@ -6,9 +6,10 @@ import json
 
 from langchain_core.messages import BaseMessage
 
-from self_refine import OfflineModel, get_profile, refine
+from self_refine import refine
 from self_refine.models import offline as offline_module
-from self_refine.prompts import feedback_messages, generate_messages, refine_messages
+from self_refine.models.offline import OfflineModel
+from self_refine.prompts import feedback_messages, generate_messages, get_profile, refine_messages
 from self_refine.state import Attempt, Usage
 
 TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."

@@ -10,8 +10,9 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
-from self_refine import OfflineModel, RefineContext, create_self_refine_graph
+from self_refine import RefineContext, create_self_refine_graph
 from self_refine.models.cancel import CallCancelled, StopNewCalls, cancel_calls
+from self_refine.models.offline import OfflineModel
 
 TASK = "Write a sentence using the words: dog, frisbee, park."
 

@@ -18,7 +18,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
-from self_refine import OfflineModel, RefineContext, create_self_refine_graph
+from self_refine import RefineContext, create_self_refine_graph
+from self_refine.models.offline import OfflineModel
 from self_refine.persistence.storage import open_checkpointer
 
 TASK = "Write a sentence using the words: dog, frisbee, park, catch."

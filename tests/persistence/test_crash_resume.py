@@ -21,7 +21,9 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from self_refine import GRAPH_NAME, RefineContext, create_self_refine_graph, resolve_model
+from self_refine import RefineContext, create_self_refine_graph
+from self_refine.graphs import GRAPH_NAME
+from self_refine.models.resolve import resolve_model
 from tests.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.integration

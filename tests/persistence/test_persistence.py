@@ -9,7 +9,8 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from self_refine import create_self_refine_graph, recursion_limit, refine
+from self_refine import create_self_refine_graph, refine
+from self_refine.graphs import recursion_limit
 
 TASK = "Write one sentence about a dog in a park using the words: dog, frisbee, park, catch."
 CONFIG: Any = {"configurable": {"thread_id": "thread-1"}, "recursion_limit": recursion_limit(3)}

@@ -16,7 +16,8 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from self_refine import OfflineModel, RefineContext, create_self_refine_graph
+from self_refine import RefineContext, create_self_refine_graph
+from self_refine.models.offline import OfflineModel
 from self_refine.persistence.sqlite import StepSqliteSaver
 from self_refine.persistence.storage import open_async_checkpointer, open_checkpointer
 

@@ -24,8 +24,9 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from self_refine import GRAPH_NAME, RefineContext, create_self_refine_graph, refine
+from self_refine import RefineContext, create_self_refine_graph, refine
 from self_refine.errors import ThreadBusyError
+from self_refine.graphs import GRAPH_NAME
 from self_refine.persistence.locks import lock_folder, thread_lock
 from tests.conftest import run_cli
 from tests.fakes import FakeChatModel, critique
