@@ -133,6 +133,6 @@ def examples_of(
 
 
 def _recorded_commit() -> str:
-    from benchmarks.quality.reported import recorded_commit
+    from benchmarks.quality.provenance import recorded_commit
 
     return recorded_commit()

@@ -20,7 +20,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.quality.humaneval import graded_draft
 from benchmarks.quality.sentences import sentence_problems
 from benchmarks.quality.sets import GRADER, RUN_CHECK
 
@@ -29,6 +28,7 @@ __all__ = [
     "LABELS",
     "Grader",
     "RunChecks",
+    "graded_draft",
     "picked_and_judged",
     "run_checks",
     "worked_and_right",
@@ -105,7 +105,7 @@ class Grader:
     counts right even where it mentions the feedback it followed ("we'll follow the steps
     in the feedback"), which the library's `answer` check fails as a remark about a
     solution (`worked_and_right`); on HumanEval, the draft runs after the prompt's imports
-    and helpers (`humaneval.graded_draft`).
+    and helpers (`graded_draft`).
     """
 
     def __init__(self, name: str) -> None:
@@ -150,3 +150,11 @@ def worked_and_right(draft: str, key: Any) -> bool:
 
     found = extract_answer(draft)
     return bool(found and _COMPUTED.search(draft) and answers_match(found[0], key))
+
+
+def graded_draft(item: dict[str, Any], draft: str) -> str:
+    """The draft as the grader runs it: the prompt's imports and helpers, then its code."""
+    from self_refine.critics.verifiers.python_tests import extract_code
+
+    preamble = str((item.get("grade") or {}).get("preamble") or "")
+    return f"```python\n{preamble}\n\n{extract_code(draft)}\n```"

@@ -53,7 +53,6 @@ __all__ = [
     "SPLIT_SEED",
     "TUNING_SIZE",
     "examples",
-    "graded_draft",
     "item",
     "items",
     "problems",
@@ -372,14 +371,6 @@ def items(part: str | None = None, n: int | None = None) -> list[dict[str, Any]]
             break
         found.append(item(number, problem, examples(problem)))
     return found
-
-
-def graded_draft(item: dict[str, Any], draft: str) -> str:
-    """The draft as the grader runs it: the prompt's imports and helpers, then its code."""
-    from self_refine.critics.verifiers.python_tests import extract_code
-
-    preamble = str((item.get("grade") or {}).get("preamble") or "")
-    return f"```python\n{preamble}\n\n{extract_code(draft)}\n```"
 
 
 def main() -> None:

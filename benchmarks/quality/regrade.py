@@ -212,7 +212,7 @@ def main() -> None:
     args = parser.parse_args()
     paths = args.records or sorted(RESULTS.glob("budget-*.records.jsonl"))
     sets = [name.strip() for name in args.sets.split(",") if name.strip()]
-    from benchmarks.quality.reported import recorded_commit
+    from benchmarks.quality.provenance import recorded_commit
 
     lines = [
         "# Budget runs graded again with today's grader",

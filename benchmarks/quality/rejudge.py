@@ -181,7 +181,7 @@ def rejudge_budget_run(path: Path, sets: list[str]) -> list[str]:
 
 def _note(pages: list[Path], after: str, fell: list[str]) -> None:
     """Say on each page, under its line on judging, that the run was judged again."""
-    from benchmarks.quality.reported import recorded_commit
+    from benchmarks.quality.provenance import recorded_commit
 
     said = ", ".join(fell) if fell else "none"
     line = (

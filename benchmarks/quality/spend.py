@@ -318,7 +318,7 @@ async def run(
 
     `chat_model`, when given, is used instead of resolving `args.model` (a scripted model).
     """
-    from benchmarks.quality.reported import recorded_commit
+    from benchmarks.quality.provenance import recorded_commit
 
     args.commit = getattr(args, "commit", None) or recorded_commit()
     model, meta, cache = _model(args, chat_model)
