@@ -22,8 +22,13 @@ from urllib.parse import urlparse
 
 from self_refine.errors import ConfigError
 from self_refine.redact import redact_url
-from self_refine.settings.call import DEFAULT_STRATEGY, StrategyRow
-from self_refine.settings.fields import FIELD_NAMES, ROLE_MODEL_FIELDS, RefineContext
+from self_refine.settings.fields import (
+    DEFAULT_STRATEGY,
+    FIELD_NAMES,
+    ROLE_MODEL_FIELDS,
+    RefineContext,
+    StrategyRow,
+)
 
 __all__ = [
     "build_graph",

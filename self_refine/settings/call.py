@@ -37,7 +37,7 @@ import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from langgraph.types import Command, StateSnapshot
 
@@ -57,7 +57,13 @@ from self_refine.persistence.failures import thread_damage
 from self_refine.prompts import PROFILES, PromptSet, generate_messages, get_profile
 from self_refine.prompts.forms import DEFAULT_REFINE_FORM
 from self_refine.redact import redact_url, url_has_password
-from self_refine.settings.fields import FIELD_NAMES, RefineContext, Select, Strategy
+from self_refine.settings.fields import (
+    DEFAULT_STRATEGY,
+    FIELD_NAMES,
+    RefineContext,
+    Select,
+    StrategyRow,
+)
 from self_refine.settings.plan import CriticCall, Role, RoleModels, RunPlan
 from self_refine.state import RUN_CONTEXT
 from self_refine.stopping import StopPolicy, policies_for
@@ -88,32 +94,6 @@ _ENVIRONMENT = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
 
 _PLANS_KEPT = 32
 
-StrategyRow = Literal["vote", "offline", "answer", "verifier", "critic"]
-"""A row of `DEFAULT_STRATEGY`: which of a run's checks decided what "auto" takes."""
-
-DEFAULT_STRATEGY: dict[StrategyRow, tuple[Strategy, str]] = {
-    "vote": ("sample", 'select "vote" counts the final answers of drafts sampled apart'),
-    "offline": (
-        "refine",
-        "the offline stand-in writes the same draft every time, so fresh drafts add nothing",
-    ),
-    "answer": (
-        "sample",
-        "the default when drafts state a final answer and no verifier checks them: "
-        "self-consistency",
-    ),
-    "verifier": (
-        "sample",
-        "the default when a verifier checks the drafts: fresh drafts until one passes",
-    ),
-    "critic": (
-        "refine",
-        "the default when no verifier checks the drafts: the paper's loop of critique and rewrite",
-    ),
-}
-"""The strategy a run whose settings say "auto" takes, by the checks it has, first row first
-(`_auto_row`), and why; the runs behind each row: docs/guides/quality.md, "The default
-strategy, and the runs behind it"."""
 
 KEPT_BEFORE: dict[str, Any] = {"strategy": "refine"}
 """What a run kept before a setting existed ran with, for each such setting whose default

@@ -20,6 +20,7 @@ __all__ = [
     "CANDIDATES_LIMIT",
     "CONNECTION_FIELDS",
     "DEFAULT_MAX_ITERATIONS",
+    "DEFAULT_STRATEGY",
     "FIELD_NAMES",
     "MAX_ITERATIONS_LIMIT",
     "RESULT_FIELDS",
@@ -29,6 +30,7 @@ __all__ = [
     "STRATEGY_SETTINGS",
     "RefineContext",
     "Select",
+    "StrategyRow",
     "Strategy",
     "StrategySetting",
 ]
@@ -401,3 +403,31 @@ RESULT_FIELDS = tuple(name for name in FIELD_NAMES if name not in CONNECTION_FIE
 
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(RefineContext) if f.default is not None}
 """The settings whose default is a value, not empty."""
+
+
+StrategyRow = Literal["vote", "offline", "answer", "verifier", "critic"]
+"""A row of `DEFAULT_STRATEGY`: which of a run's checks decided what "auto" takes."""
+
+DEFAULT_STRATEGY: dict[StrategyRow, tuple[Strategy, str]] = {
+    "vote": ("sample", 'select "vote" counts the final answers of drafts sampled apart'),
+    "offline": (
+        "refine",
+        "the offline stand-in writes the same draft every time, so fresh drafts add nothing",
+    ),
+    "answer": (
+        "sample",
+        "the default when drafts state a final answer and no verifier checks them: "
+        "self-consistency",
+    ),
+    "verifier": (
+        "sample",
+        "the default when a verifier checks the drafts: fresh drafts until one passes",
+    ),
+    "critic": (
+        "refine",
+        "the default when no verifier checks the drafts: the paper's loop of critique and rewrite",
+    ),
+}
+"""The strategy a run whose settings say "auto" takes, by the checks it has, first row first
+(`_auto_row`), and why; the runs behind each row: docs/guides/quality.md, "The default
+strategy, and the runs behind it"."""
