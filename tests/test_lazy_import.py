@@ -53,7 +53,7 @@ def test_every_public_name_resolves_without_a_warning_and_is_listed() -> None:
     assert sorted(n for n in namespace if not n.startswith("__")) == sorted(self_refine.__all__)
     assert set(self_refine.__all__) <= set(dir(self_refine))
     assert self_refine.refine.__module__ == "self_refine.run"
-    context = importlib.import_module("self_refine.context")
+    context = importlib.import_module("self_refine.settings.fields")
     assert namespace["RefineContext"] is context.RefineContext
 
 
