@@ -12,7 +12,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from self_refine.cli.failures import run_failure
-from self_refine.cli.interrupt import Interrupted, stoppable
+from self_refine.cli.interrupt import stoppable
 from self_refine.cli.options import EXIT_FAILURE
 from self_refine.cli.paths import read_reference, read_response_format, refuse_overlaps
 from self_refine.cli.settings import (
@@ -104,14 +104,15 @@ def _stream(
                                 _print_step(node, update, thread_id)
                     state = graph.get_state(config)
                     payload = _answer_human_critic(state, args)
-            except Interrupted as interrupted:
+            except BaseException as error:
+                if not stop.signum or isinstance(error, SystemExit):
+                    raise
+                # `Interrupted`, or what the stop left on its way out: a model's cleanup
+                # that ends its call with `CallCancelled` (the local model's does)
                 if meter:
                     meter.close()
-                stop.say(interrupted.signum)
-                return interrupted.exit_code
-    except KeyboardInterrupt:
-        print(f"\nself-refine: interrupted; continue with: {resume}", file=sys.stderr)
-        return 130
+                stop.say(stop.signum)
+                return 128 + stop.signum
     except Exception as error:
         run_failure(error, settings, resume if _saved(graph, config) else None, args.db)
     finally:
