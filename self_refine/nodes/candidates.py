@@ -15,7 +15,7 @@ node does for a single reply (`nodes/steps.py`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from langgraph.func import task
 from langgraph.runtime import Runtime
@@ -97,8 +97,7 @@ DRAFT_TASK = "candidate_draft"
 """The task a branch asks its reply in: its result is saved as it comes in (see `_draft`)."""
 
 
-@task(name=DRAFT_TASK)
-def _draft(ask: DraftRequest) -> dict[str, Any]:
+def _ask(ask: DraftRequest) -> dict[str, Any]:
     """The branch's reply, asked as a task of its own inside the branch's task.
 
     LangGraph saves a task's result at once, as a write of the branch, and hands it back
@@ -109,11 +108,14 @@ def _draft(ask: DraftRequest) -> dict[str, Any]:
     return ask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)._asdict()
 
 
-@task(name=DRAFT_TASK)
-async def _adraft(ask: DraftRequest) -> dict[str, Any]:
-    """`_draft`, asked on the event loop."""
+async def _aask(ask: DraftRequest) -> dict[str, Any]:
+    """`_ask`, on the event loop."""
     reply = await aask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
     return reply._asdict()
+
+
+_draft: Any = cast(Any, task(name=DRAFT_TASK))(_ask)
+_adraft: Any = cast(Any, task(name=DRAFT_TASK))(_aask)
 
 
 def make_candidate(parts: Parts) -> Node:
