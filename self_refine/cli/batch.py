@@ -184,6 +184,10 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
                 shown.close()  # `Interrupted`, or what the stop left on its way out
                 stop.say(stop.signum)
                 return 128 + stop.signum
+    except KeyboardInterrupt as interrupted:  # raised with no signal
+        shown.close()
+        _warn("interrupted; finished items are saved: run the same command to continue")
+        return 128 + getattr(interrupted, "signum", 2)
     except BaseException:
         shown.close()  # the error's line starts on a line of its own
         raise

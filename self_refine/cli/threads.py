@@ -7,6 +7,7 @@ terminal; a model or database failure names the command that continues the threa
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -113,6 +114,11 @@ def _stream(
                     meter.close()
                 stop.say(stop.signum)
                 return 128 + stop.signum
+    except KeyboardInterrupt as interrupted:  # before the block, or raised with no signal
+        signum = getattr(interrupted, "signum", signal.SIGINT)
+        name = "interrupted" if signum == signal.SIGINT else "stopped (SIGTERM)"
+        print(f"\nself-refine: {name}; continue with: {resume}", file=sys.stderr)
+        return 128 + signum
     except Exception as error:
         run_failure(error, settings, resume if _saved(graph, config) else None, args.db)
     finally:
