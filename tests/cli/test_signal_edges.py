@@ -65,28 +65,10 @@ def _said_once(err: str, signum: signal.Signals) -> None:
     assert len(lines) == 1 and lines[0].startswith(LINES[signum]), err
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_before_the_run_starts_gives_one_line_and_its_exit_code(
-    workdir: Path, signum: signal.Signals
-) -> None:
-    os.mkfifo(workdir / "items.jsonl")  # as `self-refine batch <(make-items) ...` gives it
-    run = _start(
-        "batch", "items.jsonl", "-o", "out.jsonl", "--model", "offline", "--db", "db",
-        "--candidates", "3", cwd=workdir,
-    )  # fmt: skip
-    held = _open_when_read(workdir / "items.jsonl", run)
-    try:
-        run.send_signal(signum)
-        _, err = run.communicate(timeout=60)
-    finally:
-        os.close(held)
-    assert run.returncode == 128 + signum, err
-    _said_once(err, signum)
-
-
-def test_a_second_ctrl_c_right_after_the_first_still_gives_one_line_and_130(
-    workdir: Path,
-) -> None:
+def _signalled_while_reading_its_input(workdir: Path, *signals: signal.Signals) -> tuple[int, str]:
+    """Start a batch with candidates whose input is a pipe nobody has written yet (as
+    `self-refine batch <(make-items) ...` gives it), send `signals` once it waits on it;
+    its exit code and standard error."""
     os.mkfifo(workdir / "items.jsonl")
     run = _start(
         "batch", "items.jsonl", "-o", "out.jsonl", "--model", "offline", "--db", "db",
@@ -94,12 +76,28 @@ def test_a_second_ctrl_c_right_after_the_first_still_gives_one_line_and_130(
     )  # fmt: skip
     held = _open_when_read(workdir / "items.jsonl", run)
     try:
-        run.send_signal(signal.SIGINT)
-        run.send_signal(signal.SIGINT)
+        for signum in signals:
+            run.send_signal(signum)
         _, err = run.communicate(timeout=60)
     finally:
         os.close(held)
-    assert run.returncode == 130, err
+    return run.returncode, err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_before_the_run_starts_gives_one_line_and_its_exit_code(
+    workdir: Path, signum: signal.Signals
+) -> None:
+    code, err = _signalled_while_reading_its_input(workdir, signum)
+    assert code == 128 + signum, err
+    _said_once(err, signum)
+
+
+def test_a_second_ctrl_c_right_after_the_first_still_gives_one_line_and_130(
+    workdir: Path,
+) -> None:
+    code, err = _signalled_while_reading_its_input(workdir, signal.SIGINT, signal.SIGINT)
+    assert code == 130, err
     _said_once(err, signal.SIGINT)
 
 
