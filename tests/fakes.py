@@ -96,6 +96,24 @@ class Sent:
         return self.messages[-1].text if self.messages else ""
 
 
+class ByCandidate:
+    """A script entry that answers a step's parallel branches by their candidate index, not
+    by the order their calls come in (a race): the n-th call of candidate c gets reply
+    n * width + c (cycling); a call of no candidate takes the next of its own."""
+
+    def __init__(self, replies: Sequence[str], width: int) -> None:
+        self.replies, self.width = list(replies), width
+        self._calls: dict[Any, int] = {}
+        self._lock = threading.Lock()
+
+    def reply(self, candidate: int | None) -> str:
+        with self._lock:
+            n = self._calls.get(candidate, 0)
+            self._calls[candidate] = n + 1
+        place = n if candidate is None else n * self.width + candidate
+        return self.replies[place % len(self.replies)]
+
+
 class FakeChatModel(BaseChatModel):
     """Chat model that answers from a per-role script and records every request."""
 
@@ -135,7 +153,9 @@ class FakeChatModel(BaseChatModel):
         role = role_of(messages)
         self.requests.append(Sent(role, list(messages), bool(kwargs.get("fake_structured"))))
         reply = self._next_reply(role)
-        if callable(reply) and not isinstance(reply, BaseException):
+        if isinstance(reply, ByCandidate):
+            reply = reply.reply((run_manager.metadata if run_manager else {}).get("candidate"))
+        elif callable(reply) and not isinstance(reply, BaseException):
             reply = reply(list(messages))
         if isinstance(reply, BaseException):
             raise reply

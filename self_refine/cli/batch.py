@@ -16,7 +16,7 @@ from self_refine.batch.job import BatchJob
 from self_refine.batch.judge import DEFAULT_VERIFIERS
 from self_refine.batch.metrics import format_summary, summarize
 from self_refine.batch.output import STDOUT
-from self_refine.cli.interrupt import Interrupted, stoppable
+from self_refine.cli.interrupt import stoppable
 from self_refine.cli.paths import (
     check_writable,
     read_response_format,
@@ -173,14 +173,16 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
         with stoppable("finished items are saved: run the same command to continue") as stop:
             try:
                 result = stop.run(batch.run(items, shown, builder=builder))
-            except Interrupted as interrupted:
-                shown.close()
-                stop.say(interrupted.signum)
-                return interrupted.exit_code
-    except KeyboardInterrupt:
+            except BaseException as error:
+                if not stop.signum or isinstance(error, SystemExit):
+                    raise
+                shown.close()  # `Interrupted`, or what the stop left on its way out
+                stop.say(stop.signum)
+                return 128 + stop.signum
+    except KeyboardInterrupt as interrupted:  # raised with no signal
         shown.close()
         _warn("interrupted; finished items are saved: run the same command to continue")
-        return 130
+        return 128 + getattr(interrupted, "signum", 2)
     except BaseException:
         shown.close()  # the error's line starts on a line of its own
         raise

@@ -102,7 +102,26 @@ def _say_warnings() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the program; return its exit code."""
+    """Run the program; return its exit code.
+
+    SIGINT and SIGTERM give one line and 128 + the signal from its first instruction to
+    its last (`cli/interrupt.py`); `argv` None: this is the program, and the guard holds
+    on through the interpreter's teardown.
+    """
+    from self_refine.cli.interrupt import guarded
+
+    with guarded(program=argv is None) as guard:
+        try:
+            return _main(argv)
+        except BaseException as error:
+            if not guard.signum or isinstance(error, SystemExit):
+                raise
+            # The signal, or what it left on its way out (a model call's CallCancelled).
+            guard.say(guard.signum)
+            return 128 + guard.signum
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     _say_warnings()
     try:

@@ -7,12 +7,13 @@ terminal; a model or database failure names the command that continues the threa
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from self_refine.cli.failures import run_failure
-from self_refine.cli.interrupt import Interrupted, stoppable
+from self_refine.cli.interrupt import stoppable
 from self_refine.cli.options import EXIT_FAILURE
 from self_refine.cli.paths import read_reference, read_response_format, refuse_overlaps
 from self_refine.cli.settings import (
@@ -104,14 +105,20 @@ def _stream(
                                 _print_step(node, update, thread_id)
                     state = graph.get_state(config)
                     payload = _answer_human_critic(state, args)
-            except Interrupted as interrupted:
+            except BaseException as error:
+                if not stop.signum or isinstance(error, SystemExit):
+                    raise
+                # `Interrupted`, or what the stop left on its way out: a model's cleanup
+                # that ends its call with `CallCancelled` (the local model's does)
                 if meter:
                     meter.close()
-                stop.say(interrupted.signum)
-                return interrupted.exit_code
-    except KeyboardInterrupt:
-        print(f"\nself-refine: interrupted; continue with: {resume}", file=sys.stderr)
-        return 130
+                stop.say(stop.signum)
+                return 128 + stop.signum
+    except KeyboardInterrupt as interrupted:  # before the block, or raised with no signal
+        signum = getattr(interrupted, "signum", signal.SIGINT)
+        name = "interrupted" if signum == signal.SIGINT else "stopped (SIGTERM)"
+        print(f"\nself-refine: {name}; continue with: {resume}", file=sys.stderr)
+        return 128 + signum
     except Exception as error:
         run_failure(error, settings, resume if _saved(graph, config) else None, args.db)
     finally:

@@ -15,8 +15,9 @@ node does for a single reply (`nodes/steps.py`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
+from langgraph.func import task
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
@@ -92,6 +93,31 @@ def _candidate(
     return {"branches": [placed(record, place_of(state))]}
 
 
+DRAFT_TASK = "candidate_draft"
+"""The task a branch asks its reply in: its result is saved as it comes in (see `_draft`)."""
+
+
+def _ask(ask: DraftRequest) -> dict[str, Any]:
+    """The branch's reply, asked as a task of its own inside the branch's task.
+
+    LangGraph saves a task's result at once, as a write of the branch, and hands it back
+    when the branch runs again (a resume after a kill) instead of calling it again: a
+    branch stopped during its critique keeps its draft, so a kill repeats only the calls
+    that were in flight. A reply is saved as a plain dict (the saver's own types).
+    """
+    return ask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)._asdict()
+
+
+async def _aask(ask: DraftRequest) -> dict[str, Any]:
+    """`_ask`, on the event loop."""
+    reply = await aask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
+    return reply._asdict()
+
+
+_draft: Any = cast(Any, task(name=DRAFT_TASK))(_ask)
+_adraft: Any = cast(Any, task(name=DRAFT_TASK))(_aask)
+
+
 def make_candidate(parts: Parts) -> Node:
     """Build the branch node: one sampled reply of a draft step, critiqued."""
 
@@ -100,7 +126,7 @@ def make_candidate(parts: Parts) -> Node:
         state = {**state, "task": resolved(state["task"])}
         plan = parts.plan(runtime.context)
         ask = _request(plan, state)
-        reply = ask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
+        reply = DraftReply(**_draft(ask).result())
         judged = None
         if reply.text:
             request = critique_request(state, reply.text, ask.iteration)
@@ -113,7 +139,7 @@ def make_candidate(parts: Parts) -> Node:
         state = {**state, "task": resolved(state["task"])}
         plan = parts.plan(runtime.context)
         ask = _request(plan, state)
-        reply = await aask_draft(ask.model, ask.messages, ask.role, ask.config, ask.guard)
+        reply = DraftReply(**await _adraft(ask))
         judged = None
         if reply.text:
             request = critique_request(state, reply.text, ask.iteration)

@@ -414,6 +414,7 @@ def check(
         settings, row = resolve(parts, context, kept, values)
         plan = parts.plan(settings)
         _refuse_damaged(thread)
+        _refuse_missing_draft(thread)
         check_plan(plan, saved=saved)
         if unfinished:
             _refuse_fixed_changes(values.get(RUN_CONTEXT), settings)
@@ -550,12 +551,53 @@ def _refuse_fixed_changes(kept: Mapping[str, Any] | None, settings: RefineContex
 
 def _refuse_damaged(thread: StateSnapshot | None) -> None:
     """Raise ConfigError when the thread to continue lost its input (`thread_damage`):
-    continued, it would run on with an empty task."""
-    if thread is None:
+    continued, it would run on with an empty task.
+
+    A thread's input checkpoint (its first, which holds the input its first step reads)
+    has no task yet: continued from there (time travel), the run replays from its input,
+    as LangGraph replays it.
+    """
+    if thread is None or _INPUT_STEP in thread.next:
         return
     thread_id = (thread.config.get("configurable") or {}).get("thread_id")
+    updated = (thread.metadata or {}).get("source") == "update"
+    if updated and thread.values and not thread.values.get("task"):
+        raise ConfigError(
+            f"thread {thread_id} has no task: its state was updated (update_state) at its "
+            "input checkpoint, before the run read its input; update it at a checkpoint "
+            "after its first step, or replay it from its input checkpoint as it is"
+        )
     if damage := thread_damage(str(thread_id), thread.values):
         raise ConfigError(f"{damage}: it cannot be continued; start its task again on a new thread")
+
+
+_INPUT_STEP = "__start__"
+"""LangGraph's first step, which reads a run's input into the state."""
+
+
+def _refuse_missing_draft(thread: StateSnapshot | None) -> None:
+    """Raise ConfigError when the thread's next step needs a draft it does not have: an
+    `update_state(..., as_node="critique"|"refine")` made before any attempt."""
+    if thread is None:
+        return
+    values = thread.values
+    thread_id = (thread.config.get("configurable") or {}).get("thread_id")
+    fix = (
+        "update it as the generate step instead, with the draft to start from "
+        "(update_state(config, {'draft': ...}, as_node='generate')), or fork it from a "
+        "checkpoint after its first critique"
+    )
+    if "refine" in thread.next and not values.get("attempts"):
+        raise ConfigError(
+            f"thread {thread_id} has no critiqued draft for its refine step to improve: "
+            "its state was updated as the critique step before any draft was critiqued; " + fix
+        )
+    updated = (thread.metadata or {}).get("source") == "update"
+    if "critique" in thread.next and updated and not values.get("draft"):
+        raise ConfigError(
+            f"thread {thread_id} has no draft for its critique step to judge: its state "
+            "was updated as the refine step before any draft was written; " + fix
+        )
 
 
 def _checkpoint(thread: StateSnapshot | None) -> str | None:

@@ -161,3 +161,64 @@ def test_a_thread_that_lost_its_task_is_refused_before_anything_is_written(
     assert "thread damaged is damaged: its task is missing" in message
     assert "new thread" in message and "\n" not in message
     assert calls.count == 0
+
+
+def _finished_thread() -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    graph = create_self_refine_graph("offline").compile(checkpointer=InMemorySaver())
+    config: dict[str, Any] = {"configurable": {"thread_id": "t"}}
+    result = graph.invoke(START, config, context={"max_iterations": 1})
+    return graph, config, result
+
+
+def test_time_travel_to_the_input_checkpoint_replays_the_run_as_langgraph_does() -> None:
+    graph, config, first = _finished_thread()
+    *_, start = graph.get_state_history(config)
+    assert start.metadata["source"] == "input"
+
+    replayed = graph.invoke(None, start.config, context={"max_iterations": 1})
+
+    assert replayed["answer"] == first["answer"]
+    assert [a["draft"] for a in replayed["attempts"]] == [a["draft"] for a in first["attempts"]]
+
+
+@pytest.mark.parametrize(
+    ("as_node", "missing"),
+    [
+        ("critique", "no critiqued draft for its refine step"),
+        ("refine", "no draft for its critique"),
+    ],
+)
+def test_an_update_before_any_attempt_says_what_the_next_step_is_missing(
+    as_node: str, missing: str
+) -> None:
+    graph, config, _ = _finished_thread()
+    before_any_attempt = [s for s in graph.get_state_history(config) if s.next == ("generate",)]
+    forked = graph.update_state(before_any_attempt[0].config, {}, as_node=as_node)
+    calls = _ModelCalls()
+
+    with pytest.raises(ConfigError, match=missing) as refused:
+        graph.invoke(None, {**forked, "callbacks": [calls]})
+
+    assert "as_node='generate'" in str(refused.value)
+    assert calls.count == 0
+
+
+def test_an_update_at_the_input_checkpoint_says_the_input_was_never_read() -> None:
+    graph, config, _ = _finished_thread()
+    *_, start = graph.get_state_history(config)
+    forked = graph.update_state(start.config, {}, as_node="critique")
+
+    with pytest.raises(ConfigError, match="before the run read its input"):
+        graph.invoke(None, forked)
+
+
+def test_an_update_as_generate_with_a_draft_runs_on_from_that_draft() -> None:
+    graph, config, _ = _finished_thread()
+    before_any_attempt = [s for s in graph.get_state_history(config) if s.next == ("generate",)]
+    forked = graph.update_state(
+        before_any_attempt[0].config, {"draft": "The dog ran."}, as_node="generate"
+    )
+
+    result = graph.invoke(None, forked, context={"max_iterations": 1})
+
+    assert result["attempts"][0]["draft"] == "The dog ran."

@@ -23,6 +23,7 @@ from self_refine.models.calls import candidate_model
 from self_refine.models.cancel import calls_cancelled, check_cancelled
 from self_refine.models.local import LocalChatModel
 from self_refine.nodes import best_candidate
+from self_refine.nodes.candidates import DRAFT_TASK
 from self_refine.nodes.ranking import why_kept
 from self_refine.prompts.render import FRESH_INTRO
 from tests.fakes import FakeChatModel, critique
@@ -39,6 +40,9 @@ def test_a_refine_step_sends_one_branch_per_candidate_and_keeps_the_one_verified
         )
     ]
     result = graph.get_state(thread()).values
+    # each branch's reply comes in as its own task's update, before its critique's
+    assert steps.count(DRAFT_TASK) == 3
+    steps = [step for step in steps if step != DRAFT_TASK]
     assert steps == ["begin", "critique", "candidate", "candidate", "candidate", "pick", "finalize"]
     assert result["answer"] == RIGHT
     assert result["stop_reason"] == "verified"

@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import create_self_refine_graph
 from self_refine.nodes.search import initial_search, plan_step, record_step
-from tests.fakes import FakeChatModel, critique
+from tests.fakes import ByCandidate, FakeChatModel, critique
 
 WORDS = ["train", "pencil", "compass", "river"]
 TASK = f"Write one or two natural sentences that use all of these words: {', '.join(WORDS)}."
@@ -97,11 +97,16 @@ def test_sample_writes_only_fresh_drafts_until_the_steps_run_out() -> None:
     assert {s.role for s in model.requests} == {"generator"}
 
 
+def _model_by_candidate() -> FakeChatModel:
+    """`_model`, whose fresh drafts go to each candidate whatever order the branches ask in."""
+    return FakeChatModel(script={"generator": [ByCandidate(FRESH, width=2)], "refiner": [_refine]})
+
+
 def test_a_resumed_search_plans_what_an_uninterrupted_one_did() -> None:
-    straight = create_self_refine_graph(_model()).compile()
+    straight = create_self_refine_graph(_model_by_candidate()).compile()
     whole = straight.invoke({"task": TASK, "reference": REFERENCE}, context=_settings("search"))
 
-    graph = create_self_refine_graph(_model()).compile(checkpointer=InMemorySaver())
+    graph = create_self_refine_graph(_model_by_candidate()).compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "r"}}
     graph.invoke(
         {"task": TASK, "reference": REFERENCE},

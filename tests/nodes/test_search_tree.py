@@ -19,6 +19,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 
 from self_refine import create_self_refine_graph
+from self_refine.nodes.candidates import DRAFT_TASK
 from self_refine.prompts.render import FRESH_INTRO
 
 WORDS = ["train", "pencil", "compass", "river", "lamp"]
@@ -173,7 +174,8 @@ def _steps(strategy: str, draft: str = "") -> list[str]:
     }
     given = {"task": TASK, "reference": REFERENCE, **({"draft": draft} if draft else {})}
     updates = graph.stream(given, context=settings, stream_mode="updates")
-    return [node for update in updates for node in update]
+    # each branch's reply is streamed as it comes in, as its own task's update (DRAFT_TASK)
+    return [node for update in updates for node in update if node != DRAFT_TASK]
 
 
 def test_the_planner_plans_each_step_of_a_search_and_a_refine_run_never_meets_it() -> None:

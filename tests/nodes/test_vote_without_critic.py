@@ -12,7 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from self_refine import RefineContext, create_self_refine_graph, refine
 from self_refine.errors import ConfigError
 from self_refine.settings.call import from_kept
-from tests.fakes import FakeChatModel, critique
+from tests.fakes import ByCandidate, FakeChatModel, critique
 
 TASK = "A box holds 15 cookies. Ben buys 3 boxes and eats 5. How many cookies are left?"
 ANSWERS = ["45", "40", "40", "35", "40", "41", "38", "40", "45", "39"]
@@ -29,6 +29,12 @@ def _model(critic: bool = False) -> FakeChatModel:
     if critic:
         script["critic"] = [critique(["Check the sum."], score=0.5)]
     return FakeChatModel(script=script)
+
+
+def _model_by_candidate() -> FakeChatModel:
+    """The drafts of `_model`, each candidate's its own whatever order the branches ask in."""
+    drafts = [f"15 times 3, less the 5 eaten. The answer is {a}." for a in ANSWERS]
+    return FakeChatModel(script={"generator": [ByCandidate(drafts, width=2)]})
 
 
 def _vote(**more: Any) -> dict[str, Any]:
@@ -95,9 +101,10 @@ def test_at_a_token_budget_a_vote_without_a_critic_draws_more_samples_than_one_w
 
 def test_a_resumed_vote_draws_the_samples_an_uninterrupted_one_did_and_calls_no_critic() -> None:
     settings = RefineContext(**_vote(max_iterations=3, candidates=2))
-    whole = create_self_refine_graph(_model(), settings=settings).compile().invoke({"task": TASK})
+    straight = create_self_refine_graph(_model_by_candidate(), settings=settings).compile()
+    whole = straight.invoke({"task": TASK})
 
-    model = _model()
+    model = _model_by_candidate()
     graph = create_self_refine_graph(model, settings=settings).compile(checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "vote"}}
     graph.invoke({"task": TASK}, config, interrupt_before=["pick"])
