@@ -131,8 +131,13 @@ def test_a_full_database_disk_stops_the_batch_with_one_message(tmp_path: Path) -
     assert done.returncode == 1, done.stderr
     errors = _errors(done.stderr)
     assert len(errors) == 1, done.stderr
-    assert "the checkpoint database failed (database or disk is full)" in errors[0]
-    assert "free some disk space" in errors[0] and "run the batch again" in errors[0]
+    # the disk may fill before the first thread is saved or after some are, by how much
+    # room the machine's SQLite takes up front: either way one line says what failed and what
+    # to do, and offers a rerun only where a thread was saved
+    assert "database" in errors[0] and "failed (database or disk is full)" in errors[0]
+    assert "free some disk space" in errors[0]
+    saved = "no thread was saved" not in errors[0]
+    assert ("run the batch again" in errors[0]) is saved, errors[0]
     assert " failed: " not in done.stderr, "no note per item"
     _records(tmp_path / "out.jsonl")  # whole lines only
 
