@@ -36,6 +36,8 @@ json_schema = VERIFIERS["json_schema"]
         ("The answer is 1,000, which is a lot.", "1,000"),
         ("She has 5 apples and buys 7 more, 12 in all", "12"),
         ("The temperature fell to -2 degrees", "-2"),
+        ("The terms are 1 2 3 5 8", "8"),
+        ("She paid 12 345 dollars", "12 345"),
     ],
 )
 def test_extract_answer_finds_the_final_answer(draft: str, found: str) -> None:

@@ -29,10 +29,11 @@ _HASHES = re.compile(r"^[^\S\n]*+####(?P<value>[^\n]*+)", re.M)
 _SPACES = "\u00a0\u2009\u202f "
 """What may stand between digit groups: a space, a no-break space, a thin space, a narrow
 no-break space ("1 000", "12 345")."""
-_NUMERAL = rf"\d++(?:[,.{_SPACES}]\d++)*+"
-"""Digits, and digit groups each joined by one separator: every way of writing one number
-("1,000,000", "12 345", "2,5"), and runs no grammar reads ("1 0000", "1,2,3"), taken whole
-so that no piece of one is ever read as the answer (see `_numeral`)."""
+_NUMERAL = rf"\d++(?:[,.]\d++|[{_SPACES}]\d{{3,}}+)*+"
+"""Digits, and digit groups each joined by a comma, a point or (before three digits or more)
+a space: every way of writing one number ("1,000,000", "12 345", "2,5"), and runs no
+grammar reads ("1 0000", "1,2,3"), taken whole so that no piece of one is ever read as the
+answer (see `_numeral`); numbers listed with spaces ("1 2 3 5 8") stay apart."""
 _NUMBER = re.compile(
     rf"(?<![\d.,])[-\u2212]?\$?\s?{_NUMERAL}(?:[eE][-+]?\d+)?(?:\s*/\s*\d+)?"
     r"|[-\u2212]?(?<!\d)\.\d+"
