@@ -346,9 +346,10 @@ class RefineContext:
         _check_number("max_retries", self.max_retries, 0, 100, integer=True)
         _check_number("timeout", self.timeout, float("-inf"), None)
         if self.timeout is not None and self.timeout < _TIMEOUT_LEAST:
+            given = f"{self.timeout:g}" if float(self.timeout).is_integer() else repr(self.timeout)
             raise ConfigError(
                 f"timeout must be at least {_TIMEOUT_LEAST:g} seconds (a millisecond; a "
-                f"model request takes longer), got {self.timeout!r}"
+                f"model request takes longer), got {given}"
             )
         if self.timeout is not None and self.timeout > _TIMEOUT_LIMIT:
             raise ConfigError(
