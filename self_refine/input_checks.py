@@ -8,6 +8,7 @@ readers all check input here.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -33,7 +34,8 @@ MAX_REFERENCE_CHARS = 1_000_000
 
 
 def reference_problem(value: Any) -> str | None:
-    """Why a reference cannot be used (nested too deeply, too large), or None when it can.
+    """Why a reference cannot be used (nested too deeply, too large, a number that is NaN or
+    infinite), or None when it can.
 
     Walked without recursion, so any depth is measured safely.
     """
@@ -50,6 +52,12 @@ def reference_problem(value: Any) -> str | None:
             children = [*item.keys(), *item.values()] if isinstance(item, dict) else list(item)
             stack.extend((child, depth + 1) for child in children)
         else:
+            if isinstance(item, float) and not math.isfinite(item):
+                return (
+                    f"reference holds {item!r}, which is no finite number (NaN, or a number "
+                    "too large for a float, such as 1e999): give the answer as a string "
+                    '(e.g. "1e999"), or a finite number'
+                )
             chars += len(item) if isinstance(item, str) else 1
         if chars > MAX_REFERENCE_CHARS:
             return (

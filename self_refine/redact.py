@@ -1,8 +1,9 @@
 """Text that leaves the process, made safe to show: secrets masked, control characters escaped.
 
 API keys and passwords in URLs never reach a trace, a log, an error or a page
-(`redact`, `redact_url`); text from a task or a model never acts on a terminal
-(`terminal_safe`); a command shown to be pasted back pastes as itself (`shell_command`).
+(`redact`, `redact_url`); text from a task or a model never acts on a terminal, nor
+hides or reorders what a terminal or a page shows (`terminal_safe`); a command shown to be
+pasted back pastes as itself (`shell_command`).
 """
 
 from __future__ import annotations
@@ -99,19 +100,37 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     return redact_url(text)
 
 
-# C0 controls except tab and newline, DEL, and C1 controls (0x80-0x9f, e.g. the 8-bit CSI).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_HIDDEN = re.compile(
+    # C0 controls except tab and newline, DEL, and C1 controls (0x80-0x9f, e.g. the 8-bit CSI).
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f"
+    # Unicode's format characters (category Cf: the bidi overrides, embeddings and isolates
+    # U+202A-U+202E and U+2066-U+2069, zero-width spaces and joiners U+200B-U+200F, the
+    # soft hyphen, the BOM, tags), and the line and paragraph separators U+2028 and U+2029.
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def terminal_safe(text: str) -> str:
-    """Show control characters as visible escapes (ESC as \\x1b), so none acts on the terminal.
+    """Show control and invisible format characters as visible escapes (ESC as \\x1b,
+    U+202E as \\u202e), so none acts on the terminal or changes what a line shows.
 
     Defuses every ESC/CSI/OSC sequence (colours, cursor moves, window titles,
-    hyperlinks) because its introducer is no longer a control character; a
-    Windows line end stays a line end.
+    hyperlinks) because its introducer is no longer a control character, and every
+    direction override ("\\u202e24\\u202c" would show as 42); a Windows line end stays
+    a line end.
     """
     text = text.replace("\r\n", "\n")
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    return _HIDDEN.sub(_escape, text)
 
 
 def shell_command(*words: str) -> str:

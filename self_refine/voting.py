@@ -46,25 +46,39 @@ class Tally:
 
 
 def tally(drafts: Sequence[str]) -> Tally | None:
-    """Count the drafts' final answers; None when no draft states one."""
-    answers: list[tuple[str, list[int]]] = []
-    for position, draft in enumerate(drafts):
-        found = stated_answer(draft) if draft.strip() else None
-        if found is None:
-            continue
-        value = found[0]
-        same = next((held for held in answers if answers_match(value, held[0])), None)
-        if same is None:
-            answers.append((value, [position]))
-        else:
-            same[1].append(position)
-    if not answers:
+    """Count the drafts' final answers; None when no draft states one.
+
+    Answers that match (`answers_match`), directly or through others (0.333333 and
+    0.3333334 both match 1/3), are one answer, whatever the drafts' order; it is written
+    as the first draft that reached it wrote it.
+    """
+    found = [
+        (position, stated_answer(draft) if draft.strip() else None)
+        for position, draft in enumerate(drafts)
+    ]
+    stated = [(position, answer[0]) for position, answer in found if answer is not None]
+    if not stated:
         return None
-    votes = max(len(held) for _, held in answers)
-    leading = [(value, held) for value, held in answers if len(held) == votes]
+    group = list(range(len(stated)))
+
+    def root(index: int) -> int:
+        while group[index] != index:
+            group[index] = group[group[index]]
+            index = group[index]
+        return index
+
+    for later in range(len(stated)):
+        for earlier in range(later):
+            if root(earlier) != root(later) and answers_match(stated[later][1], stated[earlier][1]):
+                group[max(root(earlier), root(later))] = min(root(earlier), root(later))
+    answers: dict[int, list[int]] = {}
+    for index, (position, _) in enumerate(stated):
+        answers.setdefault(root(index), []).append(position)
+    votes = max(len(held) for held in answers.values())
+    leading = [(stated[first][1], held) for first, held in answers.items() if len(held) == votes]
     return Tally(
         leaders=tuple(value for value, _ in leading),
         votes=votes,
-        counted=sum(len(held) for _, held in answers),
+        counted=len(stated),
         drafts=tuple(leading[0][1]),
     )

@@ -173,7 +173,8 @@ def test_the_cli_takes_a_token_budget(tmp_path: Path, capsys: pytest.CaptureFixt
         ([TASK, "--patience", "0"], "--patience must be >= 1"),
         ([TASK, "--history-window", "-1"], "--history-window must be >= 0"),
         ([TASK, "--max-retries", "-1"], "--max-retries must be between 0 and 100"),
-        ([TASK, "--timeout", "0"], "--timeout must be a positive number of seconds"),
+        ([TASK, "--timeout", "0"], "--timeout must be at least 0.001 seconds"),
+        ([TASK, "--timeout", "1e-320"], "--timeout must be at least 0.001 seconds (a millisecond"),
         ([TASK, "--max-tokens-total", "0"], "--max-tokens-total must be >= 1"),
         ([TASK, "--max-tokens-total", str(2**64)], f"--max-tokens-total must be {_STORABLE}"),
         ([TASK, "--patience", str(2**64)], "--patience must be between 1 and 9223372036854775807"),
@@ -259,6 +260,11 @@ def test_the_graph_refuses_a_bad_task_before_any_model_call(
         ({"profile": "nope"}, "unknown profile 'nope'"),
         ({"max_iterations": "3"}, "max_iterations must be an integer, got '3'"),
         ({"timeout": -1}, "timeout must be"),
+        (
+            {"timeout": 1e-320},
+            "timeout must be at least 0.001 seconds (a millisecond; a model request takes "
+            "longer), got 1e-320",
+        ),
         ({"max_retries": 1.5}, "max_retries must be an integer"),
         ({"score_threshold": "high"}, "score_threshold must be a number"),
         ({"max_tokens_total": 0}, "max_tokens_total must be >= 1"),

@@ -141,3 +141,24 @@ def test_the_feedback_shown_per_critique_is_capped(
         assert len(items) <= 13, len(items)
     assert "more (show --json lists them all)" in out
     assert len(out) < 20_000
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "NaN", "Infinity"])
+def test_a_reference_number_that_is_not_finite_is_refused_before_any_thread_is_written(
+    workdir: Path, capsys: pytest.CaptureFixture[str], number: str
+) -> None:
+    Path("ref.json").write_text(f'{{"answer": {number}}}')
+    argv = ["run", "What is 6 * 7?", "--model", "offline", "--profile", "math"]
+    assert main([*argv, "--reference", "@ref.json", "--db", "c.sqlite"]) == 2
+    error = capsys.readouterr().err
+    assert "no finite number" in error and "as a string" in error and error.count("\n") == 1
+    assert not Path("c.sqlite").exists()
+
+    Path("in.jsonl").write_text(
+        f'{{"id": "a", "task": "What is 6 * 7?", "reference": {{"answer": {number}}}}}\n'
+    )
+    assert main(["batch", "in.jsonl", "-o", "r.jsonl", "--model", "offline"]) == 2
+    assert "no finite number" in capsys.readouterr().err
+
+    with pytest.raises(ConfigError, match="no finite number"):
+        refine("What is 6 * 7?", model="offline", reference=json.loads(f'{{"answer": {number}}}'))

@@ -36,6 +36,7 @@ from self_refine.nodes import (
 from self_refine.nodes.critic_run import CriticRun
 from self_refine.prompts import PromptSet, get_profile
 from self_refine.settings.call import Parts
+from self_refine.settings.deployment import Deployment
 from self_refine.settings.fields import FIELD_NAMES, RefineContext
 from self_refine.settings.plan import Role
 from self_refine.state import RefineInput, RefineOutput, RefineState
@@ -139,6 +140,7 @@ def create_self_refine_graph(
     prompts: PromptSet | None = None,
     settings: RefineContext | None = None,
     response_format: Any = None,
+    deployment: Deployment | None = None,
     **deprecated: Any,
 ) -> CheckedStateGraph:
     """Build the (uncompiled) generate -> critique -> refine loop.
@@ -169,6 +171,10 @@ def create_self_refine_graph(
     json_object, else plain text, as the model takes), a draft that does not
     validate gets the validation errors as its critique, and the output holds
     `structured_response` (the answer's JSON value) beside `answer`.
+
+    `deployment` (a `Deployment`, for a graph served to clients) limits what a run's
+    context may choose: only the models and base URLs it lists, no `api_key`; the
+    deployment's keys never go to an address a client names.
 
     The flat keywords of version 0.1 (`critic_model=`, `max_iterations=`, ...)
     and model strings in `settings` still work and warn: pass `roles=Roles(critic=...)`
@@ -224,6 +230,7 @@ def create_self_refine_graph(
         stop=tuple(stop) if stop is not None else None,
         prompts=prompts,
         response_format=answer_format,
+        deployment=deployment,
     )
     builder = CheckedStateGraph(
         parts,

@@ -17,6 +17,7 @@ copied, is the draft when it is found nowhere in the request and passes every ch
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -142,8 +143,9 @@ class DraftGuard:
         """The model's own draft inside a reply that repeats the prompt's scaffolding: the
         body of its first `<draft>` or `<attempt>` fence (closed, or open up to the next
         tag), else the text after the last closing tag it copied (less, in prose, a first
-        line that only announces it); taken only when it is found nowhere in the request (`sent`)
-        and passes `check`. None when there is no such text."""
+        line that only announces it); taken only when it is found nowhere in the request (`sent`),
+        is no near copy of the task (`_near_copy`: the task with a letter changed) and passes
+        `check`. None when there is no such text."""
         found = [m.group("body") for m in _OWN_FENCE.finditer(reply)]
         closing = list(_CLOSED.finditer(reply))
         if closing:
@@ -153,7 +155,7 @@ class DraftGuard:
         request: str | None = None
         for body in found:
             text = clean_reply(body, keep_code_fences=self.keep_code_fences)
-            if not text or self.check(text, None) is not None:
+            if not text or self.check(text, None) is not None or _near_copy(text, self.task):
                 continue
             if request is None:
                 request = _flat(" ".join(message_text(m) for m in self.sent))
@@ -188,6 +190,25 @@ class DraftGuard:
         if len(text) > self.limit:
             return "too_long", f"the reply has {len(text):,} characters (limit {self.limit:,})"
         return None
+
+
+_NEAR_COPY = 0.97
+"""How alike (difflib's ratio of the flattened texts, of equal length within 3%) a text
+read out of an echoing reply and the task may be before it is the task copied back."""
+_NEAR_COPY_CHARS = 4000
+"""How much of each text the comparison reads (it costs their product at worst)."""
+
+
+def _near_copy(text: str, task: str) -> bool:
+    """Whether `text` is the task copied back with a few characters changed."""
+    a, b = _flat(text), _flat_known(task)
+    if not a or not b or abs(len(a) - len(b)) > 0.03 * max(len(a), len(b)):
+        return False
+    matcher = difflib.SequenceMatcher(None, a[:_NEAR_COPY_CHARS], b[:_NEAR_COPY_CHARS])
+    return all(
+        ratio() >= _NEAR_COPY
+        for ratio in (matcher.real_quick_ratio, matcher.quick_ratio, matcher.ratio)
+    )
 
 
 def _same_words(text: str, other: str) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from self_refine.errors import ConfigError
+from self_refine.redact import terminal_safe
 
 __all__ = ["is_page", "render_page", "write_batch_page", "write_thread_page"]
 
@@ -48,6 +49,15 @@ def _pretty(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
 
 
+def _shown(value: Any) -> Any:
+    """What a page shows of a value: text (a task, a draft, feedback) with its control and
+    invisible format characters as escapes (`terminal_safe`: U+202E as \\u202e), so no
+    direction override reorders what the page shows; HTML a macro made, as it is."""
+    if isinstance(value, str) and not hasattr(value, "__html__"):
+        return terminal_safe(value)
+    return value
+
+
 def render_page(template: str, page: dict[str, Any]) -> str:
     """The HTML text of `template` (a file in templates/) filled with `page`."""
     try:
@@ -60,6 +70,7 @@ def render_page(template: str, page: dict[str, Any]) -> str:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_shown,
     )
     environment.filters["pretty"] = _pretty
     environment.filters["id_text"] = _id_text

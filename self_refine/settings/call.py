@@ -57,6 +57,7 @@ from self_refine.persistence.failures import thread_damage
 from self_refine.prompts import PROFILES, PromptSet, generate_messages, get_profile
 from self_refine.prompts.forms import DEFAULT_REFINE_FORM
 from self_refine.redact import redact_url, url_has_password
+from self_refine.settings.deployment import Deployment
 from self_refine.settings.fields import (
     DEFAULT_STRATEGY,
     FIELD_NAMES,
@@ -119,7 +120,8 @@ class Resolved(NamedTuple):
 class Parts:
     """What the factory was given: role models, critics, judge, stop policies, prompts,
     response format, the graph's settings (those of a run whose call brings no context),
-    and how the nodes call a run's critic (`critic_call`).
+    how the nodes call a run's critic (`critic_call`), and, for a served graph, what its
+    runs may choose (`deployment`).
 
     The nodes close over one `Parts` and ask it for their run's plan.
     """
@@ -132,6 +134,7 @@ class Parts:
     stop: tuple[StopPolicy, ...] | None = None
     prompts: PromptSet | None = None
     response_format: ResponseFormat | None = None
+    deployment: Deployment | None = None
     _plans: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -148,6 +151,8 @@ class Parts:
                 "the run has no settings: run the graph through its compiled form "
                 f"(create_self_refine_graph(...).compile()), got context {settings!r}"
             )
+        if self.deployment is not None:  # before any model is made for the run
+            self.deployment.check(settings, self.settings)
         environment = tuple(os.environ.get(name) for name in _ENVIRONMENT)
         plan: RunPlan = self._plans(settings, environment)
         return plan

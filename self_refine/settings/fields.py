@@ -64,6 +64,8 @@ _INTEGER_LIMIT = 2**63 - 1
 
 _TIMEOUT_LIMIT = 86_400
 """Longest `timeout`, in seconds (a day): a finite one the HTTP clients can schedule."""
+_TIMEOUT_LEAST = 0.001
+"""Shortest `timeout`, in seconds (a millisecond): a shorter one fails every request."""
 
 
 def _describe(text: str) -> dict[str, str]:
@@ -289,7 +291,7 @@ class RefineContext:
         default=None,
         metadata=_describe(
             "Seconds one model request may take before it counts as failed (and is "
-            "retried). Empty: the client's default (600 for OpenAI)."
+            "retried), 0.001..86400. Empty: the client's default (600 for OpenAI)."
         ),
     )
     max_tokens: int | None = field(
@@ -345,8 +347,12 @@ class RefineContext:
         _check_number("history_window", self.history_window, 0, None, integer=True)
         _check_number("max_retries", self.max_retries, 0, 100, integer=True)
         _check_number("timeout", self.timeout, float("-inf"), None)
-        if self.timeout is not None and self.timeout <= 0:
-            raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout:g}")
+        if self.timeout is not None and self.timeout < _TIMEOUT_LEAST:
+            given = f"{self.timeout:g}" if float(self.timeout).is_integer() else repr(self.timeout)
+            raise ConfigError(
+                f"timeout must be at least {_TIMEOUT_LEAST:g} seconds (a millisecond; a "
+                f"model request takes longer), got {given}"
+            )
         if self.timeout is not None and self.timeout > _TIMEOUT_LIMIT:
             raise ConfigError(
                 f"timeout must be at most {_TIMEOUT_LIMIT} seconds (a day), got {self.timeout:g}"

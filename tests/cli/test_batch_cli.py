@@ -327,7 +327,10 @@ def test_bad_options_and_other_settings_fail_before_any_model_call(
         (["missing.jsonl", "-o", "x.jsonl"], "check the input path"),
         (["in.jsonl", "-o", "x.jsonl", "--concurrency", "0"], "--concurrency must be >= 1"),
         (["in.jsonl", "-o", "x.jsonl", "--max-iterations", "-1"], "--max-iterations must be"),
-        (["in.jsonl", "-o", "x.jsonl", "--timeout", "0"], "--timeout must be a positive"),
+        (
+            ["in.jsonl", "-o", "x.jsonl", "--timeout", "0"],
+            "--timeout must be at least 0.001 seconds",
+        ),
         (["in.jsonl", "-o", "x.jsonl", "--timeout", "inf"], "--timeout must be at most 86400"),
         (["in.jsonl", "-o", "x.jsonl", "--max-tokens-total", str(2**64)], "between 1 and 922"),
         (["in.jsonl", "-o", "x.jsonl", "--critics", "human,answer"], "human critic works alone"),

@@ -329,7 +329,7 @@ def test_unknown_thread_is_a_usage_error(capsys: pytest.CaptureFixture[str], com
         ([TASK, "--history-window", "-1"], "--history-window must be >= 0"),
         ([TASK, "--max-tokens-total", "0"], "--max-tokens-total must be >= 1"),
         ([TASK, "--max-retries", "101"], "--max-retries must be between 0 and 100"),
-        ([TASK, "--timeout", "0"], "--timeout must be a positive number of seconds"),
+        ([TASK, "--timeout", "0"], "--timeout must be at least 0.001 seconds"),
         ([TASK, "--draft", " "], "--draft is empty"),
         ([TASK, "--model", "not a model!"], "unknown model string 'not a model!'"),
         ([TASK, "--critic-model", "a:b:c"], "unknown model string 'a:b:c'"),

@@ -83,13 +83,14 @@ def test_usage_errors_are_one_line_and_point_to_help(capsys: pytest.CaptureFixtu
     ]
 
 
-@pytest.mark.parametrize("value", ["0", "-5"])
+@pytest.mark.parametrize("value", ["0", "-5", "1e-320"])
 def test_timeout_out_of_range_gets_one_message(
     value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = cli(capsys, "run", TASK, "--timeout", value, "--db", str(tmp_path / "c"))
     assert code == 2
-    assert f"--timeout must be a positive number of seconds, got {value}\n" in err
+    assert "--timeout must be at least 0.001 seconds (a millisecond; a model request takes " in err
+    assert err.endswith(f"longer), got {value}\n")
 
 
 def test_model_error_ending_in_a_period_is_not_doubled(

@@ -135,3 +135,44 @@ def test_a_page_shows_rejected_replies_of_any_shape_from_a_thread(tmp_path: Path
     page = tmp_path / "t.html"
     write_thread_page(thread_view({"task": "t", "attempts": odd}, title="t"), page)
     assert "rejected: empty" in page.read_text()
+
+
+BIDI = "The answer is \u202e24\u202c."
+"""Displays as "The answer is 42." where the vote and the answer check read 24."""
+
+
+@pytest.mark.usefixtures("workdir")
+def test_direction_characters_in_task_draft_and_answer_are_shown_as_escapes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    task = "What is 4 \u2066times\u2069 6?\u200b Think\u2028twice."
+    args = ["run", task, "--draft", BIDI, "--profile", "math", "--thread-id", "bidi"]
+    code = main([*args, "--max-iterations", "0"])
+    run_out, run_err = capsys.readouterr()
+    assert code == 0, run_err
+    page = tmp_path / "bidi.html"
+    assert main(["show", "bidi", "--html", str(page)]) == 0
+    show_out = capsys.readouterr().out
+    html = page.read_text(encoding="utf-8")
+    for shown in (run_out, show_out, html):
+        assert not any(char in shown for char in "\u202e\u202c\u2066\u2069\u200b\u2028"), shown
+        assert "\\u202e24\\u202c" in shown
+    assert "\\u2066times\\u2069 6?\\u200b Think\\u2028twice" in show_out + html
+
+
+def test_every_invisible_format_character_is_shown_as_an_escape() -> None:
+    import sys
+    import unicodedata
+
+    from self_refine.redact import terminal_safe
+
+    hidden = [
+        chr(code)
+        for code in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(code)) in ("Cf", "Zl", "Zp")
+    ]
+    assert {"\u202e", "\u2066", "\u200b", "\u2028", "\ufeff"} <= set(hidden)
+    for char in hidden:
+        code = ord(char)
+        escape = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+        assert terminal_safe(char) == (escape if code < 0x10000 else f"\\U{code:08x}")

@@ -111,3 +111,11 @@ def test_a_batch_s_grade_never_runs_the_program_check() -> None:
     )
     (record,) = result.records
     assert record is not None and record["correct_final"] is True
+
+
+def test_a_stated_answer_in_grouped_thousands_agrees_with_the_program() -> None:
+    assert program(TASK, _draft("print(12345)", "12 345"), None).done
+    assert program(TASK, _draft("print(2.5)", "2,5"), None).done
+    verdict = program(TASK, _draft("print(10000)", "1 0000"), None)
+    assert not verdict.done and '"1 0000" is not one number' in verdict.feedback[0]
+    assert "0000 but" not in verdict.feedback[0] and "says 0000" not in verdict.feedback[0]

@@ -36,6 +36,8 @@ json_schema = VERIFIERS["json_schema"]
         ("The answer is 1,000, which is a lot.", "1,000"),
         ("She has 5 apples and buys 7 more, 12 in all", "12"),
         ("The temperature fell to -2 degrees", "-2"),
+        ("The terms are 1 2 3 5 8", "8"),
+        ("She paid 12 345 dollars", "12 345"),
     ],
 )
 def test_extract_answer_finds_the_final_answer(draft: str, found: str) -> None:
@@ -343,3 +345,75 @@ def test_the_answer_is_read_outside_the_drafts_python_blocks() -> None:
     assert extract_answer(f"```python\n{program}```") is None
     # an unlabelled block is prose the model fenced: its statement counts
     assert extract_answer("```\nThe answer is 41.\n```") == ("41", '"the answer is"')
+
+
+# --- reading a final answer: numbers written whole, in linear time ----------
+
+
+@pytest.mark.parametrize(
+    ("draft", "expected"),
+    [
+        ("The answer is 1 000.", 1000),
+        ("She pays 12 345 dollars", 12345),
+        ("The answer is 12 345 dollars.", 12345),
+        ("The answer is 1,000,000.", 1000000),
+        ("The answer is 1\u00a0000.", 1000),
+        ("The answer is 1\u2009000.", 1000),
+        ("The answer is 1\u202f000 000.", 1000000),
+        ("The answer is 2,5.", 2.5),
+        ("The answer is 1 234,5 m.", 1234.5),
+        ("The answer is 1,00.", 1),
+        ("The answer is 1,00,000.", 100000),
+    ],
+)
+def test_grouped_thousands_and_decimal_commas_read_as_one_number(
+    draft: str, expected: float
+) -> None:
+    assert answer("t", draft, {"answer": expected}).done
+
+
+@pytest.mark.parametrize(
+    ("draft", "fragment"),
+    [
+        ("The answer is 1 000.", "000"),
+        ("The answer is 12 345 dollars.", "345"),
+        ("The answer is 1,00.", "00"),
+        ("The answer is 2,5.", "5"),
+        ("The answer is 1 0000.", "0000"),
+        ("The total is 7 1 0000", "0000"),
+    ],
+)
+def test_no_piece_of_a_number_is_quoted_back_as_the_answer(draft: str, fragment: str) -> None:
+    found = extract_answer(draft)
+    assert found is not None and found[0] != fragment
+    feedback = " ".join(answer("t", draft, {"answer": 999}).feedback)
+    assert f'"{fragment}"' not in feedback
+
+
+def test_digits_that_are_no_one_number_are_called_unreadable() -> None:
+    feedback = answer("t", "The answer is 1 0000.", {"answer": 10000}).feedback
+    assert feedback and "is not one number" in feedback[0] and '"1 0000"' in feedback[0]
+
+
+_LONG = 600_000
+
+
+@pytest.mark.timeout(5)
+@pytest.mark.parametrize(
+    "draft",
+    [
+        "The answer is " * (_LONG // 14),
+        "the answer is: " * (_LONG // 15) + "42",
+        "\n" * _LONG,
+        "The answer is" + "\n" * _LONG,
+        "```py" * (_LONG // 5),
+        "#### a" + " " * _LONG + "b",
+        "1 " * (_LONG // 2),
+    ],
+    ids=["statements", "nested", "newlines", "blank_value", "fences", "hashes", "digits"],
+)
+def test_reading_the_answer_of_a_long_draft_is_linear(draft: str) -> None:
+    # Each shape took seconds to hours when a read was quadratic; read in linear time,
+    # all of them finish far inside the guard.
+    extract_answer(draft)
+    answer("t", draft, {"answer": 42})

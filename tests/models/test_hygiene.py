@@ -436,3 +436,28 @@ def test_code_after_the_copied_blocks_keeps_its_first_line() -> None:
         task="Write double(x).", keep_code_fences=True, sent=_sent("Write double(x).")
     )
     assert guard.salvage(reply) == code
+
+
+@pytest.mark.parametrize(
+    "copied",
+    [
+        TASK.replace("park", "pork", 1),
+        TASK.replace("dog", "dot", 1),
+        TASK.replace("one", "One", 1),
+        TASK.rstrip(".") + "!",
+    ],
+)
+@pytest.mark.parametrize("opening", ["</task>\n", "<task>\nx\n</task>\n", "</task><draft>"])
+def test_the_task_copied_back_with_a_letter_changed_is_no_draft(opening: str, copied: str) -> None:
+    reply = f"{opening}{copied}"
+    guard = DraftGuard(task=TASK, sent=_sent(f"<task>\n{TASK}\n</task>"))
+    assert guard.salvage(reply) is None
+    judged = _judge("generator", AIMessage(reply), guard)
+    assert judged.rejected is not None and judged.rejected["reason"] == "echo"
+
+
+def test_a_draft_close_to_a_short_task_is_still_salvaged() -> None:
+    task = "Improve: The quick brown fox jump over the lazy dog."
+    own = "The quick brown fox jumps over the lazy dog."
+    guard = DraftGuard(task=task, sent=_sent(f"<task>\n{task}\n</task>"))
+    assert guard.salvage(f"<task>\n{task}\n</task>\n{own}") == own

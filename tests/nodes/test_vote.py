@@ -265,3 +265,28 @@ def test_the_thread_page_of_a_refine_chain_says_the_vote_chose_and_where() -> No
     tied.invoke({"task": TASK}, config)
     why = thread_view(dict(tied.get_state(config).values), title="t")["why"]
     assert "(1 of 2, tied with 45, reached first)" in why and why.endswith("iteration 0")
+
+
+@pytest.mark.parametrize(
+    "order",
+    [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)],
+)
+def test_answers_within_the_tolerance_are_one_vote_in_any_order(order: tuple[int, ...]) -> None:
+    answers = ["0.333333", "1/3", "0.3333334"]
+    drafts = [f"The answer is {answers[i]}." for i in order]
+    counted = tally(drafts)
+    assert counted is not None
+    assert (counted.votes, counted.counted, counted.drafts) == (3, 3, (0, 1, 2))
+    assert counted.leaders == (answers[order[0]],)
+
+
+def test_grouped_thousands_and_their_plain_digits_are_one_vote() -> None:
+    counted = tally(["The answer is 12 345.", "The answer is 12,345.", "The answer is 345."])
+    assert counted is not None and (counted.votes, counted.leaders) == (2, ("12 345",))
+
+
+@pytest.mark.timeout(5)
+@pytest.mark.parametrize("fence", ["```", "```py"])
+def test_counting_the_votes_of_a_long_draft_of_fences_is_linear(fence: str) -> None:
+    # A line of 600 kB of fences took minutes when each fence read the line to its end.
+    assert tally([fence * (600_000 // len(fence)), "The answer is 3."]) is not None

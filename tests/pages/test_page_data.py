@@ -209,3 +209,12 @@ def test_ids_with_control_and_direction_characters_are_shown_as_escapes() -> Non
         ["a\\x00b", "evil\\u202egnp.exe", "back\\\\slash", "plain id"]
     )
     assert "<b>evil\\u202egnp.exe</b>" in html, "the id is shown as it is kept, not reordered"
+
+
+def test_direction_characters_in_drafts_tasks_and_feedback_are_shown_as_escapes() -> None:
+    bidi = "The answer is \u202e24\u202c."
+    attempt = {"iteration": 0, "draft": bidi, "critique": {"score": 1.0, "feedback": [bidi]}}
+    record = {"id": "b", "task": bidi, "answer": bidi, "stop_reason": "verified"}
+    html = render_page("batch.html.j2", batch_view([{**record, "attempts": [attempt]}], title="t"))
+    assert "\u202e" not in html and "\u202c" not in html
+    assert html.count("The answer is \\u202e24\\u202c.") >= 3  # task, draft, feedback

@@ -16,18 +16,27 @@ from self_refine.critics.verifiers.base import BuiltinVerifier, reference_field
 from self_refine.errors import ConfigError
 from self_refine.state import Critique
 
-__all__ = ["ANSWER", "answers_match", "extract_answer"]
+__all__ = ["ANSWER", "answers_match", "extract_answer", "unreadable_number"]
 
-_ANSWER_IS = re.compile(
-    r"(?:final answer|the answer|answer)\s*(?:is\b\s*:?|:|=)\s*(?:\*\*)?\s*(?P<value>[^\n]+)", re.I
-)
-_PROGRAM = re.compile(r"```[ \t]*(?:python3?|py)\b[^\n]*\n.*?(?:```|\Z)", re.S | re.I)
-"""A Python block of the draft: what it prints or assigns is no answer the draft states."""
+_ANSWER_IS = re.compile(r"(?:final answer|the answer|answer)\s*+(?:is\b\s*+:?|:|=)", re.I)
+"""Where a statement of the final answer begins; its value is the rest of that line."""
+_VALUE_START = re.compile(r"\s*+(?:\*\*)?[^\S\n]*+")
+_FENCE_OPEN = re.compile(r"```[ \t]*(?:python3?|py)\b(?:[^\n`]|`(?!``))*+\n", re.I)
+"""The opening line of a Python block: what the block prints or assigns is no answer the
+draft states. The block ends at the next ``` (or the end of the draft)."""
 
-_HASHES = re.compile(r"^\s*####\s*(?P<value>.+?)\s*$", re.M)
+_HASHES = re.compile(r"^[^\S\n]*+####(?P<value>[^\n]*+)", re.M)
+_SPACES = "\u00a0\u2009\u202f "
+"""What may stand between digit groups: a space, a no-break space, a thin space, a narrow
+no-break space ("1 000", "12 345")."""
+_NUMERAL = rf"\d++(?:[,.]\d++|[{_SPACES}]\d{{3,}}+)*+"
+"""Digits, and digit groups each joined by a comma, a point or (before three digits or more)
+a space: every way of writing one number ("1,000,000", "12 345", "2,5"), and runs no
+grammar reads ("1 0000", "1,2,3"), taken whole so that no piece of one is ever read as the
+answer (see `_numeral`); numbers listed with spaces ("1 2 3 5 8") stay apart."""
 _NUMBER = re.compile(
-    r"[-\u2212]?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+)?"
-    r"|[-\u2212]?\.\d+"
+    rf"(?<![\d.,])[-\u2212]?\$?\s?{_NUMERAL}(?:[eE][-+]?\d+)?(?:\s*/\s*\d+)?"
+    r"|[-\u2212]?(?<!\d)\.\d+"
 )
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|[;!?]|,\s|\s(?:because|since|as|which|so)\b")
 _TOLERANCE = 1e-6
@@ -49,36 +58,70 @@ def _boxed(draft: str) -> str | None:
     return None
 
 
+def _without_programs(draft: str) -> str:
+    """The draft without its Python blocks, read once from start to end."""
+    kept, position = [], 0
+    while (opening := _FENCE_OPEN.search(draft, position)) is not None:
+        kept.append(draft[position : opening.start()])
+        closing = draft.find("```", opening.end())
+        position = len(draft) if closing < 0 else closing + 3
+    kept.append(draft[position:])
+    return "".join(kept)
+
+
+def _statement(draft: str) -> str | None:
+    """The value of the draft's last "The answer is ..." whose line holds one.
+
+    The value runs to the end of its line, so an earlier statement's value holds every
+    later one on that line ("the answer is: The answer is 38."): the last is the one
+    read. The draft is read once (linear time, however many statements it holds).
+    """
+    starts = [found.end() for found in _ANSWER_IS.finditer(draft)]
+    for start in reversed(starts):
+        begin = _VALUE_START.match(draft, start)
+        value_start = begin.end() if begin else start
+        line_end = draft.find("\n", value_start)
+        value = draft[value_start : len(draft) if line_end < 0 else line_end]
+        ended = _SENTENCE_END.search(value)
+        value = (value[: ended.start()] if ended else value).strip().strip("*").strip()
+        if value:
+            return value
+    return None
+
+
 def extract_answer(draft: str) -> tuple[str, str] | None:
     """The final answer in the draft and where it was found, or None.
 
     Looks for, in order: the last \\boxed{...}, the last "#### ...", the last
     "The answer is ..." (or "Answer: ..."; its last number when the statement
     is not a plain number), and the last number in the text, all outside the draft's
-    Python blocks (a `print("The answer is", x)` in a program states no answer).
+    Python blocks (a `print("The answer is", x)` in a program states no answer). A number
+    is read whole: "1 000", "12 345" and "1,000,000" are one number each; digits no
+    grammar reads as one number ("1 0000") are the answer as written, which reads as none.
     """
-    draft = _PROGRAM.sub("", draft)
+    draft = _without_programs(draft)
     boxed = _boxed(draft)
     if boxed:
         return boxed, "\\boxed{}"
-    hashes = _HASHES.findall(draft)
+    hashes = [value.strip() for value in _HASHES.findall(draft) if value.strip()]
     if hashes:
         return hashes[-1], '"####"'
-    stated = list(_ANSWER_IS.finditer(draft))
-    if stated:
-        value = stated[-1].group("value")
-        while (inner := _ANSWER_IS.search(value)) is not None:
-            value = inner.group("value")  # "the answer is: The answer is 38."
-        value = _SENTENCE_END.split(value, maxsplit=1)[0].strip().strip("*").strip()
+    value = _statement(draft)
+    if value:
         numbers = _NUMBER.findall(value)
         if numbers and _number(value) is None:
             value = numbers[-1].strip()  # the last number of the statement: "x = 3 + 4 = 7"
-        if value:
-            return value, '"the answer is"'
+        return value, '"the answer is"'
     numbers = _NUMBER.findall(draft)
     if numbers:
         return numbers[-1].strip(), "the last number"
     return None
+
+
+def unreadable_number(value: str) -> bool:
+    """True when `value` holds digits that no way of writing one number reads ("1 0000",
+    "1.2.3"): a final answer to rewrite, never to read a piece of."""
+    return any(_numeral(run.group()) is None for run in re.finditer(_NUMERAL, value))
 
 
 def _strip_latex(text: str) -> str:
@@ -93,8 +136,31 @@ _INFINITY = re.compile(r"([-+]?)(?:inf|infinity|\u221e)", re.I)
 _EXACT_EXPONENT_LIMIT = 4000  # beyond this a value is compared as a Decimal, never as a ratio
 
 
+_COMMA_GROUPS = re.compile(r"\d{1,3}(?:,\d{3})++(?:\.\d++)?|\d{1,2}(?:,\d{2})+,\d{3}(?:\.\d++)?")
+"""1,000,000 and 1,234.5; 1,00,000 (lakh groups)."""
+_SPACE_GROUPS = re.compile(rf"\d{{1,3}}(?:[{_SPACES}]\d{{3}})++(?:[.,]\d++)?")
+"""1 000, 12 345 and 1 234,5 (with no-break or thin spaces too)."""
+_DECIMAL_COMMA = re.compile(r"\d++,(?!\d{3}$)\d++")
+"""2,5, 1,00 and 3,14159: a comma before other than three digits is a decimal comma."""
+
+
+def _numeral(digits: str) -> str | None:
+    """The digits of one number as Decimal reads them ("12 345" -> "12345", "2,5" -> "2.5"),
+    or None when they are no one number (the groups "1 0000", the list "1,2,3")."""
+    if re.fullmatch(r"\d++(?:\.\d++)?|\.\d++", digits):
+        return digits
+    if _COMMA_GROUPS.fullmatch(digits):
+        return digits.replace(",", "")
+    if _SPACE_GROUPS.fullmatch(digits):
+        return re.sub(f"[{_SPACES}]", "", digits).replace(",", ".")
+    if _DECIMAL_COMMA.fullmatch(digits):
+        return digits.replace(",", ".")
+    return None
+
+
 def _number(text: str) -> Decimal | Fraction | None:
-    """The number a short answer states, tolerant of $, commas, %, units and fractions.
+    """The number a short answer states, tolerant of $, grouped thousands ("1,000", "12 345"),
+    decimal commas ("2,5"), %, units and fractions.
 
     A plain number stays an exact Decimal (so 1e400 and 21-digit integers keep
     every digit); "a/b" becomes a Fraction; "inf" and "\u221e" are infinities.
@@ -105,17 +171,16 @@ def _number(text: str) -> Decimal | Fraction | None:
     if infinity:
         return Decimal(f"{infinity.group(1)}Infinity")
     match = re.fullmatch(
-        r"(?P<num>[-+]?\$?\s*[\d.,]+(?:[eE][-+]?\d+)?)"
+        rf"(?P<sign>[-+]?)\$?\s*(?P<digits>{_NUMERAL}|\.\d++)(?P<exp>[eE][-+]?\d+)?"
         r"(?:\s*/\s*\(?(?P<den>[-+]?[\d.]+)\)?)?\s*%?\s*(?P<unit>[A-Za-z][A-Za-z .]*)?",
         text.replace("(", "").replace(")", "") if "/" in text else text,
     )
     if not match:
         return None
-    raw = match.group("num").replace("$", "").replace(" ", "")
-    if "," in raw:
-        if not re.fullmatch(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?", raw):
-            return None
-        raw = raw.replace(",", "")
+    digits = _numeral(match.group("digits"))
+    if digits is None:
+        return None
+    raw = f"{match.group('sign')}{digits}{match.group('exp') or ''}"
     try:
         value = Decimal(raw)
         if not match.group("den"):
@@ -239,6 +304,14 @@ def _judge(task: str, draft: str, expected: Any) -> Critique:
     value, where = found
     if answers_match(value, expected):
         return Critique(score=1.0, done=True)
+    if unreadable_number(value):
+        return Critique(
+            feedback=[
+                f'The final answer "{value}" (read from {where}) is not one number: write '
+                "it with digits alone (12345, 2.5), then recheck the steps that lead to it."
+            ],
+            score=0.0,
+        )
     return Critique(
         feedback=[
             f'The final answer "{value}" (read from {where}) is wrong; '

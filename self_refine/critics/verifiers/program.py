@@ -22,7 +22,11 @@ from self_refine.critics.sandbox.host import (
     require_sandbox,
     run_python_tests,
 )
-from self_refine.critics.verifiers.answer import answers_match, extract_answer
+from self_refine.critics.verifiers.answer import (
+    answers_match,
+    extract_answer,
+    unreadable_number,
+)
 from self_refine.critics.verifiers.base import BuiltinVerifier
 from self_refine.critics.verifiers.python_tests import extract_code
 from self_refine.state import Critique
@@ -82,6 +86,11 @@ def _judge(draft: str, limits: SandboxLimits | None) -> Critique:
     printed = extract_answer(run.stdout)
     if printed is None:
         return _failed("Your program prints no number: end it with print(<the result>).")
+    if unreadable_number(stated[0]):
+        return _failed(
+            f'Your final answer "{stated[0]}" is not one number: write it with digits alone, '
+            "as your program prints it."
+        )
     if not answers_match(printed[0], stated[0]):
         return _failed(
             f"Your program prints {printed[0]} but your answer says {stated[0]}: find which "

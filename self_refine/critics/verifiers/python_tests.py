@@ -27,7 +27,9 @@ from self_refine.state import Critique
 
 __all__ = ["PYTHON_TESTS", "extract_code", "parse_tests", "python_tests_verifier"]
 
-_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
+_FENCE = re.compile(r"```[ \t]*+([\w+-]*+)(?:[^\n`]|`(?!``))*+\n(.*?)```", re.S)
+"""A fenced block: its language, its body. An opening line ends before the next ``` (so a
+line of many fences is read once, not once per fence)."""
 _SETUP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _MAX_ITEMS = 8
 
