@@ -1,7 +1,7 @@
 """A run's drafts: the attempts and candidates it records, their types, and every way to read them.
 
 A run that refines records one chain of drafts: its draft k (a `ChainAttempt`) refines
-draft k - 1. A run that samples or searches (`strategy`) records a tree: each draft is a
+draft k - 1. A run that samples or searches records a tree: each draft is a
 node (`TreeAttempt`, each other reply of a step a `DraftNode`), numbered in the order the
 run made it, and `parent` names the node it refined (None: a fresh draft of the task).
 A step of candidates keeps one reply as its attempt and the others beside it

@@ -1,6 +1,6 @@
 """A run's drafts in words, for `run`, `show`, the pages and batch summaries.
 
-A run that samples or searches (`strategy`) numbers its drafts and records the node
+A run that samples or searches numbers its drafts and records the node
 each one refined, so its drafts form a tree; a refine run's draft k refines draft
 k - 1 (`self_refine.drafts`: the types, and where each draft sits). This module says
 what each draft is, what each step did, which draft became the answer, and the values

@@ -85,6 +85,7 @@ __all__ = [
     "default_select",
     "from_kept",
     "is_new_input",
+    "one_refinement",
     "plans_steps",
     "resolve",
     "run_finished",
@@ -611,3 +612,15 @@ def _checkpoint(thread: StateSnapshot | None) -> str | None:
         return None
     checkpoint = (thread.config.get("configurable") or {}).get("checkpoint_id")
     return None if checkpoint is None else str(checkpoint)
+
+
+def one_refinement(settings: RefineContext) -> RefineContext:
+    """The settings of a run that refines a draft once with one candidate (a training
+    rollout's), refused where `settings` ask for another strategy or several candidates."""
+    if settings.strategy not in ("auto", "refine") or settings.candidates != 1:
+        raise ConfigError(
+            "a rollout refines each wrong sample once with one candidate, so settings must "
+            f"keep strategy='refine' and candidates=1 (got strategy={settings.strategy!r}, "
+            f"candidates={settings.candidates}): drop them from settings"
+        )
+    return dataclasses.replace(settings, max_iterations=1, strategy="refine")

@@ -50,6 +50,7 @@ from self_refine.errors import ConfigError, SelfRefineError
 from self_refine.graphs import Roles
 from self_refine.models.resolve import check_model, resolve_model
 from self_refine.prompts import get_profile
+from self_refine.settings.call import one_refinement
 from self_refine.settings.fields import RefineContext
 from self_refine.training.policy import TOKEN_ALIGNED_INPUTS, PolicyCall, PolicyChatModel
 from self_refine.training.samples import (
@@ -365,8 +366,8 @@ def refine_rollout(
     `max_new_tokens` caps a refine reply (default:
     the trainer's `max_completion_length`). Each refined sample is appended to the
     JSONL file `log`. `settings` are the refine graph's other settings (its
-    `max_iterations` is 1: one refine turn; a rollout refines once with one
-    candidate, so `strategy` must stay "refine" and `candidates` 1). A critic model
+    `max_iterations` is 1: one refine turn with one candidate,
+    `settings.call.one_refinement`). A critic model
     string is made a chat model here. Every argument is checked here, before any
     generation; what a rollout would ignore or fail on later raises ConfigError.
     """
@@ -412,9 +413,7 @@ def refine_rollout(
         failed=failed,
         max_new_tokens=max_new_tokens,
         log=log_path,
-        settings=dataclasses.replace(
-            run_settings, profile=profile, max_iterations=1, strategy="refine"
-        ),
+        settings=dataclasses.replace(run_settings, profile=profile),
         gather_seconds=float(gather_seconds),
     )
 
@@ -437,19 +436,13 @@ def _check_dataset(dataset: Any) -> Iterable[Mapping[str, Any]]:
 def _check_settings(settings: Any) -> RefineContext:
     """The graph's settings, refused where a rollout would not follow them."""
     if settings is None:
-        return RefineContext()
+        return one_refinement(RefineContext())
     if not isinstance(settings, RefineContext):
         hint = "RefineContext(**{...})" if isinstance(settings, Mapping) else "RefineContext(...)"
         raise ConfigError(
             f"settings must be a RefineContext, got {type(settings).__name__}: pass settings={hint}"
         )
-    if settings.strategy not in ("auto", "refine") or settings.candidates != 1:
-        raise ConfigError(
-            "a rollout refines each wrong sample once with one candidate, so settings must "
-            f"keep strategy='refine' and candidates=1 (got strategy={settings.strategy!r}, "
-            f"candidates={settings.candidates}): drop them from settings"
-        )
-    return settings
+    return one_refinement(settings)
 
 
 def _check_options(max_new_tokens: Any, gather_seconds: Any) -> None:
