@@ -19,6 +19,7 @@ from self_refine.tree import (
     step_kinds,
     steps_taken,
 )
+from self_refine.voting import vote_words
 
 __all__ = ["attempts_table", "candidate_lines", "print_result", "print_update", "shown_feedback"]
 
@@ -118,9 +119,7 @@ def _how_chosen(update: dict[str, Any]) -> str:
     vote = (said.get("self_refine") or {}).get("vote")
     if not vote:
         return f"(score {_score(update.get('score'))})"
-    answers = [terminal_safe(str(a)) for a in vote["answers"]]
-    tie = f", tied with {', '.join(answers[1:])}, reached first" if len(answers) > 1 else ""
-    return f"by the vote: {answers[0]} ({vote['votes']} of {vote['of']} drafts{tie})"
+    return f"by the vote: {terminal_safe(vote_words(vote))}"
 
 
 def _origin(candidate: Candidate) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,49 @@ def test_the_run_says_the_answer_was_chosen_by_the_vote_and_which(
     assert main([*run, "--max-iterations", "1", "--critics", "none"]) == 0
     out = capsys.readouterr().out
     assert (
-        "[finalize] answer chosen by the vote: 6 (1 of 2 drafts, tied with 5, reached first)" in out
+        "[finalize] answer chosen by the vote: 6 (1 of 2 drafts, tied with 5, reached first; "
+        "tally 6: 1, 5: 1)" in out
     )
     assert main([*run, "--max-iterations", "2", "--critics", "none", "--thread-id", "t3"]) == 0
-    assert "[finalize] answer chosen by the vote: 5 (2 of 3 drafts)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "[finalize] answer chosen by the vote: 5 (2 of 3 drafts; tally 5: 2, 6: 1)" in out
+
+
+@pytest.mark.usefixtures("workdir")
+def test_run_show_and_the_page_tell_the_same_vote_when_the_first_draft_is_wrong(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, workdir: Path
+) -> None:
+    """Node 0 states 102 (wrong); the vote answers 346 (6 of 8): every view says so."""
+    answers = iter(["102", "346", "346", "346", "346", "120", "346", "346"])
+    original = OfflineModel._generate
+
+    def drafts(self: OfflineModel, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        if role_of(messages) != "generator":
+            return original(self, messages, *args, **kwargs)
+        answer = next(answers)
+        text = f"Counting gives {answer}. The answer is {answer}."
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+
+    monkeypatch.setattr(OfflineModel, "_generate", drafts)
+    run = ["run", "What is 173 * 2?", "--profile", "math", "--candidates", "4"]
+    vote = ["--strategy", "sample", "--critics", "none", "--max-iterations", "1"]
+    assert main([*run, *vote, "--thread-id", "v"]) == 0
+    out = capsys.readouterr().out
+    told = "346 (6 of 8 drafts; tally 346: 6, 102: 1, 120: 1)"
+    assert f"[finalize] answer chosen by the vote: {told}" in out
+    assert "ties go to the lower index" not in out.split("the vote decides the answer")[0]
+    assert "the vote decides the answer, not this pick (so far 346: 3, 102: 1, of 4 drafts)" in out
+    assert main(["show", "v", "--html", "v.html"]) == 0
+    shown = capsys.readouterr().out
+    assert f"answer chosen by the vote: {told}" in shown
+    page = (workdir / "v.html").read_text()
+    assert "tally 346: 6, 102: 1, 120: 1" in page
+    # The answer's text comes first, before the tree and the steps.
+    answer_at = page.index('<pre class="answer">Counting gives 346. The answer is 346.</pre>')
+    assert answer_at < page.index('class="tree"') < page.index('class="timeline"')
+    # The answer badge sits on the step that kept the answer's draft (node 4), not node 0.
+    badged = re.findall(r'<li class="attempt picked"[^>]*data-node="(\d+)"', page)
+    assert badged == ["4"]
+    # Each tree node shows the answer it states and a line of its text.
+    assert '· states 102</span><br><span class="node-line">Counting gives 102.' in page
+    assert page.count("· states 346") == 6
