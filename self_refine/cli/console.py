@@ -146,8 +146,15 @@ def _print_candidate(candidate: Candidate, out: TextIO) -> None:
     print(f"{head}{ranking_values(candidate)}:\n{_indent(candidate['draft'])}", file=out)
 
 
-def print_result(result: dict[str, Any], out: TextIO) -> None:
-    """Print the final answer with its stop reason."""
+OFFLINE_ANSWER = (
+    "written by the offline stand-in, a demo that follows rules, not a language model; "
+    "pass --model local, or set SELF_REFINE_MODEL=local, for a real one"
+)
+"""What the result says when the offline stand-in wrote the answer."""
+
+
+def print_result(result: dict[str, Any], out: TextIO, *, offline: bool = False) -> None:
+    """Print the final answer with its stop reason; `offline`: say the stand-in wrote it."""
     print(
         f"\nStopped: {result.get('stop_reason')} after {steps_taken(result)}; "
         f"score {_score(result.get('score'))}; "
@@ -157,6 +164,8 @@ def print_result(result: dict[str, Any], out: TextIO) -> None:
     found = answer_draft(result)
     which = f" ({found.words()})" if found else ""
     print(f"Answer{which}:\n{_indent(result.get('answer', ''))}", file=out)
+    if offline:
+        print(_indent(f"({OFFLINE_ANSWER})"), file=out)
     if result.get("structured_error"):
         print(f"Response format: {terminal_safe(result['structured_error'])}", file=out)
     elif "structured_response" in result:
