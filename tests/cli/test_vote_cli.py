@@ -97,21 +97,29 @@ def test_a_vote_over_drafts_that_state_no_final_answer_is_refused_before_any_wor
     assert not (workdir / "out.jsonl").exists() and not (workdir / "c.sqlite").exists()
 
 
-@pytest.mark.usefixtures("workdir")
-def test_the_run_says_the_answer_was_chosen_by_the_vote_and_which(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    answers = iter(["6", "5", "6", "5", "5"])
+def _drafts_stating(monkeypatch: pytest.MonkeyPatch, answers: list[str], text: str) -> None:
+    """The offline model's generator writes `text` then "The answer is A." for each answer
+    in turn; its other roles answer as the offline model does."""
+    stated = iter(answers)
     original = OfflineModel._generate
 
     def drafts(self: OfflineModel, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         if role_of(messages) != "generator":
             return original(self, messages, *args, **kwargs)
-        answer = next(answers)
-        text = f"Two and three, counted with {answer} fingers. The answer is {answer}."
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+        answer = next(stated)
+        reply = f"{text.format(answer)} The answer is {answer}."
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
 
     monkeypatch.setattr(OfflineModel, "_generate", drafts)
+
+
+@pytest.mark.usefixtures("workdir")
+def test_the_run_says_the_answer_was_chosen_by_the_vote_and_which(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _drafts_stating(
+        monkeypatch, ["6", "5", "6", "5", "5"], "Two and three, counted with {} fingers."
+    )
     run = ["run", "What is 2 + 3?", "--profile", "math", "--strategy", "sample"]
     assert main([*run, "--max-iterations", "1", "--critics", "none"]) == 0
     out = capsys.readouterr().out
@@ -129,17 +137,8 @@ def test_run_show_and_the_page_tell_the_same_vote_when_the_first_draft_is_wrong(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, workdir: Path
 ) -> None:
     """Node 0 states 102 (wrong); the vote answers 346 (6 of 8): every view says so."""
-    answers = iter(["102", "346", "346", "346", "346", "120", "346", "346"])
-    original = OfflineModel._generate
-
-    def drafts(self: OfflineModel, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-        if role_of(messages) != "generator":
-            return original(self, messages, *args, **kwargs)
-        answer = next(answers)
-        text = f"Counting gives {answer}. The answer is {answer}."
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
-
-    monkeypatch.setattr(OfflineModel, "_generate", drafts)
+    answers = ["102", "346", "346", "346", "346", "120", "346", "346"]
+    _drafts_stating(monkeypatch, answers, "Counting gives {}.")
     run = ["run", "What is 173 * 2?", "--profile", "math", "--candidates", "4"]
     vote = ["--strategy", "sample", "--critics", "none", "--max-iterations", "1"]
     assert main([*run, *vote, "--thread-id", "v"]) == 0
