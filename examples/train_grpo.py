@@ -43,6 +43,7 @@ import json
 import os
 import random
 import resource
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,10 @@ from self_refine.training import (
     trainable_model,
     verifier_reward,
 )
+
+# TRL 1.16 reads transformers' old `gradient_checkpointing` names, and transformers 5 warns
+# at each read (about twenty FutureWarnings a run): nothing a user of this script can change.
+warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\.")
 
 WORDS = (
     "anchor apple balloon basket beach bicycle bridge candle castle cloud compass desert "

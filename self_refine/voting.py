@@ -17,13 +17,14 @@ first reached the answer. Why, measured: `settings.call.default_select`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from self_refine.critics.verifiers.answer import answers_match
 from self_refine.critics.verifiers.program import stated_answer
 
-__all__ = ["Tally", "tally"]
+__all__ = ["Tally", "recorded_tally", "tally", "vote_words"]
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,23 @@ class Tally:
     drafts: tuple[int, ...]
     """The positions (in the sequence voted on) of the drafts that state the answer the vote
     gives: the most-voted, or, of those tied for most, the one reached first."""
+    counts: tuple[tuple[str, int], ...] = ()
+    """Every answer stated, with how many drafts state it: the most-voted first, ties in
+    the order first reached."""
 
     def summary(self) -> dict[str, object]:
         """The vote as a run's answer message records it."""
-        return {"answers": list(self.leaders), "votes": self.votes, "of": self.counted}
+        return {
+            "answers": list(self.leaders),
+            "votes": self.votes,
+            "of": self.counted,
+            "tally": [[answer, count] for answer, count in self.counts],
+        }
+
+    def words(self) -> str:
+        """The tally in words: "346: 6, 102: 1, 120: 1, of 8 drafts"."""
+        each = ", ".join(f"{answer}: {count}" for answer, count in self.counts)
+        return f"{each}, of {self.counted} {'draft' if self.counted == 1 else 'drafts'}"
 
 
 def tally(drafts: Sequence[str]) -> Tally | None:
@@ -81,4 +95,25 @@ def tally(drafts: Sequence[str]) -> Tally | None:
         votes=votes,
         counted=len(stated),
         drafts=tuple(leading[0][1]),
+        counts=tuple(
+            sorted(
+                ((stated[first][1], len(held)) for first, held in answers.items()),
+                key=lambda c: -c[1],
+            )
+        ),
     )
+
+
+def recorded_tally(vote: Mapping[str, Any]) -> str:
+    """A recorded vote's tally in words ("tally 346: 6, 102: 1"), as run, show and the
+    page give it; a vote recorded before tallies were kept gives its count alone."""
+    counts = vote.get("tally") or [[answer, vote.get("votes")] for answer in vote["answers"]]
+    return "tally " + ", ".join(f"{answer}: {count}" for answer, count in counts)
+
+
+def vote_words(vote: Mapping[str, Any]) -> str:
+    """A recorded vote in words, as `run` and `show` give it:
+    "346 (6 of 8 drafts; tally 346: 6, 102: 1, 120: 1)"."""
+    answers = [str(a) for a in vote["answers"]]
+    tie = f", tied with {', '.join(answers[1:])}, reached first" if len(answers) > 1 else ""
+    return f"{answers[0]} ({vote['votes']} of {vote['of']} drafts{tie}; {recorded_tally(vote)})"

@@ -47,6 +47,7 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
         timeout=300 if name == "train_grpo.py" else 120,
     )
     assert done.returncode == 0, done.stderr
+    assert "FutureWarning" not in done.stderr, done.stderr
     positions = [done.stdout.find(line) for line in EXPECTED[name]]
     assert -1 not in positions and positions == sorted(positions), done.stdout
 

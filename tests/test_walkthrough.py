@@ -142,11 +142,18 @@ def test_every_other_command_in_the_docs_says_why_it_is_not_run() -> None:
     assert not unexplained, "run these in the walkthrough or add them to NOT_RUN"
 
 
-def test_the_example_items_are_one_per_profile_each_with_a_reference() -> None:
+UNJUDGEABLE = {"dialogue", "code_readability", "sentiment_reversal", "acronym"}
+"""Example items no verifier can judge (a friendly reply, code that reads better, a
+positive review, an acronym): they carry no reference, so the LLM critic judges them and
+the batch counts them as not judged (docs/guides/batch.md, "What a verifier can know")."""
+
+
+def test_the_example_items_are_one_per_profile_with_a_reference_where_one_can_judge() -> None:
     lines = (ROOT / "examples" / "items.jsonl").read_text().splitlines()
     items = [json.loads(line) for line in lines]
     assert [item["id"] for item in items] == list(PROFILES)
-    shapes = {key for item in items for key in item["reference"]}
+    assert {item["id"] for item in items if "reference" not in item} == UNJUDGEABLE
+    shapes = {key for item in items for key in item.get("reference", {})}
     assert shapes == {"answer", "tests", "concepts", "schema"}
 
 
@@ -176,3 +183,30 @@ def test_the_guides_commands_run_in_order_on_a_fresh_copy(tmp_path: Path) -> Non
     for page in ("thread.html", "report.html"):
         assert (clone / page).read_text().lstrip().lower().startswith("<!doctype html")
     assert not (ROOT / "results.jsonl").exists(), "the walkthrough ran in the copy"
+
+
+def test_what_the_guides_commands_write_in_the_clone_is_ignored_by_git() -> None:
+    """A reader who follows the guides in their clone is left no untracked files."""
+    written = set()
+    for step in STEPS:
+        if "exit $?" in step.command:  # a refusal: it writes nothing
+            continue
+        for name in re.findall(r"(?:-o|--summary|--html|>)\s+([\w./-]+)", step.command):
+            if name != "-":
+                written.add(name)
+        written.update(
+            f"{name[: -len('.jsonl')]}.png"  # report's default plot, beside its input
+            for name in re.findall(r"report\s+(\S+\.jsonl)", step.command)
+        )
+    assert {"results.jsonl", "summary.json", "thread.html", "report.html"} <= written
+    try:
+        ignored = subprocess.run(
+            ["git", "check-ignore", "--no-index", "--stdin"],
+            cwd=ROOT,
+            input="\n".join(sorted(written)),
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+    except OSError:
+        pytest.skip("needs git")
+    assert sorted(written - set(ignored)) == [], "add them to .gitignore"

@@ -7,6 +7,7 @@ so it cannot drift from the options the program accepts.
 from __future__ import annotations
 
 import argparse
+import posixpath
 import re
 from pathlib import Path
 from typing import Any
@@ -72,3 +73,19 @@ def on_files(files: Files, config: Any) -> Files:
     for page, source in COPIED.items():
         files.append(File.generated(config, page, content=_copied(root / source)))
     return files
+
+
+def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
+    """Point a page's links to a copied file (`../../benchmarks/README.md`, right where the
+    page is read in the repository) at its copy on the site (`../benchmarks.md`)."""
+    folder = posixpath.dirname(page.file.src_path)
+
+    def swap(match: re.Match[str]) -> str:
+        target, anchor = match.group(1), match.group(2) or ""
+        in_repository = posixpath.normpath(posixpath.join("docs", folder, target))
+        for copy, source in COPIED.items():
+            if in_repository == source:
+                return f"]({posixpath.relpath(copy, folder or '.')}{anchor})"
+        return match.group(0)
+
+    return re.sub(r"\]\((?!https?:)([^)\s#]+)(#[^)\s]*)?\)", swap, markdown)

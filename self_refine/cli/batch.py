@@ -25,7 +25,7 @@ from self_refine.cli.paths import (
 )
 from self_refine.cli.progress import Progress
 from self_refine.cli.settings import build_graph, say_auto
-from self_refine.errors import ConfigError
+from self_refine.errors import ConfigError, install_hint
 from self_refine.pages.render import is_page
 from self_refine.redact import redact, terminal_safe
 from self_refine.settings.call import resolve
@@ -51,12 +51,17 @@ def _verifier_names(text: str | None) -> list[str]:
     return names
 
 
+_CONCURRENCY = 8
+"""Model calls at once when --concurrency is not given."""
+
+
 def _job(
     args: argparse.Namespace, context: RefineContext, response_format: dict[str, Any] | None
 ) -> BatchJob:
     """What the flags say about judging and refining the items, checked before any model call."""
-    if args.concurrency < 1:
-        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
+    concurrency = _CONCURRENCY if args.concurrency is None else args.concurrency
+    if concurrency < 1:
+        raise ConfigError(f"--concurrency must be >= 1, got {concurrency}")
     verifiers = _verifier_names(args.verifiers)
     if args.refine_only_incorrect and not verifiers:
         raise ConfigError(
@@ -67,7 +72,7 @@ def _job(
         context,
         verifiers=verifiers,
         refine_only_incorrect=args.refine_only_incorrect,
-        concurrency=args.concurrency,
+        concurrency=concurrency,
         response_format=response_format,
     )
 
@@ -95,6 +100,11 @@ class _Shown:
 
     def start(self, total: int, done_before: Iterable[dict[str, Any]]) -> None:
         self.progress = Progress(total, sys.stderr, done_before=done_before)
+        if before := self.progress.before:
+            _warn(
+                f"{before} of {total} items were done by an earlier run (read back from the "
+                f"output, not run again); {total - before} left to run"
+            )
 
     def finished(self, record: dict[str, Any]) -> None:
         assert self.progress is not None
@@ -258,6 +268,8 @@ def report_command(args: argparse.Namespace) -> int:
     if plot:
         plot_summary(summary, plot)
         print(f"plot written to {plot}", file=sys.stderr)
+    elif not args.no_plot:
+        print(f"no plot drawn: it needs matplotlib ({install_hint('plot')})", file=sys.stderr)
     _write_page(args.html, records, ", ".join(args.outputs))
     return 0
 

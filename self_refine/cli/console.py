@@ -19,6 +19,7 @@ from self_refine.tree import (
     step_kinds,
     steps_taken,
 )
+from self_refine.voting import vote_words
 
 __all__ = ["attempts_table", "candidate_lines", "print_result", "print_update", "shown_feedback"]
 
@@ -118,9 +119,7 @@ def _how_chosen(update: dict[str, Any]) -> str:
     vote = (said.get("self_refine") or {}).get("vote")
     if not vote:
         return f"(score {_score(update.get('score'))})"
-    answers = [terminal_safe(str(a)) for a in vote["answers"]]
-    tie = f", tied with {', '.join(answers[1:])}, reached first" if len(answers) > 1 else ""
-    return f"by the vote: {answers[0]} ({vote['votes']} of {vote['of']} drafts{tie})"
+    return f"by the vote: {terminal_safe(vote_words(vote))}"
 
 
 def _origin(candidate: Candidate) -> str:
@@ -147,8 +146,15 @@ def _print_candidate(candidate: Candidate, out: TextIO) -> None:
     print(f"{head}{ranking_values(candidate)}:\n{_indent(candidate['draft'])}", file=out)
 
 
-def print_result(result: dict[str, Any], out: TextIO) -> None:
-    """Print the final answer with its stop reason."""
+OFFLINE_ANSWER = (
+    "written by the offline stand-in, a demo that follows rules, not a language model; "
+    "pass --model local, or set SELF_REFINE_MODEL=local, for a real one"
+)
+"""What the result says when the offline stand-in wrote the answer."""
+
+
+def print_result(result: dict[str, Any], out: TextIO, *, offline: bool = False) -> None:
+    """Print the final answer with its stop reason; `offline`: say the stand-in wrote it."""
     print(
         f"\nStopped: {result.get('stop_reason')} after {steps_taken(result)}; "
         f"score {_score(result.get('score'))}; "
@@ -158,6 +164,8 @@ def print_result(result: dict[str, Any], out: TextIO) -> None:
     found = answer_draft(result)
     which = f" ({found.words()})" if found else ""
     print(f"Answer{which}:\n{_indent(result.get('answer', ''))}", file=out)
+    if offline:
+        print(_indent(f"({OFFLINE_ANSWER})"), file=out)
     if result.get("structured_error"):
         print(f"Response format: {terminal_safe(result['structured_error'])}", file=out)
     elif "structured_response" in result:

@@ -52,6 +52,7 @@ class Progress:
         for record in done_before:
             self._count(record)
         self.before = self.done
+        self._shown: tuple[int, int] | None = None
 
     def _count(self, record: dict[str, Any]) -> None:
         self.done += 1
@@ -103,6 +104,7 @@ class Progress:
     def show(self) -> None:
         """Print the current state now."""
         self.last_shown = self.clock()
+        self._shown = (self.done, self.failed)
         if self.tty:
             self.out.write("\r" + self.line() + "\x1b[K")
         else:
@@ -119,8 +121,9 @@ class Progress:
         self.out.flush()
 
     def close(self) -> None:
-        """Print the final state and end the bar's line."""
-        self.show()
+        """Print the final state, unless the last line shown already is, and end the bar's line."""
+        if self._shown != (self.done, self.failed):
+            self.show()
         if self.tty:
             self.out.write("\n")
             self.out.flush()

@@ -204,12 +204,17 @@ def say_auto(rows: Iterable[StrategyRow | None]) -> None:
     print(f"self-refine: strategy {said}", file=sys.stderr, flush=True)
 
 
+def offline_writes(context: RefineContext) -> bool:
+    """Whether the offline stand-in writes a run's drafts (as generator or refiner)."""
+    writers = (context.generator_model or context.model, context.refiner_model or context.model)
+    return any((name or "").partition(":")[0].strip() == "offline" for name in writers)
+
+
 def warn_offline_sampling(context: RefineContext) -> None:
     """Say that the offline stand-in cannot sample, when the run asks it for several drafts."""
     if context.strategy == "refine" and context.candidates == 1:
         return
-    writers = (context.generator_model or context.model, context.refiner_model or context.model)
-    if not any((name or "").partition(":")[0].strip() == "offline" for name in writers):
+    if not offline_writes(context):
         return
     asked = f"--strategy {context.strategy}" if context.strategy != "refine" else ""
     asked = asked or f"--candidates {context.candidates}"

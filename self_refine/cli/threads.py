@@ -59,6 +59,7 @@ def _stream(
     stderr.
     """
     from self_refine.cli.progress import token_meter
+    from self_refine.cli.settings import offline_writes
     from self_refine.models.cancel import StopNewCalls
     from self_refine.redact import redact_url
     from self_refine.settings.call import run_finished
@@ -125,7 +126,7 @@ def _stream(
         if meter:
             meter.close()
     # the state read last, after the run's last step: nothing has written the thread since
-    _report(args, thread_id, state, db)
+    _report(args, thread_id, state, db, offline=offline_writes(settings))
     if state.interrupts:
         print(
             "self-refine: standard input ended while the human critic waited for a critique; "
@@ -163,8 +164,11 @@ def _print_step(node: str, update: Any, thread_id: str) -> None:
         )
 
 
-def _report(args: argparse.Namespace, thread_id: str, state: Any, db: str) -> None:
-    """Print how the thread stands: its result, or what it waits for and how to go on."""
+def _report(
+    args: argparse.Namespace, thread_id: str, state: Any, db: str, *, offline: bool
+) -> None:
+    """Print how the thread stands: its result, or what it waits for and how to go on;
+    `offline`: the offline stand-in wrote the drafts, which the result says."""
     from self_refine.cli.console import print_result
 
     notes = sys.stderr if args.json else sys.stdout
@@ -176,7 +180,7 @@ def _report(args: argparse.Namespace, thread_id: str, state: Any, db: str) -> No
     if args.json:
         _print_json(thread_id, state)
     elif not state.next:
-        print_result(state.values, sys.stdout)
+        print_result(state.values, sys.stdout, offline=offline)
 
 
 def _print_json(thread_id: str, state: Any) -> None:

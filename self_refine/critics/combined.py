@@ -1,4 +1,4 @@
-"""The combined critic: verifiers first; an explaining critic only when one of them fails."""
+"""The combined critic: verifiers first; an explaining critic when they cannot settle a draft."""
 
 from __future__ import annotations
 
@@ -47,20 +47,33 @@ def merge_critiques(critiques: Sequence[Critique], *, verified: bool | None) -> 
 
 
 class CombinedCritic:
-    """Runs the verifiers, then, only if one fails, the explaining critic with their findings.
+    """Runs the verifiers, then the explaining critic when they cannot settle the draft.
 
-    - every applicable verifier passes: their critique, `verified=True`, no model call;
+    - every applicable verifier passes and one of them settles the task (an
+      answer, tests, a schema): their critique, `verified=True`, no model call;
+    - every applicable verifier passes but none settles the task (only a word
+      list: the words are there, whether the text does what the task asks is
+      not known): the explaining critic (if any) is asked too, and the critique
+      merges both with `verified=None`; without one, or with `words_settle` (a
+      profile whose tasks are to use the words), `verified=True` as above;
     - one fails: the explaining critic (if any) gets the findings as notes, and
       the critique merges both with `verified=False`;
     - no verifier applies (the reference lacks their data): the explaining
       critic alone; with none, a ConfigError saying what the reference needs.
     """
 
-    def __init__(self, verifiers: Sequence[VerifierCritic], explainer: Critic | None) -> None:
+    def __init__(
+        self,
+        verifiers: Sequence[VerifierCritic],
+        explainer: Critic | None,
+        *,
+        words_settle: bool = False,
+    ) -> None:
         if not verifiers and explainer is None:
             raise ConfigError('no critic configured: add "llm" or a verifier to the critics')
         self.verifiers = list(verifiers)
         self.explainer = explainer
+        self.words_settle = words_settle
         names = [v.name for v in self.verifiers] + ([explainer.name] if explainer else [])
         self.name = "+".join(names)
 
@@ -92,14 +105,17 @@ class CombinedCritic:
             passed = all(c.done for c in judged)
             merged = merge_critiques(judged, verified=passed)
             return CritiqueResult(merged, add_usage(), checked=checked)
-        merged = merge_critiques([*judged, explained.critique], verified=False if judged else None)
+        failed = any(not c.done for c in judged)
+        merged = merge_critiques([*judged, explained.critique], verified=False if failed else None)
         return CritiqueResult(merged, explained.usage, explained.problems, checked)
 
-    def _needs_explainer(self, judged: list[Critique]) -> bool:
-        return self.explainer is not None and (not judged or not all(c.done for c in judged))
+    def _needs_explainer(self, judged: list[Critique], settled: bool) -> bool:
+        if self.explainer is None:
+            return False
+        return not judged or not all(c.done for c in judged) or not settled
 
     def critique(self, request: CritiqueRequest) -> CritiqueResult:
-        """Judge the draft: verifiers first, the explaining critic only if one fails."""
+        """Judge the draft: verifiers first, the explaining critic if they cannot settle it."""
         results: list[tuple[VerifierCritic, CritiqueResult | None]] = []
         for verifier in self.verifiers:
             try:
@@ -107,8 +123,9 @@ class CombinedCritic:
             except NotApplicable:
                 results.append((verifier, None))
         judged = self._judged(results)
+        settled = self.words_settle or _settled(results)
         explained = None
-        if self._needs_explainer(judged):
+        if self._needs_explainer(judged, settled):
             assert self.explainer is not None
             explained = self.explainer.critique(self._request(request, judged))
         return self._finish(judged, explained)
@@ -122,8 +139,14 @@ class CombinedCritic:
             except NotApplicable:
                 results.append((verifier, None))
         judged = self._judged(results)
+        settled = self.words_settle or _settled(results)
         explained = None
-        if self._needs_explainer(judged):
+        if self._needs_explainer(judged, settled):
             assert self.explainer is not None
             explained = await self.explainer.acritique(self._request(request, judged))
         return self._finish(judged, explained)
+
+
+def _settled(results: list[tuple[VerifierCritic, CritiqueResult | None]]) -> bool:
+    """Whether a verifier that judged the draft settles the task (not only a word list)."""
+    return any(verifier.settles for verifier, result in results if result is not None)

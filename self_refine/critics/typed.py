@@ -133,8 +133,10 @@ class TypedAnswerCritic(CombinedCritic):
         verifiers: list[VerifierCritic] | tuple[VerifierCritic, ...],
         explainer: Critic | None,
         answer_format: ResponseFormat,
+        *,
+        words_settle: bool = False,
     ) -> None:
-        super().__init__(verifiers, explainer)
+        super().__init__(verifiers, explainer, words_settle=words_settle)
         self.answer_format = answer_format
 
     def critique(self, request: CritiqueRequest) -> CritiqueResult:

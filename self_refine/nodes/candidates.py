@@ -14,7 +14,7 @@ node does for a single reply (`nodes/steps.py`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from langgraph.func import task
@@ -23,7 +23,15 @@ from langgraph.types import Overwrite
 
 from self_refine.content import resolved
 from self_refine.critics import CritiqueResult
-from self_refine.drafts import Attempt, Candidate, ChainAttempt, add_usage, place_of, placed
+from self_refine.drafts import (
+    Attempt,
+    Candidate,
+    ChainAttempt,
+    add_usage,
+    drafts_of,
+    place_of,
+    placed,
+)
 from self_refine.models.calls import (
     DraftReply,
     aask_draft,
@@ -33,7 +41,7 @@ from self_refine.models.calls import (
 )
 from self_refine.nodes.draft import DraftRequest
 from self_refine.nodes.first_verified import StepStops, first_verified, first_verified_async
-from self_refine.nodes.ranking import best_candidate, why_kept
+from self_refine.nodes.ranking import best_candidate, vote_so_far, why_kept
 from self_refine.nodes.requests import critique_request, generate_request, refine_request
 from self_refine.nodes.routing import CandidateInput
 from self_refine.nodes.runnable import Node
@@ -190,6 +198,19 @@ def _attempt(state: RefineState, candidates: list[Candidate]) -> Attempt:
     return placed(attempt, place_of(chosen))
 
 
+def _say_the_vote_decides(attempt: Attempt, drafts: Sequence[Mapping[str, Any]]) -> None:
+    """With `select="vote"`, the step's kept draft only feeds the next step: say that the
+    vote of every draft so far decides the answer, with its tally, before why this one."""
+    votes = vote_so_far(drafts)
+    if votes is None:
+        return
+    why = attempt.get("kept_because")
+    attempt["kept_because"] = (
+        f"the vote decides the answer, not this pick (so far {votes.words()}); "
+        f"kept as the step's draft" + (f": {why}" if why else "")
+    )
+
+
 def make_pick(parts: Parts) -> Node:
     """Build the node that takes the best candidate and records the step."""
 
@@ -198,6 +219,8 @@ def make_pick(parts: Parts) -> Node:
         candidates = sorted(state.get("branches") or [], key=lambda c: c["index"])
         attempt = _attempt(state, candidates)
         plan = parts.plan(runtime.context)
+        if plan.select == "vote" and "candidate" in attempt:
+            _say_the_vote_decides(attempt, [*drafts_of(state.get("attempts") or []), *candidates])
         writes = step_record(plan, state, attempt, attempt["usage"])
         return {
             **writes,

@@ -18,8 +18,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from self_refine.drafts import Attempt, Candidate, DraftNode, as_attempt, drafts_of, place_of
 from self_refine.state import STOPPED
@@ -34,6 +34,7 @@ __all__ = [
     "vote_count",
     "voted_attempt",
     "voted_candidate",
+    "vote_so_far",
     "why_kept",
 ]
 
@@ -127,6 +128,12 @@ def vote_count(candidates: Sequence[Candidate]) -> Tally | None:
     """How the candidates that vote (see `voted_candidate`) voted; None when none states a
     final answer."""
     return _candidates_vote(candidates)[1]
+
+
+def vote_so_far(drafts: Sequence[Mapping[str, Any]]) -> Tally | None:
+    """How `drafts` (a run's drafts so far, in the order made) vote, as `voted_candidate`
+    counts them; None when none states a final answer."""
+    return _vote([d["draft"] for d in drafts], [d.get("verified") is True for d in drafts])[1]
 
 
 def voted_candidate(candidates: Sequence[_C]) -> _C | None:

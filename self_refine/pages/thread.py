@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from self_refine.content import describe_task, image_source
+from self_refine.critics.verifiers.program import stated_answer
 from self_refine.drafts import drafts_by_node, is_tree, numbered, place_of
 from self_refine.pages.charts import line_chart
 from self_refine.pages.diff import compare_drafts
@@ -20,6 +21,7 @@ from self_refine.tree import (
     step_kinds,
     steps_taken,
 )
+from self_refine.voting import recorded_tally
 
 __all__ = [
     "PERSON_OR_MODEL",
@@ -27,6 +29,7 @@ __all__ = [
     "candidate_views",
     "step_times",
     "task_images",
+    "recorded_vote",
     "thread_view",
     "tree_view",
 ]
@@ -268,6 +271,8 @@ def tree_view(attempts: Sequence[dict[str, Any]], answer_node: int | None) -> li
             "candidate": attempt.get("candidate") if draft is attempt else draft["index"],
             "kept": draft is attempt,
             "answer": place.node == answer_node,
+            "states": _stated(draft),
+            "line": _first_line(str(draft.get("draft") or "")),
             "ranked": ranking_values(draft),
             "rejected": rejected.get("reason") if rejected else None,
             "children": [],
@@ -278,6 +283,19 @@ def tree_view(attempts: Sequence[dict[str, Any]], answer_node: int | None) -> li
         parent = entries.get(entry["parent"]) if entry["parent"] is not None else None
         (parent["children"] if parent else roots).append(entry)
     return roots
+
+
+def _stated(draft: Mapping[str, Any]) -> str | None:
+    """The final answer a draft states ("The answer is 346."), as the vote reads it."""
+    text = str(draft.get("draft") or "")
+    found = stated_answer(text) if text.strip() else None
+    return None if found is None else str(found[0])
+
+
+def _first_line(text: str, width: int = 90) -> str:
+    """A draft's first words on one line, cut at `width` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1].rstrip() + "…"
 
 
 def task_images(task: Any) -> list[str]:
@@ -318,7 +336,7 @@ def _nodes(names: Sequence[str]) -> str:
     return ", ".join(name if n == 1 else f"{name} x{n}" for name, n in counted.items())
 
 
-def _recorded_vote(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def recorded_vote(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The vote a run answered by (`select="vote"`), as its answer message records it; None
     for a run that did not vote, or whose drafts stated no final answer."""
     message = values.get("answer_message")
@@ -332,13 +350,22 @@ def _recorded_vote(values: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def _voted(vote: Mapping[str, Any]) -> str:
-    """How a vote chose, in words: the count, a tie, and the draft that answers."""
+    """How a vote chose, in words: the count, a tie, the tally, and the draft that answers."""
     tied = [str(a) for a in vote.get("answers") or []][1:]
     tie = f", tied with {', '.join(tied)}, reached first" if tied else ""
     return (
         f"the final answer most of the run's drafts state ({vote['votes']} of "
-        f"{vote['of']}{tie}), the first draft to state it"
+        f"{vote['of']}{tie}; {recorded_tally(vote)}), the first draft to state it"
     )
+
+
+def _kept_node(attempts: Sequence[Mapping[str, Any]], step: int | None) -> int | None:
+    """The node a step kept as its draft; None when it kept none."""
+    for attempt in attempts:
+        if attempt["iteration"] == step:
+            place = place_of(attempt)
+            return None if place is None else place.node
+    return None
 
 
 def thread_view(
@@ -351,7 +378,7 @@ def thread_view(
     why = _why(attempts, picked) if attempts and answer is not None else None
     tree = is_tree(attempts)
     found = answer_draft(values) if tree else None
-    vote = _recorded_vote(values)
+    vote = recorded_vote(values)
     if found is not None:
         picked = found.step
         how = (
@@ -383,6 +410,9 @@ def thread_view(
         "stop_reason": values.get("stop_reason"),
         "answer": answer,
         "picked": picked,
+        "answer_step": (
+            picked if found is None or _kept_node(attempts, picked) == found.node else None
+        ),
         "why": why,
         "answer_node": found.node if found else None,
         "tokens": {

@@ -55,6 +55,11 @@ class PromptSet:
     critique_tokens: int = 512
     """Most tokens a critique reply may have when the run's `max_tokens` does not say:
     the JSON of a few feedback items, a score and done."""
+    words_settle: bool = False
+    """A pass of the `concepts` verifier settles this profile's tasks (the task is to use
+    the words, in the shape it asks): no LLM critique after it. Elsewhere a word list
+    says only that the words are there, so the LLM critic, when among the critics, is
+    asked too (`self_refine.critics.combined`)."""
     final_answer: bool = False
     """Drafts end with one final answer ("The answer is ..."), read as the `answer`
     verifier reads it: what `select="vote"` counts (`self_refine.voting`)."""
@@ -280,6 +285,7 @@ CONSTRAINED_GENERATION = PromptSet(
         "sentences only."
     ),
     critics=("concepts", "llm"),
+    words_settle=True,
     draft_tokens=160,
     critique_tokens=384,
 )

@@ -178,9 +178,11 @@ class Parts:
         if not critics.critiques:  # critics "none": a vote's samples, judged by nothing
             critic = NoCritic()
         elif answer_format is not None:
-            critic = TypedAnswerCritic(critics.verifiers, explainer, answer_format)
+            critic = TypedAnswerCritic(
+                critics.verifiers, explainer, answer_format, words_settle=prompts.words_settle
+            )
         else:
-            critic = CombinedCritic(critics.verifiers, explainer)
+            critic = CombinedCritic(critics.verifiers, explainer, words_settle=prompts.words_settle)
         judge = self.judge if settings.judge is None else settings.judge
         if judge:
             critic = FirstDraftJudge(judge, critic)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -96,26 +98,79 @@ def test_a_vote_over_drafts_that_state_no_final_answer_is_refused_before_any_wor
     assert not (workdir / "out.jsonl").exists() and not (workdir / "c.sqlite").exists()
 
 
-@pytest.mark.usefixtures("workdir")
-def test_the_run_says_the_answer_was_chosen_by_the_vote_and_which(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    answers = iter(["6", "5", "6", "5", "5"])
+def _drafts_stating(monkeypatch: pytest.MonkeyPatch, answers: list[str], text: str) -> None:
+    """The offline model's generator writes `text` then "The answer is A." for each answer
+    in the order the calls come (a step's branches race, so which node of a step gets which
+    answer is not fixed); its other roles answer as the offline model does."""
+    stated = iter(answers)
+    lock = threading.Lock()
     original = OfflineModel._generate
 
     def drafts(self: OfflineModel, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         if role_of(messages) != "generator":
             return original(self, messages, *args, **kwargs)
-        answer = next(answers)
-        text = f"Two and three, counted with {answer} fingers. The answer is {answer}."
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+        with lock:
+            answer = next(stated)
+        reply = f"{text.format(answer)} The answer is {answer}."
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
 
     monkeypatch.setattr(OfflineModel, "_generate", drafts)
+
+
+@pytest.mark.usefixtures("workdir")
+def test_the_run_says_the_answer_was_chosen_by_the_vote_and_which(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _drafts_stating(
+        monkeypatch, ["6", "5", "6", "5", "5"], "Two and three, counted with {} fingers."
+    )
     run = ["run", "What is 2 + 3?", "--profile", "math", "--strategy", "sample"]
     assert main([*run, "--max-iterations", "1", "--critics", "none"]) == 0
     out = capsys.readouterr().out
     assert (
-        "[finalize] answer chosen by the vote: 6 (1 of 2 drafts, tied with 5, reached first)" in out
+        "[finalize] answer chosen by the vote: 6 (1 of 2 drafts, tied with 5, reached first; "
+        "tally 6: 1, 5: 1)" in out
     )
     assert main([*run, "--max-iterations", "2", "--critics", "none", "--thread-id", "t3"]) == 0
-    assert "[finalize] answer chosen by the vote: 5 (2 of 3 drafts)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "[finalize] answer chosen by the vote: 5 (2 of 3 drafts; tally 5: 2, 6: 1)" in out
+
+
+@pytest.mark.usefixtures("workdir")
+def test_run_show_and_the_page_tell_the_same_vote_when_the_first_draft_is_wrong(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, workdir: Path
+) -> None:
+    """A draft of the first step states 102 (wrong) and step picks keep drafts by index
+    alone; the vote answers 346 (6 of 8): every view says so."""
+    answers = ["102", "346", "346", "346", "346", "120", "346", "346"]
+    _drafts_stating(monkeypatch, answers, "Counting gives {}.")
+    run = ["run", "What is 173 * 2?", "--profile", "math", "--candidates", "4"]
+    vote = ["--strategy", "sample", "--critics", "none", "--max-iterations", "1"]
+    assert main([*run, *vote, "--thread-id", "v"]) == 0
+    out = capsys.readouterr().out
+    told = "346 (6 of 8 drafts; tally 346: 6, 102: 1, 120: 1)"
+    assert f"[finalize] answer chosen by the vote: {told}" in out
+    assert "ties go to the lower index" not in out.split("the vote decides the answer")[0]
+    assert "the vote decides the answer, not this pick (so far 346: 3, 102: 1, of 4 drafts)" in out
+    assert main(["show", "v", "--html", "v.html"]) == 0
+    shown = capsys.readouterr().out
+    assert f"answer chosen by the vote: {told}" in shown
+    page = (workdir / "v.html").read_text()
+    assert "tally 346: 6, 102: 1, 120: 1" in page
+    # The answer's text comes first, before the tree and the steps.
+    answer_at = page.index('<pre class="answer">Counting gives 346. The answer is 346.</pre>')
+    assert answer_at < page.index('class="tree"') < page.index('class="timeline"')
+    # The answer badge sits on the answer's own draft in the tree, a draft that states 346,
+    # and a step is badged only where the draft it kept is that draft.
+    nodes = dict(
+        re.findall(r'<li class="tree-node[^"]*" data-node="(\d+)".*?states (\d+)', page, re.S)
+    )
+    (answer_node,) = re.findall(
+        r'<li class="tree-node[^"]*\banswer\b[^"]*" data-node="(\d+)"', page
+    )
+    assert sorted(nodes.values()).count("102") == 1 and nodes[answer_node] == "346"
+    badged = re.findall(r'<li class="attempt picked"[^>]*data-node="(\d+)"', page)
+    assert badged in ([], [answer_node])
+    # Each tree node shows the answer it states and a line of its text.
+    assert '· states 102</span><br><span class="node-line">Counting gives 102.' in page
+    assert page.count("· states 346") == 6

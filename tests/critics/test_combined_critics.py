@@ -54,6 +54,7 @@ def test_llm_critic_is_not_called_when_every_verifier_passes() -> None:
         draft="A dog chases a frisbee in the park.",
         reference=CONCEPTS,
         critics=["concepts", "llm"],
+        profile="constrained_generation",
     )
     assert critic.calls == []
     assert result["stop_reason"] == "verified"
@@ -61,6 +62,29 @@ def test_llm_critic_is_not_called_when_every_verifier_passes() -> None:
     assert result["last"] is not None
     assert result["last"]["critique"]["source"] == "concepts"
     assert result["last"]["critique"]["verified"] is True
+
+
+def test_a_word_list_that_passes_does_not_settle_a_task_that_asks_for_more() -> None:
+    """Outside constrained generation, the words being there is not the task done."""
+    task = 'Rewrite positively, keeping its subject: "The pasta was cold."'
+    critic = RecordingModel(
+        replies=[_critic_reply("The review is still negative.", score=0.2), _critic_reply()]
+    )
+    result = refine(
+        task,
+        model="offline",
+        critic_model=critic,
+        draft="The pasta was cold.",
+        reference={"concepts": ["pasta"]},
+        critics=["concepts", "llm"],
+        max_iterations=1,
+    )
+    assert len(critic.calls) == 2, "the critic is asked although the word list passed"
+    first = result["attempts"][0]["critique"]
+    assert first["source"] == "concepts+llm"
+    assert first["feedback"] == ["[llm] The review is still negative."]
+    assert first["done"] is False and first["verified"] is None
+    assert result["stop_reason"] == "max_iterations"
 
 
 def test_llm_critic_receives_the_verifier_findings_when_one_fails() -> None:
@@ -72,6 +96,7 @@ def test_llm_critic_receives_the_verifier_findings_when_one_fails() -> None:
         draft="A dog sleeps.",
         reference=CONCEPTS,
         critics=["concepts", "llm"],
+        profile="constrained_generation",
     )
     assert len(critic.calls) == 1  # the refined draft passes, so the critic is asked once
     prompt = _prompt(critic)
@@ -102,6 +127,7 @@ def test_a_failing_verifier_overrides_an_llm_that_says_done() -> None:
         draft="A dog sleeps.",
         reference=CONCEPTS,
         critics=["concepts", "llm"],
+        profile="constrained_generation",
         max_iterations=1,
     )
     first = result["attempts"][0]["critique"]
@@ -241,6 +267,7 @@ async def test_async_run_skips_the_llm_when_verifiers_pass() -> None:
         draft="A dog sleeps.",
         reference=CONCEPTS,
         critics=["concepts", "llm"],
+        profile="constrained_generation",
     )
     assert len(critic.calls) == 1
     assert result["stop_reason"] == "verified"

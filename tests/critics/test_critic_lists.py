@@ -78,7 +78,8 @@ def test_a_critics_string_in_the_run_context_is_a_list_of_names(
     assert RefineContext(critics=critics).critics == tuple(n.strip() for n in critics.split(","))
     graph = create_self_refine_graph(model).compile()
     result = graph.invoke(
-        {"task": TASK, "draft": GOOD, "reference": CONCEPTS}, context={"critics": critics}
+        {"task": TASK, "draft": GOOD, "reference": CONCEPTS},
+        context={"critics": critics, "profile": "constrained_generation"},
     )
     assert result["stop_reason"] == "verified"
     assert result["attempts"][0]["critique"]["source"] == "concepts"

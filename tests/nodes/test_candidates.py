@@ -258,6 +258,7 @@ def test_a_step_ends_at_its_first_verified_candidate_unless_asked_to_wait(
         model=model,
         reference=REFERENCE,
         critics=["concepts", "llm"],
+        profile="constrained_generation",  # a word list settles its tasks
         candidates=3,
         max_iterations=0,
         first_verified=first_verified,
@@ -285,6 +286,7 @@ async def test_an_async_step_ends_at_its_first_verified_candidate_too() -> None:
         model=model,
         reference=REFERENCE,
         critics=["concepts", "llm"],
+        profile="constrained_generation",
         candidates=3,
         max_iterations=0,
     )

@@ -169,7 +169,12 @@ def test_the_answer_message_records_the_vote() -> None:
     message = events[-1][0]
     assert message.name == "answer" and message.text.endswith("The answer is 40.")
     recorded = message.response_metadata["self_refine"]["vote"]
-    assert recorded == {"answers": ["40"], "votes": 2, "of": 4}
+    assert recorded == {
+        "answers": ["40"],
+        "votes": 2,
+        "of": 4,
+        "tally": [["40", 2], ["45", 1], ["35", 1]],
+    }
 
 
 def test_the_thread_page_says_the_answer_was_voted_not_ranked() -> None:
@@ -180,7 +185,7 @@ def test_the_thread_page_says_the_answer_was_voted_not_ranked() -> None:
     compiled.invoke({"task": TASK}, config)
     view = thread_view(dict(compiled.get_state(config).values), title="v")
     assert view["answer"].endswith("The answer is 40.")
-    assert "the final answer most of the run's drafts state (2 of 4)" in view["why"]
+    assert "the final answer most of the run's drafts state (2 of 4; tally 40: 2" in view["why"]
     assert "the best of the run's drafts" not in view["why"]
 
 
@@ -256,7 +261,10 @@ def test_the_thread_page_of_a_refine_chain_says_the_vote_chose_and_where() -> No
     compiled.invoke({"task": TASK}, config)
     view = thread_view(dict(compiled.get_state(config).values), title="chain")
     assert view["answer"].startswith("Try 1:"), "45 twice outvotes the best-scored 40"
-    said = "the final answer most of the run's drafts state (2 of 3), the first draft to state it"
+    said = (
+        "the final answer most of the run's drafts state (2 of 3; tally 45: 2, 40: 1), "
+        "the first draft to state it"
+    )
     assert view["why"] == f"{said}, at iteration 1"
     tied = create_self_refine_graph(
         _chain("40", "45", scores=[0.2, 0.9]),
@@ -264,7 +272,8 @@ def test_the_thread_page_of_a_refine_chain_says_the_vote_chose_and_where() -> No
     ).compile(checkpointer=InMemorySaver())
     tied.invoke({"task": TASK}, config)
     why = thread_view(dict(tied.get_state(config).values), title="t")["why"]
-    assert "(1 of 2, tied with 45, reached first)" in why and why.endswith("iteration 0")
+    assert "(1 of 2, tied with 45, reached first; tally 40: 1, 45: 1)" in why
+    assert why.endswith("iteration 0")
 
 
 @pytest.mark.parametrize(

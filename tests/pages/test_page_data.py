@@ -14,6 +14,8 @@ from self_refine.pages.batch import batch_view, outcome
 from self_refine.pages.diff import word_diff
 from self_refine.pages.render import render_page
 from self_refine.pages.thread import thread_view
+from self_refine.run import refine
+from tests.fakes import FakeChatModel
 
 FIXTURES = Path(__file__).with_name("fixtures")
 OFFLINE = FIXTURES / "offline_batch.jsonl"  # `self-refine batch --model offline` output
@@ -218,3 +220,28 @@ def test_direction_characters_in_drafts_tasks_and_feedback_are_shown_as_escapes(
     html = render_page("batch.html.j2", batch_view([{**record, "attempts": [attempt]}], title="t"))
     assert "\u202e" not in html and "\u202c" not in html
     assert html.count("The answer is \\u202e24\\u202c.") >= 3  # task, draft, feedback
+
+
+def test_the_page_shows_the_answer_text_first_and_a_line_of_each_tree_node() -> None:
+    """A reader sees the answer at the top, and each node of the tree says what it states."""
+    wrong = "Counting gives 102. The answer is 102."
+    right = "Counting gives 346. The answer is 346."
+    model = FakeChatModel(script={"generator": [wrong, right, right]})
+    result = refine(
+        "What is 173 * 2?",
+        model=model,
+        profile="math",
+        strategy="sample",
+        candidates=3,
+        critics=["none"],
+        select="vote",
+        max_iterations=0,
+    )
+    assert result["answer"] == right
+    html = render_page("thread.html.j2", thread_view(dict(result), title="t"))
+    answer_at = html.index(f'<pre class="answer">{right}</pre>')
+    assert answer_at < html.index('<pre class="task">') < html.index('class="tree"')
+    nodes = re.findall(r'<li class="tree-node[^"]*" data-node="(\d)".*?</li>', html, re.S)
+    assert nodes == ["0", "1", "2"]
+    assert f'· states 102</span><br><span class="node-line">{wrong}</span>' in html
+    assert html.count(f'· states 346</span><br><span class="node-line">{right}</span>') == 2

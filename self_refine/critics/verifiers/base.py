@@ -34,13 +34,16 @@ class BuiltinVerifier:
     """A verifier that reads its data from the reference first, so it can be checked early.
 
     `prepare(reference)` returns what `judge` needs, raising NotApplicable when
-    the reference lacks it and ConfigError when it is malformed.
+    the reference lacks it and ConfigError when it is malformed. `settles` says
+    whether a pass settles the task: True for an answer, tests or a schema; False
+    for a word list, which cannot tell whether the text does what the task asks.
     """
 
     name: str
     summary: str
     prepare: Callable[[Any], Any]
     judge: Callable[[str, str, Any], Critique]
+    settles: bool = True
 
     def __call__(self, task: str, draft: str, reference: Any) -> Critique:
         """Judge the draft against the reference."""
@@ -57,6 +60,11 @@ class VerifierCritic:
 
     name: str
     verify: Verifier
+
+    @property
+    def settles(self) -> bool:
+        """Whether a pass settles the task; a plain callable is trusted to."""
+        return not isinstance(self.verify, BuiltinVerifier) or self.verify.settles
 
     def applies(self, reference: Any) -> str | None:
         """None when this verifier can judge drafts for `reference`, else why it cannot.
