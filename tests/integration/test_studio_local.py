@@ -1,0 +1,113 @@
+"""`langgraph dev` serving the local model, its blocking-call check on (its default).
+
+The model is a tiny random Qwen2 GGUF file (`tests/training/tiny.py`) given as
+`local:PATH.gguf`: the path a run takes is the one `SELF_REFINE_MODEL=local` takes
+(model resolution, the runtime check in a child process and its record in the cache
+folder, llama.cpp loading the file, the door's room check, the decode), only
+faster than the 0.5B model's. Any blocking call on the server's event loop fails
+the run with `BlockingError`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+
+from self_refine.cli.devserver import free_port
+from tests.integration.test_studio_server import READY_LINE, ROOT, TASK, Server, _stop
+
+pytestmark = pytest.mark.integration
+
+pytest.importorskip("llama_cpp")
+pytest.importorskip("gguf")
+pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    from tests.training.tiny import write_tiny_gguf
+
+    folder = tmp_path_factory.mktemp("studio-local")
+    model = folder / "tiny.gguf"
+    write_tiny_gguf(model)
+    port = free_port(preferred=None)
+    log = folder / "server.log"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "LANGSMITH_TRACING": "false",
+        "LANGCHAIN_TRACING_V2": "false",
+        "SELF_REFINE_MODEL": f"local:{model}",
+        # An empty cache folder: the runtime check runs (and records its pass) in the server.
+        "SELF_REFINE_MODELS": str(folder / "cache"),
+    }
+    command = [sys.executable, "-m", "self_refine.cli", "studio", "--port", str(port)]
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [*command, "--no-reload", "--config", str(ROOT / "studio.json")],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while READY_LINE not in log.read_text(errors="replace"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"self-refine studio did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.25)
+        yield Server(f"http://127.0.0.1:{port}", port, log)
+    finally:
+        _stop(process)
+
+
+@pytest.fixture
+async def client(local_server: Server) -> AsyncIterator[LangGraphClient]:
+    client = get_client(url=local_server.url)
+    yield client
+    await client.aclose()
+
+
+SHORT = {"max_iterations": 1, "max_tokens": 12}
+
+
+# The chat graph first: its own node resolves the model before any refine run has.
+@pytest.mark.parametrize("graph_id", ["chat", "self_refine"])
+async def test_a_run_with_the_local_model_finishes(
+    client: LangGraphClient, local_server: Server, graph_id: str
+) -> None:
+    thread_id = (await client.threads.create())["thread_id"]
+    payload = {"task": TASK} if graph_id == "self_refine" else {"messages": [("user", TASK)]}
+    result = await client.runs.wait(thread_id, graph_id, input=payload, context=SHORT)
+    log = local_server.log.read_text(errors="replace")
+    assert "BlockingError" not in log, log[-4000:]
+    assert isinstance(result, dict) and "__error__" not in result, result
+    state = await client.threads.get_state(thread_id)
+    values = state["values"]
+    if graph_id == "self_refine":
+        assert values["stop_reason"] and values["attempts"]
+    else:
+        assert values["messages"][-1]["type"] == "ai"
+
+
+async def test_a_paused_local_run_resumes(client: LangGraphClient, local_server: Server) -> None:
+    thread_id = (await client.threads.create())["thread_id"]
+    pause = {"interrupt_before": ["refine"]}
+    first = await client.runs.wait(
+        thread_id, "self_refine", input={"task": TASK}, context=SHORT, **pause
+    )
+    assert isinstance(first, dict) and "__error__" not in first, first
+    if (await client.threads.get_state(thread_id))["next"] == ["refine"]:
+        result = await client.runs.wait(thread_id, "self_refine", input=None)
+        assert isinstance(result, dict) and "__error__" not in result, result
+    state = await client.threads.get_state(thread_id)
+    assert state["next"] == [] and state["values"]["stop_reason"]
+    assert "BlockingError" not in local_server.log.read_text(errors="replace")
