@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-
 import dataclasses
 import uuid
 from typing import Any

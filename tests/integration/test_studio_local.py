@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 from langgraph_sdk import get_client
