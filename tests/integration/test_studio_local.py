@@ -110,3 +110,23 @@ async def test_a_paused_local_run_resumes(client: LangGraphClient, local_server:
     state = await client.threads.get_state(thread_id)
     assert state["next"] == [] and state["values"]["stop_reason"]
     assert "BlockingError" not in local_server.log.read_text(errors="replace")
+
+
+async def test_a_local_run_streams_its_tokens_as_studio_asks(
+    client: LangGraphClient, local_server: Server
+) -> None:
+    thread_id = (await client.threads.create())["thread_id"]
+    events: list[str] = []
+    async for part in client.runs.stream(
+        thread_id,
+        "self_refine",
+        input={"task": TASK},
+        context=SHORT,
+        stream_mode=["messages-tuple", "updates"],
+    ):
+        events.append(part.event)
+        assert part.event != "error", part.data
+    assert "messages" in events and "updates" in events
+    state = await client.threads.get_state(thread_id)
+    assert state["next"] == [] and state["values"]["stop_reason"]
+    assert "BlockingError" not in local_server.log.read_text(errors="replace")
