@@ -10,18 +10,13 @@ the run with `BlockingError`.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from self_refine.cli.devserver import free_port
-from tests.integration.test_studio_server import READY_LINE, ROOT, TASK, Server, _stop
+from tests.integration.test_studio_server import TASK, Server, serving
 
 pytestmark = pytest.mark.integration
 
@@ -37,35 +32,13 @@ def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("studio-local")
     model = folder / "tiny.gguf"
     write_tiny_gguf(model)
-    port = free_port(preferred=None)
-    log = folder / "server.log"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        "LANGSMITH_TRACING": "false",
-        "LANGCHAIN_TRACING_V2": "false",
+    settings = {
         "SELF_REFINE_MODEL": f"local:{model}",
         # An empty cache folder: the runtime check runs (and records its pass) in the server.
         "SELF_REFINE_MODELS": str(folder / "cache"),
     }
-    command = [sys.executable, "-m", "self_refine.cli", "studio", "--port", str(port)]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [*command, "--no-reload", "--config", str(ROOT / "studio.json")],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + 120
-        while READY_LINE not in log.read_text(errors="replace"):
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"self-refine studio did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.25)
-        yield Server(f"http://127.0.0.1:{port}", port, log)
-    finally:
-        _stop(process)
+    with serving(folder / "server.log", settings) as running:
+        yield running
 
 
 @pytest.fixture
