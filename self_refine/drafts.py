@@ -101,6 +101,8 @@ class Candidate(TypedDict):
     checked: float | None
     problems: NotRequired[list[str]]
     rejected: NotRequired[RejectedReply]
+    planned_because: NotRequired[str]
+    """Why the search planned this reply (its Thompson draws), in a run that searches."""
 
 
 class DraftNode(Candidate):
@@ -123,6 +125,7 @@ class _Step(TypedDict):
     kept_because: NotRequired[str]
     candidates: NotRequired[list[Candidate]]
     checked: NotRequired[float | None]
+    planned_because: NotRequired[str]
 
 
 class ChainAttempt(_Step):
@@ -229,7 +232,7 @@ def replies_by_kind(attempts: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
 
 
 def _kept(attempt: Attempt, place: Place, usage: Usage) -> DraftNode:
-    return {
+    kept: DraftNode = {
         "index": attempt.get("candidate", -1),
         "draft": attempt["draft"],
         "critique": attempt["critique"],
@@ -239,6 +242,9 @@ def _kept(attempt: Attempt, place: Place, usage: Usage) -> DraftNode:
         "node": place.node,
         "parent": place.parent,
     }
+    if "planned_because" in attempt:
+        kept["planned_because"] = attempt["planned_because"]
+    return kept
 
 
 def _is_node(reply: Candidate) -> TypeIs[DraftNode]:
@@ -281,7 +287,7 @@ def as_attempt(attempts: Sequence[Attempt], chosen: DraftNode) -> Attempt | None
         if place is not None and place.node == chosen["node"]:
             return attempt
         if chosen in (attempt.get("candidates") or []):
-            return {
+            found: TreeAttempt = {
                 "iteration": attempt["iteration"],
                 "draft": chosen["draft"],
                 "critique": chosen["critique"],
@@ -290,6 +296,9 @@ def as_attempt(attempts: Sequence[Attempt], chosen: DraftNode) -> Attempt | None
                 "parent": chosen["parent"],
                 "checked": chosen.get("checked"),
             }
+            if "planned_because" in chosen:
+                found["planned_because"] = chosen["planned_because"]
+            return found
     return None
 
 

@@ -121,6 +121,8 @@ class PlannedReply(TypedDict):
 
     node: int
     parent: int | None
+    planned_because: NotRequired[str]
+    """Why the search planned this reply (its Thompson draws), in a run that searches."""
 
 
 class Arm(TypedDict):

@@ -8,7 +8,7 @@ from itertools import zip_longest
 from typing import Any, TextIO
 
 from self_refine.critics.none import NO_CRITIC
-from self_refine.drafts import Attempt, Candidate, in_tree, is_tree, place_of
+from self_refine.drafts import Attempt, Candidate, in_tree, is_tree, place_of, step_drafts
 from self_refine.redact import terminal_safe
 from self_refine.state import STOPPED
 from self_refine.tree import (
@@ -143,7 +143,23 @@ def _print_candidate(candidate: Candidate, out: TextIO) -> None:
         reason = terminal_safe(str(rejected.get("reason", "rejected")))
         print(f"{head}reply rejected ({reason})", file=out)
         return
-    print(f"{head}{ranking_values(candidate)}:\n{_indent(candidate['draft'])}", file=out)
+    print(f"{head}{ranking_values(candidate)}:", file=out)
+    for line in _planned_lines(candidate, 92):
+        print(line, file=out)
+    print(_indent(candidate["draft"]), file=out)
+
+
+def _planned_lines(draft: Mapping[str, Any], width: int) -> list[str]:
+    """Why the search planned a draft (its Thompson draws), wrapped; none outside a search."""
+    because = draft.get("planned_because")
+    if not because:
+        return []
+    return textwrap.wrap(
+        terminal_safe(f"search: {because}"),
+        width,
+        initial_indent="    ? ",
+        subsequent_indent="      ",
+    )
 
 
 OFFLINE_ANSWER = (
@@ -198,6 +214,7 @@ def attempts_table(attempts: Sequence[Attempt], width: int = 100) -> str:
             first = False
         if tree:
             rows.extend(_wrapped(_made(attempt), width))
+            rows.extend(_search_lines(attempt, width))
         rows.extend(_rejected_lines(attempt, text_width * 2))
         rows.extend(candidate_lines(attempt, width))
         rows.append("")
@@ -240,6 +257,21 @@ def _made(attempt: Attempt) -> str:
         else "no draft kept"
     )
     return f"{kept}; step {attempt['iteration']} wrote {step_kinds(attempt)}"
+
+
+def _search_lines(attempt: Attempt, width: int) -> list[str]:
+    """Why the search planned each draft of a step (its Thompson draws), node by node; the
+    nodes planned for the same reason on one line."""
+    nodes: dict[str, list[int]] = {}
+    for draft in sorted(step_drafts(attempt), key=lambda d: d["node"]):
+        if because := draft.get("planned_because"):
+            nodes.setdefault(because, []).append(draft["node"])
+    lines: list[str] = []
+    for because, numbers in nodes.items():
+        named = ", ".join(map(str, numbers[:-1])) + f" and {numbers[-1]}"
+        which = f"node {numbers[0]}" if len(numbers) == 1 else f"nodes {named}"
+        lines += _wrapped(f"{which}, search: {because}", width)
+    return lines
 
 
 def _index(attempt: Attempt, reply: Mapping[str, Any]) -> int:

@@ -10,7 +10,14 @@ from typing import Any, TextIO
 
 from self_refine.settings.fields import ROLE_MODEL_FIELDS, RefineContext
 
-__all__ = ["Progress", "TokenMeter", "call_label", "token_meter", "uses_local_model"]
+__all__ = [
+    "PLAIN_LINE_SECONDS",
+    "Progress",
+    "TokenMeter",
+    "call_label",
+    "token_meter",
+    "uses_local_model",
+]
 
 _BAR_WIDTH = 24
 _REDRAW_SECONDS = 0.1
@@ -129,6 +136,11 @@ class Progress:
             self.out.flush()
 
 
+PLAIN_LINE_SECONDS = 30.0
+"""How often, during a model call, progress is printed as a line of its own when the
+output is not a terminal (a file, a pipe, a CI log)."""
+
+
 class TokenMeter:
     """A live line while a model works: which step, how long it has been reading the
     prompt, then tokens written so far and tokens per second.
@@ -137,7 +149,9 @@ class TokenMeter:
     longer than writing the reply, and streams nothing. `start(node)` begins the
     reading line, which a background thread redraws every `tick_seconds` until the
     first token arrives; `token(node)` counts what the model writes; `clear()` removes
-    the line before the step's result is printed. Drawn on a terminal only.
+    the line before the step's result is printed. On a terminal (`tty`) the line is
+    redrawn in place; elsewhere the same line is printed on a line of its own every
+    `interval` seconds of a call, and nothing for a call that takes less.
     """
 
     def __init__(
@@ -146,14 +160,21 @@ class TokenMeter:
         *,
         clock: Callable[[], float] = time.monotonic,
         tick_seconds: float | None = 0.5,
+        tty: bool | None = None,
+        interval: float = PLAIN_LINE_SECONDS,
     ) -> None:
         self.out = out
         self.clock = clock
-        self.tick_seconds = tick_seconds
+        self.tty = out.isatty() if tty is None else tty
+        self.interval = interval
+        self.tick_seconds = (
+            tick_seconds if self.tty or not tick_seconds else min(tick_seconds, interval)
+        )
         self.node = ""
         self.tokens = 0
         self.started = 0.0
         self.drawn = 0.0
+        self.printed = 0.0
         self.reading: str | None = None
         self.reading_since = 0.0
         self._lock = threading.Lock()
@@ -164,7 +185,9 @@ class TokenMeter:
         """A step began: show that its model is reading the prompt, until it writes."""
         with self._lock:
             self.reading, self.reading_since, self.tokens = node, self.clock(), 0
-            self._draw(self._reading_line())
+            self.printed = self.reading_since
+            if self.tty:
+                self._draw(self._reading_line())
         if self.tick_seconds and self._ticker is None:
             self._stop.clear()
             self._ticker = threading.Thread(target=self._tick_loop, daemon=True)
@@ -202,13 +225,22 @@ class TokenMeter:
                 self.drawn = now
 
     def _draw(self, line: str) -> None:
-        self.out.write("\r" + line + "\x1b[K")
+        """Redraw the line on a terminal; elsewhere print it once `interval` has passed
+        since the call began or the last line printed."""
+        if self.tty:
+            self.out.write("\r" + line + "\x1b[K")
+        else:
+            now = self.clock()
+            if now - self.printed < self.interval:
+                return
+            self.printed = now
+            self.out.write(line + "\n")
         self.out.flush()
 
     def clear(self) -> None:
         """Remove the line (a step finished)."""
         with self._lock:
-            if self.tokens or self.reading is not None:
+            if self.tty and (self.tokens or self.reading is not None):
                 self.out.write("\r\x1b[K")
                 self.out.flush()
             self.tokens = 0
@@ -261,8 +293,9 @@ def uses_local_model(context: RefineContext) -> bool:
 
 
 def token_meter(settings: RefineContext, out: TextIO, *, shown: bool = True) -> TokenMeter | None:
-    """The live line for a run, on a terminal, when it is `shown` and a role runs the slow
-    in-process local model; None otherwise."""
-    if not shown or not out.isatty() or not uses_local_model(settings):
+    """The live line for a run when it is `shown` and a role runs the slow in-process
+    local model (printed every `PLAIN_LINE_SECONDS` of a call when `out` is not a
+    terminal); None otherwise."""
+    if not shown or not uses_local_model(settings):
         return None
-    return TokenMeter(out)
+    return TokenMeter(out, interval=PLAIN_LINE_SECONDS)

@@ -7,15 +7,17 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableBinding
 from langchain_core.utils.json import parse_json_markdown
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from self_refine.critics.base import CritiqueRequest, CritiqueResult
 from self_refine.critics.parse import (
     feedback_items,
     is_broken_json,
+    not_addressed,
     read_critique,
     salvage_cut_json,
     score_problem,
@@ -40,6 +42,8 @@ _EMPTY = "the critic returned an empty reply"
 
 class _UnreadableCritique(ValueError):
     """A structured-output reply cut off mid-JSON: nothing usable in it."""
+
+    said = "its JSON was cut off before its first complete item"
 
 
 class CritiqueReply(BaseModel):
@@ -169,8 +173,8 @@ class LLMCritic:
         if isinstance(parsed, CritiqueReply):
             reply = parsed.model_dump()
             reply["feedback"], dropped = feedback_items(reply["feedback"])
-            critique = Critique(**reply, source=self.name)
-            problems = dropped + score_problem(parsed.score, critique)
+            critique, contradiction = not_addressed(Critique(**reply, source=self.name))
+            problems = dropped + score_problem(parsed.score, critique) + contradiction
             return CritiqueResult(critique, add_usage(usage), tuple(problems))
         refusal = refusal_of(raw)
         if refusal:
@@ -235,9 +239,22 @@ def _unreadable(error: Exception) -> list[str]:
         raise error
     log.info("structured critique unreadable (%s); asking again in plain text", error)
     return [
-        f"the critic's structured reply was unreadable ({type(error).__name__}); "
-        "asked again in plain text"
+        f"the critic's structured reply was unreadable ({_why(error)}); asked again in plain text"
     ]
+
+
+def _why(error: Exception) -> str:
+    """What was wrong with an unreadable structured reply, in words (no class names)."""
+    if isinstance(error, _UnreadableCritique):
+        return error.said
+    if isinstance(error, ValidationError):
+        fields = sorted({str(e["loc"][0]) for e in error.errors() if e.get("loc")})
+        if fields and all(e.get("type") != "json_invalid" for e in error.errors()):
+            return f"its JSON did not give {', '.join(fields)} as asked"
+        return "it was not JSON"
+    if isinstance(error, (OutputParserException, ValueError)):
+        return "it was not JSON"
+    return "the model's structured output failed"
 
 
 def _as_structured(reply: Any) -> dict[str, Any]:

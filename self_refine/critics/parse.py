@@ -13,8 +13,10 @@ __all__ = [
     "CUT_JSON",
     "FIELD_NAMES",
     "NOTHING_COMPLETE",
+    "NOT_ADDRESSED",
     "feedback_items",
     "is_broken_json",
+    "not_addressed",
     "parse_critique_text",
     "read_critique",
     "salvage_cut_json",
@@ -28,9 +30,23 @@ CUT_JSON = "the critique JSON was cut off; its complete feedback items were kept
 NOTHING_COMPLETE = "the critique JSON was cut off before its first complete item; nothing kept"
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)")
-_SCORE = re.compile(r"\bscore\b\W{0,3}(\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?))?", re.I)
-_FIELD_LINE = re.compile(r"^\W*(?:score|done)\W*[:=]", re.I)
-"""A bullet that states the score or done ("- score]: 0.5") rather than a problem."""
+_SCORE = re.compile(r"\bscore\b\W{0,5}(\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?))?", re.I)
+_FIELD_VALUE = re.compile(
+    r"[\W_]*(?:score|done)[\W_]*(?:is\s+)?[\W_]*"
+    r"(?:\d+(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?|true|false|yes|no)[\W_]*",
+    re.I,
+)
+"""An item or line that states the score or done ("score: 5", "**Done**: false",
+"Score 7/10") rather than a problem of the draft."""
+_NOT_ADDRESSED = re.compile(
+    r"\b(?:(?:does|do|did)(?:\s+not|n['\u2019]t)|fails?\s+to|failed\s+to)\s+(?:even\s+)?"
+    r"(?:address|answer|attempt|follow|fulfil+|respond\s+to|complete)\s+"
+    r"(?:the|this|your)\s+(?:given\s+)?(?:task|question|prompt|request|instructions?)\b"
+    r"(?!['\u2019]s)"
+    r"|\bignores\s+the\s+(?:task|question|prompt|instructions?)\b(?!['\u2019]s)",
+    re.I,
+)
+"""A remark that the draft does not address the task at all (not one part of it)."""
 _DONE = re.compile(
     r"\b(?:done\W{0,3}(?:true|yes)|no (?:further )?changes? (?:are )?needed)\b", re.I
 )
@@ -103,11 +119,12 @@ def feedback_items(items: Iterable[Any]) -> tuple[list[str], list[str]]:
     """The feedback items to keep, each once, and the problem to record when any was dropped.
 
     An item that is only a field name of the critique ("score", "Done:", "feedback"; case,
-    spaces and punctuation aside) names no problem of the draft: a small model lists the
-    schema's keys among its items. It is dropped; an item that uses the word is kept.
+    spaces and punctuation aside), or one that states the score or done ("score: 5",
+    "done: false"), names no problem of the draft: a small model lists the schema's keys
+    among its items. It is dropped; an item that uses the word is kept.
     """
     kept = list(dict.fromkeys(str(item) for item in items))
-    names = [item for item in kept if _FEW_LETTERS.fullmatch(item) and _bare(item) in FIELD_NAMES]
+    names = [item for item in kept if _is_field(item)]
     if not names:
         return kept, []
     shown = ", ".join(repr(name) for name in dict.fromkeys(names))
@@ -115,6 +132,28 @@ def feedback_items(items: Iterable[Any]) -> tuple[list[str], list[str]]:
         [item for item in kept if item not in names],
         [f"the critique's feedback listed field names as items ({shown}); dropped"],
     )
+
+
+def _is_field(item: str) -> bool:
+    """Whether the item is a field name of the critique, or states the score or done."""
+    if _FEW_LETTERS.fullmatch(item) and _bare(item) in FIELD_NAMES:
+        return True
+    return len(item) < 80 and _FIELD_VALUE.fullmatch(item) is not None
+
+
+NOT_ADDRESSED = "the critique says the draft does not address the task; read as not done, score 0"
+
+
+def not_addressed(critique: Critique) -> tuple[Critique, list[str]]:
+    """The critique read as no pass when its feedback says the draft does not address the
+    task (a small model can say so and still answer done, score 1), and the problem
+    recorded; unchanged otherwise. A remark on one part of the task ("does not address
+    the task's last word") keeps the verdict."""
+    if not any(_NOT_ADDRESSED.search(item) for item in critique.feedback):
+        return critique, []
+    if not critique.done and not critique.score:
+        return critique, []
+    return critique.model_copy(update={"done": False, "score": 0.0}), [NOT_ADDRESSED]
 
 
 def _bare(item: str) -> str:
@@ -146,6 +185,12 @@ def parse_critique_text(text: str, *, source: str = "llm") -> Critique:
 
 def read_critique(text: str, *, source: str = "llm") -> tuple[Critique, list[str]]:
     """Like parse_critique_text(), and also say what was wrong with the reply."""
+    critique, problems = _read(text, source)
+    critique, contradiction = not_addressed(critique)
+    return critique, problems + contradiction
+
+
+def _read(text: str, source: str) -> tuple[Critique, list[str]]:
     if not text.strip():
         return Critique(source=source), ["the critic returned an empty reply"]
     data = _json_object(text)
@@ -157,11 +202,7 @@ def read_critique(text: str, *, source: str = "llm") -> tuple[Critique, list[str
         return critique, [CUT_JSON, *problems]
     if is_broken_json(text):
         return Critique(source=source), [NOTHING_COMPLETE]
-    items = [
-        m.group(1)
-        for line in text.splitlines()
-        if (m := _BULLET.match(line)) and not _FIELD_LINE.match(m.group(1))
-    ]
+    items = [m.group(1) for line in text.splitlines() if (m := _BULLET.match(line))]
     score: float | None = None
     match = _SCORE.search(text)
     if match:
@@ -170,8 +211,9 @@ def read_critique(text: str, *, source: str = "llm") -> tuple[Critique, list[str
         score = value / scale if scale else value
     done = bool(_DONE.search(text))
     items, dropped = feedback_items(items)
-    if not items and not done:
-        items = [" ".join(text.split())]
+    if not items and (not done or _NOT_ADDRESSED.search(text)):
+        prose = [line for line in text.splitlines() if not _FIELD_VALUE.fullmatch(line)]
+        items = [" ".join(" ".join(prose).split())] if "".join(prose).strip() else []
     critique = Critique(feedback=items, score=score, done=done and not items, source=source)
     problems = ["the critique was not JSON; read it as plain text", *dropped]
     return critique, problems + score_problem(score, critique)

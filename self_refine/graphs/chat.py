@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
 from typing import Any
@@ -61,7 +62,8 @@ def _make_draft_reply(parts: Parts, system_prompt: str) -> Node:
 
     async def adraft_reply(state: Any, runtime: Runtime[Any]) -> dict[str, Any]:
         """Draft a reply to the user's last message."""
-        chat_model, messages = prepare(state, runtime)
+        # Off the event loop: resolving a local model reads files and runs a test process.
+        chat_model, messages = await asyncio.to_thread(prepare, state, runtime)
         return {"messages": [await chat_model.ainvoke(messages)]}
 
     return Node(draft_reply, adraft_reply, name="draft_reply")

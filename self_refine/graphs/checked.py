@@ -21,6 +21,7 @@ takes no class to build).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
@@ -122,6 +123,15 @@ class CheckedCompiledGraph(
             return self.builder.check_call(None, given, thread=thread, saved=True).settings
         return self.builder.check_call(input, given, saved=True).settings
 
+    def _checked_ready(
+        self, input: Any, given: Any, config: RunnableConfig | None, thread: StateSnapshot | None
+    ) -> RefineContext:
+        """`_checked`, then every model of the run resolved (`RoleModels.ready`), so that an
+        async node finds them made: what `astream` runs in a worker thread."""
+        settings = self._checked(input, given, config, thread)
+        self.builder.parts.plan(settings).models.ready()
+        return settings
+
     def _thread(self, config: RunnableConfig | None) -> StateSnapshot | None:
         """The thread this call runs on: a saved one, or a parent's run's (if it saves)."""
         if self._thread_id(config) is not None:
@@ -197,7 +207,11 @@ class CheckedCompiledGraph(
         release = await atry_lock(self.checkpointer, thread_id) if thread_id is not None else None
         try:
             thread = await self._athread(config)
-            settings = self._checked(input, kwargs.get("context"), config, thread)
+            # Off the event loop: the check resolves the run's models, which for the local
+            # model reads files, runs a test process and loads the weights.
+            settings = await asyncio.to_thread(
+                self._checked_ready, input, kwargs.get("context"), config, thread
+            )
             kwargs["context"] = settings
             config = _limited(config, self.config, settings)
             task = self._task(input, thread, None)

@@ -98,6 +98,8 @@ def _candidate(
         record["problems"] = problems
     if reply.rejected is not None:
         record["rejected"] = reply.rejected
+    if state.get("planned_because"):
+        record["planned_because"] = state["planned_because"]
     return {"branches": [placed(record, place_of(state))]}
 
 
@@ -195,6 +197,8 @@ def _attempt(state: RefineState, candidates: list[Candidate]) -> Attempt:
     attempt["checked"] = chosen.get("checked")
     if chosen.get("problems"):
         attempt["problems"] = list(chosen["problems"])
+    if chosen.get("planned_because"):
+        attempt["planned_because"] = chosen["planned_because"]
     return placed(attempt, place_of(chosen))
 
 

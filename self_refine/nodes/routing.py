@@ -41,8 +41,8 @@ class CandidateInput(TypedDict, total=False):
     the step has; `draw` says which draw of the model asks (0: the model as it samples,
     `models.calls.candidate_model`) and `form` the refine form of its request (absent:
     the run's). In a run that samples or searches, `node` and `parent` say which draft
-    it writes and which it refines; `attempts` is then the chain of drafts it refines
-    (none for a fresh draft).
+    it writes and which it refines, and `planned_because` why the search planned it;
+    `attempts` is then the chain of drafts it refines (none for a fresh draft).
     """
 
     task: Required[TaskContent]
@@ -57,6 +57,7 @@ class CandidateInput(TypedDict, total=False):
     form: RefineForm
     node: int
     parent: int | None
+    planned_because: str
 
 
 def _planned(state: RefineState) -> bool:
@@ -108,6 +109,8 @@ def _planned_send(state: RefineState, index: int, width: int, reply: PlannedRepl
         "node": reply["node"],
         "parent": reply["parent"],
     }
+    if "planned_because" in reply:
+        sent["planned_because"] = reply["planned_because"]
     return Send("candidate", sent)
 
 

@@ -53,6 +53,7 @@ from self_refine.drafts import DraftNode
 from self_refine.state import Arm, PlannedReply, SearchState, Spent
 
 __all__ = [
+    "NO_ARMS",
     "REFINE_FLOOR",
     "REFINE_SLOPE",
     "REFINE_WEIGHT",
@@ -202,25 +203,62 @@ def plan_step(
     plan: list[PlannedReply] = []
     for offset in range(width):
         node = search["nodes"] + offset
-        fresh = rng.betavariate(1 + right, 1 + wrong) / fresh_cost
-        refine = 0.0
+        fresh_draw = rng.betavariate(1 + right, 1 + wrong)
+        fresh = fresh_draw / fresh_cost
+        refine = refine_draw = 0.0
         if arms:
             a = REFINE_WEIGHT * top + refine_right
             b = REFINE_WEIGHT * (1 - top) + refine_wrong
-            refine = rng.betavariate(a, b) / refine_cost
+            refine_draw = rng.betavariate(a, b)
+            refine = refine_draw / refine_cost
+        kinds = _kinds_said(fresh_draw, fresh_cost, refine_draw, refine_cost)
         if refine <= fresh:
             wrong += 1  # counted as taken: the next reply's draw knows it is being tried
-            plan.append({"node": node, "parent": None})
+            reply: PlannedReply = {"node": node, "parent": None}
+            if strategy == "search":
+                reply["planned_because"] = (
+                    f"a fresh draft: {kinds}" if arms else f"a fresh draft: {NO_ARMS}"
+                )
+            plan.append(reply)
             continue
-        best, best_draw = arms[0]["node"], -1.0
+        draws: list[tuple[Arm, float]] = []
         for arm in arms:
             g = refine_chance(arm["h"])
             draw = rng.betavariate(
                 1 + SCORE_WEIGHT * g, 1 + SCORE_WEIGHT * (1 - g) + refined[arm["node"]]
             )
-            if draw > best_draw:
-                best, best_draw = arm["node"], draw
-        plan.append({"node": node, "parent": best})
+            draws.append((arm, draw))
+        best = max(draws, key=lambda found: found[1])[0]["node"]  # the first of equal draws
+        because = f"refines node {best}: {kinds}; {_arms_said(draws, refined)}"
+        plan.append({"node": node, "parent": best, "planned_because": because})
         refined[best] += 1
         refine_wrong += 1
     return plan
+
+
+NO_ARMS = "no draft has a verifier's findings to refine yet (a failed check saying what failed)"
+"""Why a search step writes only fresh drafts: it has no arm to refine (`informative`)."""
+
+
+def _kinds_said(fresh: float, fresh_cost: float, refine: float, refine_cost: float) -> str:
+    """The first draw of a reply, in words: each kind's sampled chance, its cost, and which
+    won per token (refining not drawn: the step has no draft to refine)."""
+    won = "a fresh draft" if refine / refine_cost <= fresh / fresh_cost else "refining"
+    return (
+        f"Thompson sampling drew a fresh draft's chance to verify at {fresh:.2f} "
+        f"(~{fresh_cost:,.0f} tokens a reply) and refining's at {refine:.2f} "
+        f"(~{refine_cost:,.0f} tokens); per token, {won} won"
+    )
+
+
+def _arms_said(draws: Sequence[tuple[Arm, float]], refined: Mapping[int, int]) -> str:
+    """The second draw, in words: each draft's sampled chance that refining it verifies,
+    beside its score and the chance believed before the draw (`refine_chance`)."""
+    said = ", ".join(
+        f"node {arm['node']} {draw:.3f} (score {arm['h']:.2f}, believed "
+        f"{refine_chance(arm['h']):.2f}, refined {refined[arm['node']]}x)"
+        for arm, draw in draws
+    )
+    return (
+        f"each draft's chance to verify once refined was drawn: {said}; the highest draw is refined"
+    )

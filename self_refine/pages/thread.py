@@ -275,6 +275,7 @@ def tree_view(attempts: Sequence[dict[str, Any]], answer_node: int | None) -> li
             "line": _first_line(str(draft.get("draft") or "")),
             "ranked": ranking_values(draft),
             "rejected": rejected.get("reason") if rejected else None,
+            "planned_because": draft.get("planned_because"),
             "children": [],
         }
     roots: list[dict[str, Any]] = []

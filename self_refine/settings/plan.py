@@ -85,6 +85,16 @@ class RoleModels:
             model = self._resolved[role] = _resolve(role, self.settings, self.roles, cap)
         return model
 
+    def ready(self) -> None:
+        """Resolve every role's model now (the door does, off the event loop: a local
+        model's file checks and loading block). A role whose model cannot be had is left
+        for the node that asks for it, which says why."""
+        for role in ("generator", "critic", "refiner"):
+            try:
+                self.get(role)
+            except ConfigError:
+                continue
+
     def ask(self, model: Any) -> StructuredAsk:
         """How `model` is asked for structured output: one per model of the run, shared by
         its critiques and its typed drafts, so that a way it refuses is tried once."""

@@ -58,14 +58,22 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    port = free_port(preferred=None)
     log = tmp_path_factory.mktemp("studio") / "server.log"
+    with serving(log, {"SELF_REFINE_MODEL": "offline"}) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def serving(log: Path, settings: dict[str, str]) -> Iterator[Server]:
+    """`self-refine studio` on a free port with `settings` in its environment, its output
+    in `log`, until the block ends."""
+    port = free_port(preferred=None)
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         "LANGSMITH_TRACING": "false",
         "LANGCHAIN_TRACING_V2": "false",
-        "SELF_REFINE_MODEL": "offline",
+        **settings,
     }
     command = [sys.executable, "-m", "self_refine.cli", "studio", "--port", str(port)]
     with log.open("wb") as sink:
