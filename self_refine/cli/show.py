@@ -11,10 +11,8 @@ from self_refine.cli.paths import check_writable, refuse_foreign, refuse_overlap
 from self_refine.content import describe_task
 from self_refine.errors import ConfigError
 from self_refine.pages.render import is_page
-from self_refine.pages.thread import recorded_vote
 from self_refine.redact import shell_command, terminal_safe
 from self_refine.tree import answer_draft, steps_taken
-from self_refine.voting import vote_words
 
 __all__ = ["cmd_show", "require_db"]
 
@@ -82,6 +80,9 @@ def cmd_show(args: argparse.Namespace) -> int:
             f"stop reason: {values['stop_reason']} after {steps_taken(values)}\n"
             f"answer{which}:\n    {answer}"
         )
+        from self_refine.pages.thread import recorded_vote
+        from self_refine.voting import vote_words
+
         if vote := recorded_vote(values):
             print(f"answer chosen by the vote: {terminal_safe(vote_words(vote))}")
         if values.get("structured_error"):
