@@ -49,8 +49,8 @@ def make_planner() -> Node:
         else:
             step = 0
         width = state.get("fan_out") or 1
-        strategy = runtime.context.strategy
-        replies = plan_step(search, width, strategy=strategy, task=state["task"], step=step)
+        may_refine = runtime.context.strategy == "search"  # a sampling run writes afresh only
+        replies = plan_step(search, width, may_refine=may_refine, task=state["task"], step=step)
         return {"search": search, "next_replies": replies}
 
     return Node(planner, name="planner")

@@ -1,6 +1,6 @@
 """The search over a run's tree of drafts: what each reply of the next step should do.
 
-With `strategy="search"` every draft is a node of a tree: a fresh draft (a reply to
+In a run that searches, every draft is a node of a tree: a fresh draft (a reply to
 the task alone) is a root, a refined draft the child of the draft it refined. Each
 step's replies are chosen by Thompson sampling in two draws, after REx (Tang et al.,
 2024), with the changes the local models' measurements called for (see `refine_chance`
@@ -33,7 +33,7 @@ Each reply of a step takes the best draw, the arm it took counted as taken for t
 replies after it. A refinement is asked in the run's search form (`RunPlan.search_form`:
 the fresh form, the task and the findings of the draft it refines with no draft to copy,
 unless the run or the profile sets `refine_form`; in the conversation or single form with
-the chain of drafts it refines). `strategy="sample"` keeps the fresh arm only (best-of-N).
+the chain of drafts it refines). A run that samples keeps the fresh arm only (best-of-N).
 
 The `planner` node (`nodes/planner.py`) calls these after each step. Everything the
 search decides is state the graph keeps (`SearchState` in the `search` channel, the
@@ -189,7 +189,7 @@ def _seed(task: Any, step: int) -> int:
 
 
 def plan_step(
-    search: SearchState, width: int, *, strategy: str, task: Any, step: int
+    search: SearchState, width: int, *, may_refine: bool, task: Any, step: int
 ) -> list[PlannedReply]:
     """The next step's replies: `width` of them, each refining a node or writing afresh."""
     rng = random.Random(_seed(task, step))
@@ -198,7 +198,7 @@ def plan_step(
     refines = search.get("refines") or {"right": 0, "wrong": 0}
     refine_right, refine_wrong = refines["right"], refines["wrong"]
     fresh_cost, refine_cost = _costs(search.get("spent", initial_search()["spent"]))
-    arms = search["arms"] if strategy == "search" else []
+    arms = search["arms"] if may_refine else []
     top = max((refine_chance(arm["h"]) for arm in arms), default=0.0)
     plan: list[PlannedReply] = []
     for offset in range(width):
@@ -215,7 +215,7 @@ def plan_step(
         if refine <= fresh:
             wrong += 1  # counted as taken: the next reply's draw knows it is being tried
             reply: PlannedReply = {"node": node, "parent": None}
-            if strategy == "search":
+            if may_refine:
                 reply["planned_because"] = (
                     f"a fresh draft: {kinds}" if arms else f"a fresh draft: {NO_ARMS}"
                 )

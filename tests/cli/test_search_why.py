@@ -106,7 +106,7 @@ def test_a_draft_with_the_higher_score_can_lose_the_draw_and_the_reason_shows_it
         "nodes": 3,
     }
     replies = [
-        r for s in range(60) for r in plan_step(search, 1, strategy="search", task=TASK, step=s)
+        r for s in range(60) for r in plan_step(search, 1, may_refine=True, task=TASK, step=s)
     ]
     lower = next(r for r in replies if r["parent"] == 1)
     said = lower["planned_because"]
@@ -114,5 +114,5 @@ def test_a_draft_with_the_higher_score_can_lose_the_draw_and_the_reason_shows_it
     assert "(score 0.78, believed 0.10" in said
     assert said.endswith("the highest draw is refined")
     _check_reason(said, lower)
-    sampled = plan_step(search, 2, strategy="sample", task=TASK, step=0)
+    sampled = plan_step(search, 2, may_refine=False, task=TASK, step=0)
     assert all("planned_because" not in r for r in sampled), "sampling plans no search"

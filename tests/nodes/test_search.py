@@ -176,12 +176,12 @@ def test_the_bandit_prefers_the_fuller_draft_and_never_plans_the_same_step_twice
     )
     assert [arm["node"] for arm in search["arms"]] == [0, 1]  # node 2 repeats node 1
     assert search["fresh"] == {"right": 0, "wrong": 3}
-    plans = [plan_step(search, 4, strategy="search", task=TASK, step=s) for s in range(40)]
+    plans = [plan_step(search, 4, may_refine=True, task=TASK, step=s) for s in range(40)]
     chosen = [branch["parent"] for plan in plans for branch in plan]
     assert chosen.count(1) > chosen.count(0)
-    assert plan_step(search, 4, strategy="search", task=TASK, step=7) == plans[7]
+    assert plan_step(search, 4, may_refine=True, task=TASK, step=7) == plans[7]
     assert all(
-        b["parent"] is None for b in plan_step(search, 4, strategy="sample", task=TASK, step=1)
+        b["parent"] is None for b in plan_step(search, 4, may_refine=False, task=TASK, step=1)
     )
     assert [b["node"] for b in plans[0]] == [3, 4, 5, 6]
 
@@ -198,7 +198,7 @@ def test_failed_refinements_count_against_refining_any_draft() -> None:
             "spent": spent,
             "nodes": 24,
         }
-        plans = [plan_step(search, 1, strategy="search", task=TASK, step=s) for s in range(200)]  # type: ignore[arg-type]
+        plans = [plan_step(search, 1, may_refine=True, task=TASK, step=s) for s in range(200)]  # type: ignore[arg-type]
         return sum(plan[0]["parent"] is not None for plan in plans) / len(plans)
 
     # Twelve drafts to refine are one choice, not twelve lottery tickets: after fresh
