@@ -59,8 +59,16 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def langgraph_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`langgraph dev` serving the studio graph as `self_refine`, on a free loopback port."""
+def model_port() -> int:
+    """The loopback port every model server of this module listens on: the served graph
+    calls only the models and base URLs its deployment lists, so it is named up front."""
+    return _free_port()
+
+
+@pytest.fixture(scope="module")
+def langgraph_server(tmp_path_factory: pytest.TempPathFactory, model_port: int) -> Iterator[str]:
+    """`langgraph dev` serving the studio graph as `self_refine`, on a free loopback port,
+    its deployment allowing the test model at this module's model server."""
     if not LANGGRAPH.exists():
         pytest.skip("langgraph CLI not installed (pip install 'langgraph-self-refine[studio]')")
     home = tmp_path_factory.mktemp("langgraph")
@@ -71,11 +79,16 @@ def langgraph_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     port = _free_port()
     log = home / "server.log"
+    allowed = {
+        **_env(),
+        "SELF_REFINE_ALLOWED_MODELS": "test-model",
+        "SELF_REFINE_ALLOWED_BASE_URLS": f"http://127.0.0.1:{model_port}/v1",
+    }
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [str(LANGGRAPH), "dev", "--config", str(config), "--no-browser", "--no-reload",
              "--port", str(port), "--host", "127.0.0.1"],
-            cwd=home, env=_env(), stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=home, env=allowed, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
@@ -96,8 +109,8 @@ def dataset() -> MathDataset:
 
 
 @pytest.fixture
-def model_server(dataset: MathDataset) -> Iterator[OpenAIServer]:
-    with OpenAIServer(responder=MathResponder(dataset)) as running:
+def model_server(dataset: MathDataset, model_port: int) -> Iterator[OpenAIServer]:
+    with OpenAIServer(responder=MathResponder(dataset), port=model_port) as running:
         yield running
 
 
@@ -166,12 +179,12 @@ def test_server_path_fails_fast_when_the_server_is_down(
 
 
 def test_a_killed_server_batch_resumes_without_duplicates(
-    tmp_path: Path, langgraph_server: str
+    tmp_path: Path, langgraph_server: str, model_port: int
 ) -> None:
     dataset = math_dataset(per_kind=2)
     dataset.write(tmp_path / "in.jsonl")
     # Slow answers: between seeing two items written and the kill, the rest cannot finish.
-    with OpenAIServer(responder=MathResponder(dataset), latency=0.8) as model:
+    with OpenAIServer(responder=MathResponder(dataset), latency=0.8, port=model_port) as model:
         command = [
             sys.executable, "-m", "self_refine.cli", "batch", "in.jsonl", "-o", "out.jsonl",
             "--summary", "s.json", "--concurrency", "3", "--server", langgraph_server,
