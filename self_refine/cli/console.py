@@ -8,7 +8,14 @@ from itertools import zip_longest
 from typing import Any, TextIO
 
 from self_refine.critics.none import NO_CRITIC
-from self_refine.drafts import Attempt, Candidate, in_tree, is_tree, place_of, step_drafts
+from self_refine.drafts import (
+    Attempt,
+    Candidate,
+    in_tree,
+    is_tree,
+    numbered,
+    place_of,
+)
 from self_refine.redact import terminal_safe
 from self_refine.state import STOPPED
 from self_refine.tree import (
@@ -263,9 +270,10 @@ def _search_lines(attempt: Attempt, width: int) -> list[str]:
     """Why the search planned each draft of a step (its Thompson draws), node by node; the
     nodes planned for the same reason on one line."""
     nodes: dict[str, list[int]] = {}
-    for draft in sorted(step_drafts(attempt), key=lambda d: d["node"]):
+    placed_drafts = [(place.node, draft) for _, draft, place in numbered([attempt])]
+    for node, draft in sorted(placed_drafts, key=lambda found: found[0]):
         if because := draft.get("planned_because"):
-            nodes.setdefault(because, []).append(draft["node"])
+            nodes.setdefault(because, []).append(node)
     lines: list[str] = []
     for because, numbers in nodes.items():
         named = ", ".join(map(str, numbers[:-1])) + f" and {numbers[-1]}"
