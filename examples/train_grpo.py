@@ -118,7 +118,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     ][: args.held_out]
     for name, written in (("train.jsonl", rows), ("held-out.jsonl", held_out)):
         (out / name).write_text("".join(json.dumps(row) + "\n" for row in written))
-    callbacks = []
+    callbacks: list[Any] = [_step_lines(args.steps)]
     if args.eval_every:
         evaluate = {"verifiers": [verifier], "profile": profile}
         callbacks.append(
@@ -195,6 +195,29 @@ def _show(summary: dict[str, Any]) -> None:
             f"{fixed:>12.2f}  {entry['reward']:>6.2f}  {first:>13.2f}"
         )
     print(f"peak memory: {summary['peak_rss_gb']:.1f} GB")
+
+
+def _step_lines(steps: int) -> Any:
+    """A callback that says when each step starts and how long the last one took, so a step
+    that samples, refines and trains for minutes on a CPU does not pass in silence."""
+    import time
+
+    from transformers import TrainerCallback
+
+    class StepLines(TrainerCallback):
+        started = 0.0
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            note = " (sampling, refining wrong samples, one update: minutes on a CPU)"
+            took = f"; step {state.global_step} took {time.monotonic() - self.started:.0f} s"
+            print(
+                f"step {state.global_step + 1} of {steps} started"
+                + (note if state.global_step == 0 else took),
+                flush=True,
+            )
+            self.started = time.monotonic()
+
+    return StepLines()
 
 
 def main() -> None:

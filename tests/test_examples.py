@@ -19,7 +19,12 @@ EXPECTED = {
     "typed_answer.py": ["At $.age: Input should be a valid integer", "Cat(name='Tom', age=3)"],
     "image_task.py": ["offline: the task has images", "Role: refiner (1 image)", "A red dot."],
     "stream_answer.py": ["progress (generator):", "reply: This is a rough draft about dog."],
-    "train_grpo.py": ["rollouts: refine (exchange, failed: draft)", "   1 ", "peak memory:"],
+    "train_grpo.py": [
+        "step 1 of 1 started (sampling",
+        "rollouts: refine (exchange, failed: draft)",
+        "   1 ",
+        "peak memory:",
+    ],
 }
 
 
