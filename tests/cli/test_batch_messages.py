@@ -23,19 +23,6 @@ def items(workdir: Path) -> Path:
 
 
 @pytest.mark.usefixtures("items")
-def test_a_local_batch_warns_only_about_a_concurrency_the_user_gave(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Stands in for --model local: the warning is about the model, whichever answers.
-    monkeypatch.setattr("self_refine.cli.batch.uses_local_model", lambda context: True)
-    assert main(BATCH) == 0
-    assert "--concurrency" not in capsys.readouterr().err
-    again = ["batch", "in.jsonl", "-o", "again.jsonl", *BATCH[4:], "--concurrency", "4"]
-    assert main(again) == 0
-    assert "--concurrency 4 with a local model" in capsys.readouterr().err
-
-
-@pytest.mark.usefixtures("items")
 def test_a_resumed_batch_says_what_was_done_before_and_prints_its_last_line_once(
     capsys: pytest.CaptureFixture[str], workdir: Path
 ) -> None:

@@ -248,7 +248,10 @@ def test_a_failure_inside_the_local_model_names_no_endpoint(
     def failing(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("llama_decode returned -3")
 
-    monkeypatch.setattr(LocalChatModel, "_generate", failing)
+    # `run` streams the local model's replies (its progress line counts the tokens), so the
+    # failure is put on every way a reply is asked for.
+    for way in ("_generate", "_stream", "_agenerate"):
+        monkeypatch.setattr(LocalChatModel, way, failing)
     args = ["run", TASK, "--model", smollm2, "--db", str(tmp_path / "c.sqlite")]
     assert main(args) == 1
     error = capsys.readouterr().err
