@@ -51,17 +51,12 @@ def _verifier_names(text: str | None) -> list[str]:
     return names
 
 
-_CONCURRENCY = 8
-"""Model calls at once when --concurrency is not given."""
-
-
 def _job(
     args: argparse.Namespace, context: RefineContext, response_format: dict[str, Any] | None
 ) -> BatchJob:
     """What the flags say about judging and refining the items, checked before any model call."""
-    concurrency = _CONCURRENCY if args.concurrency is None else args.concurrency
-    if concurrency < 1:
-        raise ConfigError(f"--concurrency must be >= 1, got {concurrency}")
+    if args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
     verifiers = _verifier_names(args.verifiers)
     if args.refine_only_incorrect and not verifiers:
         raise ConfigError(
@@ -72,7 +67,7 @@ def _job(
         context,
         verifiers=verifiers,
         refine_only_incorrect=args.refine_only_incorrect,
-        concurrency=concurrency,
+        concurrency=args.concurrency,
         response_format=response_format,
     )
 

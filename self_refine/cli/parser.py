@@ -215,7 +215,7 @@ def _add_batch_commands(commands: Any) -> None:
     batch.add_argument(
         "--concurrency",
         type=int,
-        default=None,
+        default=8,
         help="model calls at once (8): what the model server serves at once; "
         "with --server, items at once",
     )
