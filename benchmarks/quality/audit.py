@@ -202,9 +202,11 @@ def page(
     readings: int,
     how: str,
     before: dict[str, Any] | None = None,
+    said: list[str] | None = None,
 ) -> list[str]:
     """The audit as markdown lines: the counts (before a change of the grader too, given its
-    saved verdicts), the disagreements, every drawn answer."""
+    saved verdicts), the disagreements, what the auditor `said` (markdown lines), every
+    drawn answer."""
     n = len(drawn)
     lines = [
         f"Drawn: {how}. Population: {total} distinct answers from {readings} readings; "
@@ -232,6 +234,7 @@ def page(
                 f"{mine.get('note', '')}"
             )
         lines.append("")
+    lines += [*(said or []), "## Every drawn answer", ""]
     head = "| # | item | words | answer |" + (" grader before |" if before else "")
     lines += [
         head + " grader | auditor | note |",
@@ -290,16 +293,26 @@ def main() -> None:
         "pairs sorted by item id then text, from the runs that hold answers to reported items: "
         + ", ".join(runs)
     )
-    lines = [
-        "# Hand audit of the constrained grader: 100 verdicts drawn from the reported runs",
-        "",
-        *page(drawn, verdicts, total=len(answers), readings=readings, how=how, before=before),
-    ]
+    said = []
     for title, field in (("What the auditor judged by", "standard"), ("Notes", "notes")):
         if audit.get(field):
-            lines += ["", f"## {title}", ""]
+            said += [f"## {title}", ""]
             for line in audit[field]:
-                lines += [line, ""]
+                said += [line, ""]
+    lines = [
+        f"# Hand audit of the constrained grader: {len(drawn)} verdicts drawn from the "
+        "reported runs",
+        "",
+        *page(
+            drawn,
+            verdicts,
+            total=len(answers),
+            readings=readings,
+            how=how,
+            before=before,
+            said=said,
+        ),
+    ]
     text = "\n".join(lines) + "\n"
     if args.out:
         args.out.write_text(text)
