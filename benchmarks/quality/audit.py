@@ -14,7 +14,11 @@ answer the run marked as taking over feedback wording counts wrong). The draw:
 A person's verdicts are read from a JSON file: `{"standard": [lines: what the person
 judged by], "notes": [lines], "verdicts": {audit_key: {"verdict": "right" | "wrong", "note": "...",
 "answer": "..."}}}`, keyed by `audit_key` (item id and the answer's sha256).
-`--todo` prints the drawn answers that file lacks, ready to fill in. `--save-grader FILE`
+`--todo` prints the drawn answers that file lacks, ready to fill in; `--blind` prints the
+same without the grader's verdict (item id, listed words, task, answer), for an auditor who
+judges before seeing it. `--exclude FILE` (a verdicts file, may repeat) leaves the answers
+it holds out of the population before the draw: a second audit draws from the answers the
+first did not judge. `--save-grader FILE`
 keeps the grader's verdicts on the drawn answers (with the commit that gave them), and
 `--before FILE` shows such a file beside today's: the same draw graded before and after a
 change of the grader.
@@ -36,7 +40,17 @@ from benchmarks.quality.regrade import RESULTS, verdict
 from benchmarks.quality.sets import SETS_DIR
 from self_refine.critics.verifiers.concepts import missing_concepts
 
-__all__ = ["Answer", "audit_key", "draw", "main", "page", "population", "reported_runs"]
+__all__ = [
+    "Answer",
+    "audit_key",
+    "blind_todo",
+    "draw",
+    "excluding",
+    "main",
+    "page",
+    "population",
+    "reported_runs",
+]
 
 SET = "constrained"
 VERDICTS = RESULTS / "audit-constrained-2026-12-07.verdicts.json"
@@ -153,6 +167,28 @@ def draw(answers: list[Answer], n: int, seed: int) -> list[Answer]:
     return random.Random(seed).sample(answers, min(n, len(answers)))
 
 
+def excluding(answers: list[Answer], judged: dict[str, Any]) -> list[Answer]:
+    """The answers an earlier audit did not judge (`judged`: its verdicts, by `audit_key`)."""
+    keys = {a.key for a in answers}
+    stray = sorted(set(judged) - keys)
+    if stray:
+        raise SystemExit(
+            f"the excluded verdicts name answers the population lacks ({len(stray)}: "
+            f"{', '.join(stray[:3])}): pass the verdicts file of an audit of these runs"
+        )
+    return [a for a in answers if a.key not in judged]
+
+
+def blind_todo(drawn: list[Answer], verdicts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The drawn answers still to judge, without the grader's verdict: what the auditor reads."""
+    return {
+        a.key: {"id": a.id, "concepts": list(a.concepts), "task": a.task, "answer": a.answer}
+        | {"verdict": "", "note": ""}
+        for a in drawn
+        if a.key not in verdicts
+    }
+
+
 def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
@@ -265,12 +301,27 @@ def main() -> None:
     parser.add_argument("--todo", action="store_true", help="print the verdicts still to give")
     parser.add_argument("--save-grader", type=Path, help="keep the grader's verdicts here")
     parser.add_argument("--before", type=Path, help="a --save-grader file to show beside")
+    parser.add_argument(
+        "--exclude",
+        type=Path,
+        action="append",
+        default=[],
+        help="a verdicts file whose answers are left out of the draw (may repeat)",
+    )
+    parser.add_argument(
+        "--blind", action="store_true", help="as --todo, without the grader's verdicts"
+    )
     args = parser.parse_args()
     paths = reported_runs()
     answers, readings = population(paths)
-    drawn = draw(answers, args.draw, args.seed)
+    judged = {k: v for f in args.exclude for k, v in json.loads(f.read_text())["verdicts"].items()}
+    remaining = excluding(answers, judged)
+    drawn = draw(remaining, args.draw, args.seed)
     audit = json.loads(args.verdicts.read_text()) if args.verdicts.is_file() else {}
     verdicts = audit.get("verdicts", {})
+    if args.blind:
+        print(json.dumps(blind_todo(drawn, verdicts), indent=1, ensure_ascii=False))
+        return
     if args.todo:
         todo = {
             a.key: {"answer": a.answer, "concepts": a.concepts, "grader": a.right, "verdict": ""}
@@ -287,12 +338,18 @@ def main() -> None:
         args.save_grader.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n")
     before = json.loads(args.before.read_text()) if args.before else None
     runs = sorted({where.rsplit(" ", 2)[0] for a in answers for where in a.where})
+    excluded = "".join(f" --exclude {f}" for f in args.exclude)
     how = (
-        f"`python -m benchmarks.quality.audit --draw {args.draw} --seed {args.seed}` at commit "
-        f"{recorded_commit()}: `random.Random({args.seed}).sample` of the distinct (item, answer) "
-        "pairs sorted by item id then text, from the runs that hold answers to reported items: "
-        + ", ".join(runs)
+        f"`python -m benchmarks.quality.audit --draw {args.draw} --seed {args.seed}{excluded}` "
+        f"at commit {recorded_commit()}: `random.Random({args.seed}).sample` of the distinct "
+        "(item, answer) pairs sorted by item id then text, from the runs that hold answers to "
+        "reported items: " + ", ".join(runs)
     )
+    if args.exclude:
+        how += (
+            f"; less the {len(judged)} answers judged in {', '.join(f.name for f in args.exclude)}"
+            f" ({len(remaining)} left, {len(drawn)} drawn)"
+        )
     said = []
     for title, field in (("What the auditor judged by", "standard"), ("Notes", "notes")):
         if audit.get(field):
@@ -301,7 +358,7 @@ def main() -> None:
                 said += [line, ""]
     lines = [
         f"# Hand audit of the constrained grader: {len(drawn)} verdicts drawn from the "
-        "reported runs",
+        "reported runs" + (", none an earlier audit judged" if args.exclude else ""),
         "",
         *page(
             drawn,

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.quality.audit import audit_key, draw, page, population
+import pytest
+
+from benchmarks.quality.audit import audit_key, blind_todo, draw, excluding, page, population
 
 WORDS = ["guitar", "helmet", "pillow", "bridge"]
 TASK = "Write one or two natural sentences that use all of these words: " + ", ".join(WORDS) + "."
@@ -66,3 +68,34 @@ def test_the_same_seed_draws_the_same_answers_and_the_page_counts_disagreements(
 
     assert "**Agreement 1 of 2; disagreements 1** (1 passed that the auditor fails" in shown
     assert f"{RIGHT!r}: grader right, auditor wrong: a note" in shown
+
+
+def test_a_second_audit_draws_only_what_the_first_did_not_judge_and_lists_it_blind(
+    tmp_path: Path,
+) -> None:
+    answers, _ = population([_run(tmp_path / "r.records.jsonl", "constrained-082")])
+    first = {audit_key("constrained-082", GAMED): {"verdict": "wrong", "note": ""}}
+
+    drawn = draw(excluding(answers, first), 100, seed=2027)
+    todo = blind_todo(drawn, {})
+
+    assert [a.answer for a in drawn] == [RIGHT]  # all that is left, fewer than asked
+    assert list(todo.values()) == [
+        {
+            "id": "constrained-082",
+            "concepts": WORDS,
+            "task": TASK,
+            "answer": RIGHT,
+            "verdict": "",
+            "note": "",
+        }
+    ]  # no grader's verdict for the auditor to see
+    assert blind_todo(drawn, {audit_key("constrained-082", RIGHT): {"verdict": "right"}}) == {}
+
+
+def test_excluding_an_audit_of_other_runs_is_refused(tmp_path: Path) -> None:
+    answers, _ = population([_run(tmp_path / "r.records.jsonl", "constrained-082")])
+    elsewhere = {audit_key("constrained-050", RIGHT): {"verdict": "right"}}
+
+    with pytest.raises(SystemExit, match="answers the population lacks"):
+        excluding(answers, elsewhere)
