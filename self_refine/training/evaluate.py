@@ -402,9 +402,9 @@ def _read_rows(path: str, option: str = "--items") -> list[dict[str, Any]]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
+        where = data.count(b"\n", 0, error.start) + 1
         raise ConfigError(
-            f"{path}:{line} is not UTF-8 text (byte 0x{data[error.start]:02x}): save the "
+            f"{path}:{where} is not UTF-8 text (byte 0x{data[error.start]:02x}): save the "
             f"{option} file as UTF-8"
         ) from None
     rows = []
