@@ -5,7 +5,8 @@
 Each RUN is the `--out` folder of `examples/train_grpo.py` run with `--eval-every K`
 (it holds `summary.json`, `held-out.jsonl` and `evaluation/evaluation.json`). Every
 held-out answer is judged again by today's check against its row's reference (the
-`answer` verifier where the reference has an `answer`, as `--task arithmetic`'s rows
+`stated_answer` check, the number the reply's last line states, where the reference
+has an `answer`, as `--task arithmetic`'s rows
 do, else `concepts`), so runs made before a change to the check are read by the same
 rule as runs made after it; the table gives both verdicts where they differ. Writes
 `NAME.md`, `NAME.json` and (with matplotlib) `NAME.png`.
@@ -21,6 +22,7 @@ from typing import Any
 
 from benchmarks.quality.intervals import wilson
 from self_refine.critics.verifiers import resolve_verifier
+from self_refine.training.answers import STATED_ANSWER
 
 __all__ = ["main", "read_run"]
 
@@ -55,7 +57,7 @@ def read_run(folder: Path, name: str | None = None) -> dict[str, Any]:
         _task_key(row["prompt"]): row["reference"]
         for row in map(json.loads, (folder / "held-out.jsonl").read_text().splitlines())
     }
-    checks = {name: resolve_verifier(name) for name in ("answer", "concepts")}
+    checks = {"answer": resolve_verifier(STATED_ANSWER), "concepts": resolve_verifier("concepts")}
 
     def right(task: str, text: str | None) -> bool:
         reference = references[task]
@@ -109,7 +111,7 @@ def _markdown(runs: list[dict[str, Any]], command: str) -> str:
         f"- command: `{command}`",
         "- acc@t1: the policy's greedy answer is right; acc@t2: right after one refinement "
         "of the wrong answers with the checks' feedback (the policy as refiner); Wilson 95% "
-        "intervals; every answer judged by today's check, `answer` where the row has a key, "
+        "intervals; every answer judged by today's check, `stated_answer` where the row has a key, "
         "else `concepts` (the verdict at the time in parentheses where it differs)",
         "",
         "| run | rollouts | step | acc@t1 | acc@t2 | wrong -> right |",
