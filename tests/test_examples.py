@@ -69,13 +69,11 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
 
 
 def test_the_training_examples_arithmetic_rows_carry_their_own_answers() -> None:
-    import importlib.util
     import re
 
-    spec = importlib.util.spec_from_file_location("train_grpo", ROOT / "examples/train_grpo.py")
-    assert spec is not None and spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    from tests.training.example import train_grpo
+
+    example = train_grpo()
     rows = example.arithmetic_rows(200, seed=3)
     signs = set()
     for row in rows:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.quality.intervals import mcnemar, paired_counts
-from benchmarks.training.curves import read_run
+from benchmarks.training.curves import finish_step_plot, read_run, write_results
 
 __all__ = ["compare", "main"]
 
@@ -187,13 +187,7 @@ def _plot(figures: dict[str, Any], arms: list[str], path: Path) -> bool:
             alpha=0.2,
             color=line.get_color(),
         )
-    axis.set_xlabel("GRPO step")
-    axis.set_ylabel("held-out acc@t2 (mean of seeds; range shaded)")
-    axis.set_ylim(0, 1)
-    axis.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    finish_step_plot(figure, axis, "held-out acc@t2 (mean of seeds; range shaded)", path)
     return True
 
 
@@ -216,11 +210,8 @@ def main(argv: list[str] | None = None) -> None:
         f"--{arm} " + " ".join(folder.name for folder in runs) for arm, runs in arms.items()
     )
     command = f"python -m benchmarks.training.seeds {given} --out {args.out.name}"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".md").write_text(_markdown(figures, names, command))
-    args.out.with_suffix(".json").write_text(json.dumps(figures, indent=1) + "\n")
-    drawn = _plot(figures, names, args.out.with_suffix(".png"))
-    print(f"wrote {args.out}.md, .json" + (", .png" if drawn else " (no matplotlib: no plot)"))
+    markdown = _markdown(figures, names, command)
+    write_results(args.out, markdown, figures, lambda path: _plot(figures, names, path))
 
 
 if __name__ == "__main__":

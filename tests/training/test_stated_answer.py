@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from typing import Any
-
 import pytest
 
 from self_refine.training import refine_rollout, verifier_reward
 from self_refine.training.answers import STATED_ANSWER, stated_answer
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _example() -> Any:
-    spec = importlib.util.spec_from_file_location("train_grpo", ROOT / "examples/train_grpo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.training.example import train_grpo
 
 
 @pytest.mark.parametrize(
@@ -86,7 +73,7 @@ def test_the_reward_and_the_rollout_read_the_check_by_its_name() -> None:
 
 
 def test_the_arithmetic_tasks_prompt_asks_for_the_form_the_check_reads() -> None:
-    example = _example()
+    example = train_grpo()
     make_rows, check, _ = example.TASKS["arithmetic"]
     assert check == "stated_answer"
     (row,) = make_rows(1, seed=0)

@@ -6,7 +6,6 @@ refusal that came after loading would say so instead.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -14,17 +13,14 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.training.example import train_grpo
+
 NO_MODEL = "local:/nonexistent/model.gguf"
 
 
 @pytest.fixture(scope="module")
 def example() -> Any:
-    spec = importlib.util.spec_from_file_location("train_grpo", ROOT / "examples/train_grpo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return train_grpo()
 
 
 def _run(example: Any, monkeypatch: pytest.MonkeyPatch, *argv: str) -> int:
