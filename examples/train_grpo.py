@@ -7,7 +7,10 @@ another local model string or a transformers model directory. The task
 by the `concepts` verifier, which also gives the reward; or `arithmetic`: a sum or
 difference of two small numbers, the `stated_answer` check comparing the number the
 reply's last line states ("The answer is N", as the prompt asks) with the row's key
-(a restated task or a stray last number does not pass). Each step samples 4 completions for
+(a restated task or a stray last number does not pass); or `code`: a small Python
+function whose prompt shows two examples, graded by five cases (`python_tests`, sandboxed),
+the refiner told by the `visible_tests` critic what its code returned on the two it was
+shown, which it could not know at turn 1. Each step samples 4 completions for
 each of 2 prompts; `refine_rollout` judges them, refines the wrong ones through the
 refine graph (the verifier's findings as the critique, the policy as refiner), and
 logs acc@t1, acc@t2, the transitions, how much turn 2 edits and the tokens each step
@@ -54,7 +57,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from self_refine.errors import ConfigError, SelfRefineError
 from self_refine.training import (
@@ -159,10 +162,67 @@ def arithmetic_rows(count: int, seed: int, skip: Iterable[str] = ()) -> list[dic
     return _draw(arithmetic_row, count, seed, skip)
 
 
+CODE_PROBLEMS: tuple[tuple[str, Callable[[list[int], int], Any]], ...] = (
+    # what solve(xs) returns, in words (k is the row's number), and the function computing it
+    (
+        "the sum of the numbers in xs that are greater than {k}",
+        lambda xs, k: sum(x for x in xs if x > k),
+    ),
+    ("how many numbers in xs are divisible by {k}", lambda xs, k: sum(x % k == 0 for x in xs)),
+    ("the list xs with every number multiplied by {k}", lambda xs, k: [x * k for x in xs]),
+    ("the {k} largest numbers of xs, largest first", lambda xs, k: sorted(xs, reverse=True)[:k]),
+    (
+        "the index of the first number in xs greater than {k}, or -1 if there is none",
+        lambda xs, k: next((i for i, x in enumerate(xs) if x > k), -1),
+    ),
+    (
+        "the list xs with every number below {k} replaced by {k}",
+        lambda xs, k: [max(x, k) for x in xs],
+    ),
+)
+
+
+def code_row(rng: random.Random) -> dict[str, Any]:
+    """A small function to write, with two examples shown and five cases graded.
+
+    The reference's `tests` hold every case (the reward and the verdicts run them);
+    `visible` holds the two the prompt shows, which the `visible_tests` critic runs, so
+    the refiner learns what its code returned on them.
+    """
+    words, compute = rng.choice(CODE_PROBLEMS)
+    k = rng.randint(2, 5)
+    cases = [[rng.randint(0, 12) for _ in range(rng.randint(3, 6))] for _ in range(5)]
+    asserts = [f"assert solve({xs}) == {compute(xs, k)!r}" for xs in cases]
+    shown = "; ".join(f"solve({xs}) == {compute(xs, k)!r}" for xs in cases[:2])
+    task = (
+        f"Write a Python function solve(xs) that returns {words.format(k=k)}. "
+        f"For example: {shown}. Reply with the function in a ```python block."
+    )
+    return {
+        "prompt": [{"role": "user", "content": task}],
+        "reference": {"tests": asserts, "visible": asserts[:2]},
+    }
+
+
+def code_rows(count: int, seed: int, skip: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """`count` distinct small code problems of the seed, none whose task is in `skip`."""
+    return _draw(code_row, count, seed, skip)
+
+
+class Task(NamedTuple):
+    """A task of the example: its rows, the check that judges, rewards and evaluates, the
+    refine prompts' profile, and the critic (None: the check's own findings)."""
+
+    rows: Callable[..., list[dict[str, Any]]]
+    check: str
+    profile: str
+    critic: str | None = None
+
+
 TASKS = {
-    # name: (rows, the check that judges, rewards and evaluates, the refine prompts' profile)
-    "concepts": (constrained_rows, "concepts", "constrained_generation"),
-    "arithmetic": (arithmetic_rows, "stated_answer", "math"),
+    "concepts": Task(constrained_rows, "concepts", "constrained_generation"),
+    "arithmetic": Task(arithmetic_rows, "stated_answer", "math"),
+    "code": Task(code_rows, "python_tests", "python_function", "visible_tests"),
 }
 
 
@@ -174,7 +234,7 @@ def split_rows(
     The held-out rows are the first `held_out` of the fixed `HELD_OUT_SEED` draw; the
     training rows are drawn with `seed` and skip every held-out task.
     """
-    make_rows = TASKS[task][0]
+    make_rows = TASKS[task].rows
     held = make_rows(held_out, HELD_OUT_SEED)
     return make_rows(prompts, seed, [row["prompt"][0]["content"] for row in held]), held
 
@@ -201,6 +261,11 @@ def check_out(args: argparse.Namespace) -> None:
     """
     out = Path(args.out)
     if not args.resume:
+        if (out / "run.json").is_file() and not args.replace:
+            raise ConfigError(
+                f"--out {str(out)!r} holds a run of this script (its run.json): pass --resume "
+                "to go on with it, --replace to start it over, or name a new folder"
+            )
         check_out_folder(out, WRITES, replace=args.replace)
         return
     manifest = out / "run.json"
@@ -294,10 +359,11 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     on_cpu = args.cpu or not torch.cuda.is_available()
     out = Path(args.out)
     model = trainable_model(args.model) if args.model.startswith("local") else args.model
-    _, verifier, profile = TASKS[args.task]
+    _, verifier, profile, critic = TASKS[args.task]
+    critics = None if critic is None else [critic]
     callbacks: list[Any] = [_step_lines(args.steps)]
     if args.eval_every:
-        evaluate = {"verifiers": [verifier], "profile": profile}
+        evaluate = {"verifiers": [verifier], "profile": profile, "critics": critics}
         callbacks.append(
             evaluation_callback(
                 held_out,
@@ -314,6 +380,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         else refine_rollout(
             rows,
             verifiers=[verifier],
+            critics=critics,
             profile=profile,
             train_on=args.train_on,
             failed=args.failed,
@@ -368,7 +435,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
 
 def _show(summary: dict[str, Any]) -> None:
     print(f"rollouts: {summary['rollouts']}")
-    turn_1 = f"self_refine/reward_t1/verifier_{TASKS[summary['task']][1]}"
+    turn_1 = f"self_refine/reward_t1/verifier_{TASKS[summary['task']].check}"
     print(
         "step  seconds  acc@t1  acc@t2  wrong->right  edited  reward  turn-1 reward  sampled tokens"
     )

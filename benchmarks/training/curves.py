@@ -23,7 +23,7 @@ from typing import Any
 
 from benchmarks.quality.intervals import wilson
 from self_refine.critics.verifiers import resolve_verifier
-from self_refine.training.answers import STATED_ANSWER
+from self_refine.training.checks import STATED_ANSWER
 
 __all__ = ["finish_step_plot", "main", "read_run", "write_results"]
 

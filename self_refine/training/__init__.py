@@ -14,7 +14,7 @@ transformers and TRL are imported only when used (`pip install
 "langgraph-self-refine[training]"`).
 """
 
-from self_refine.training.answers import STATED_ANSWER
+from self_refine.training.checks import STATED_ANSWER
 from self_refine.training.convert import trainable_model
 from self_refine.training.evaluate import Evaluation, evaluate_policy, evaluation_callback
 from self_refine.training.policy import PolicyCall, PolicyChatModel

@@ -447,6 +447,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("models", nargs="+", help="transformers model directories or checkpoints")
     parser.add_argument("--items", required=True, help="held-out items, one JSON row a line")
     parser.add_argument("--verifiers", required=True, help="comma-separated verifier names")
+    parser.add_argument(
+        "--critics",
+        help="comma-separated critics that tell the refiner (default: the verifiers' findings); "
+        "visible_tests for a code task whose prompts show examples",
+    )
     parser.add_argument("--profile", default="general")
     parser.add_argument("--trained-on", help="the training rows (JSONL): items in them refused")
     parser.add_argument("--max-new-tokens", type=int, default=256)
@@ -467,6 +472,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         options: dict[str, Any] = {
             "verifiers": [v.strip() for v in args.verifiers.split(",") if v.strip()],
             "profile": args.profile,
+            "critics": [c.strip() for c in args.critics.split(",") if c.strip()]
+            if args.critics
+            else None,
             "max_new_tokens": args.max_new_tokens,
             "draft_tokens": args.draft_tokens,
             "batch_size": args.batch_size,
@@ -474,7 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         for model in args.models:  # every model and option checked before the first loads
             _name_and_step(model)
-        refine_rollout(items, **{k: options[k] for k in ("verifiers", "profile")})
+        refine_rollout(items, **{k: options[k] for k in ("verifiers", "profile", "critics")})
         evaluations = []
         for model in args.models:
             evaluations.append(

@@ -15,7 +15,7 @@ from typing import Any
 
 from self_refine.critics import NotApplicable, Verifier, resolve_verifier
 from self_refine.errors import ConfigError
-from self_refine.training.answers import training_verifiers
+from self_refine.training.checks import training_verifiers
 from self_refine.training.tasks import completion_text, task_of
 
 __all__ = [

@@ -52,7 +52,7 @@ from self_refine.models.resolve import check_model, resolve_model
 from self_refine.prompts import get_profile
 from self_refine.settings.call import one_refinement
 from self_refine.settings.fields import RefineContext
-from self_refine.training.answers import training_verifiers
+from self_refine.training.checks import training_verifiers
 from self_refine.training.policy import TOKEN_ALIGNED_INPUTS, PolicyCall, PolicyChatModel
 from self_refine.training.samples import (
     FAILED,

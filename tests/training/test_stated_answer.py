@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from self_refine.training import refine_rollout, verifier_reward
-from self_refine.training.answers import STATED_ANSWER, stated_answer
+from self_refine.training.checks import STATED_ANSWER, stated_answer
 from tests.training.example import train_grpo
 
 

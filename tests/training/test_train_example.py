@@ -92,6 +92,8 @@ def test_resume_needs_a_run_of_this_script_with_the_same_settings(
     assert _run(example, monkeypatch, "--out", str(tmp_path), "--resume", "--seed", "1") == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert "has seed 0, this command 1" in line
+    assert _run(example, monkeypatch, "--out", str(tmp_path)) == 2  # neither resumed nor replaced
+    assert "holds a run of this script (its run.json): pass --resume" in capsys.readouterr().err
 
 
 def test_a_model_path_that_is_no_model_is_refused_before_anything_is_written(

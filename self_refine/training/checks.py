@@ -1,4 +1,9 @@
-"""The `stated_answer` check: an answer counts only where the reply states it, in its last line.
+"""The checks the training package adds to the built-in verifiers, by name.
+
+`stated_answer`: an answer counts only where the reply states it, in its last line.
+`visible_tests`: a critic for code tasks that runs only the examples the prompt shows.
+
+## stated_answer
 
 The `answer` verifier reads a draft's final answer wherever it can find one, down to the
 last number of the text. That serves a benchmark that grades what a model meant; as a
@@ -17,6 +22,15 @@ the `answer` verifier compares (`answers_match`). The reward (`verifier_reward`)
 rollout's turn-1 and turn-2 verdicts and `evaluate_policy` all take the check by its name,
 `"stated_answer"`, which resolves to this one `STATED_ANSWER` wherever the training
 package reads verifier names; the task's prompt must ask for the form.
+
+## visible_tests
+
+A code task's reference holds every test in `tests` (graded, by the `python_tests`
+verifier, for the reward and the verdicts) and the examples its prompt shows in
+`visible`. As the critic (`critics=["visible_tests"]`), `VISIBLE_TESTS` runs the visible
+examples alone, sandboxed as `python_tests` runs them, so the refiner is told what its
+code returned on the examples it was shown ("solve([3, 8, 1]) returned 12, expected 8"):
+information the policy lacks at turn 1, while the hidden tests only grade.
 """
 
 from __future__ import annotations
@@ -26,10 +40,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from self_refine.critics.verifiers.answer import ANSWER, answers_match
-from self_refine.critics.verifiers.base import BuiltinVerifier
+from self_refine.critics.verifiers.base import BuiltinVerifier, reference_field
+from self_refine.critics.verifiers.python_tests import PYTHON_TESTS
 from self_refine.state import Critique
 
-__all__ = ["STATED_ANSWER", "TRAINING_VERIFIERS", "stated_answer", "training_verifiers"]
+__all__ = [
+    "STATED_ANSWER",
+    "TRAINING_VERIFIERS",
+    "VISIBLE_TESTS",
+    "stated_answer",
+    "training_verifiers",
+]
 
 _NUMBER = r"[-+\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 _STATED = re.compile(
@@ -75,7 +96,23 @@ STATED_ANSWER = BuiltinVerifier(
     judge=_judge,
 )
 
-TRAINING_VERIFIERS: dict[str, BuiltinVerifier] = {STATED_ANSWER.name: STATED_ANSWER}
+
+def _visible(reference: Any) -> Any:
+    return PYTHON_TESTS.prepare(
+        {"tests": reference_field(reference, "visible", '["assert solve([1, 2]) == 3"]')}
+    )
+
+
+VISIBLE_TESTS = BuiltinVerifier(
+    name="visible_tests",
+    summary='the code passes reference["visible"], the examples the prompt shows, sandboxed',
+    prepare=_visible,
+    judge=PYTHON_TESTS.judge,
+)
+
+TRAINING_VERIFIERS: dict[str, BuiltinVerifier] = {
+    check.name: check for check in (STATED_ANSWER, VISIBLE_TESTS)
+}
 """The checks the training package adds to the built-in verifiers, by name."""
 
 
