@@ -74,11 +74,11 @@ def test_the_reward_and_the_rollout_read_the_check_by_its_name() -> None:
 
 def test_the_arithmetic_tasks_prompt_asks_for_the_form_the_check_reads() -> None:
     example = train_grpo()
-    make_rows, check, _ = example.TASKS["arithmetic"]
-    assert check == "stated_answer"
-    (row,) = make_rows(1, seed=0)
-    task = row["prompt"][0]["content"]
-    form = task.split("End your reply with: ")[1]
+    task = example.TASKS["arithmetic"]
+    assert (task.check, task.critic) == ("stated_answer", None)  # it judges, rewards, critiques
+    (row,) = task.rows(1, seed=0)
+    prompt = row["prompt"][0]["content"]
+    form = prompt.split("End your reply with: ")[1]
     assert form == "The answer is <number>."
     following = form.replace("<number>", str(row["reference"]["answer"]))
-    assert STATED_ANSWER(task, f"Let me work it out.\n{following}", row["reference"]).done
+    assert STATED_ANSWER(prompt, f"Let me work it out.\n{following}", row["reference"]).done
