@@ -135,7 +135,8 @@ def _draw(
     skip: Iterable[str] = (),
 ) -> list[dict[str, Any]]:
     """`count` rows of distinct tasks, none of them in `skip`, drawn in the seed's order."""
-    rng, seen, rows = random.Random(seed), set(skip), []
+    rng, seen = random.Random(seed), set(skip)
+    rows: list[dict[str, Any]] = []
     for _ in range(count * 100 + 1000):
         if len(rows) == count:
             return rows
