@@ -59,7 +59,7 @@ _STATED = re.compile(
     re.I,
 )
 _IGNORED = str.maketrans("", "", "*`$")
-FORM = 'end your reply with a last line "The answer is <number>."'
+_FORM = 'end your reply with a last line "The answer is <number>."'
 """What the check's feedback asks for, in the words a task's prompt should use too."""
 
 
@@ -77,7 +77,7 @@ def stated_answer(reply: str) -> str | None:
 def _judge(task: str, draft: str, expected: Any) -> Critique:
     value = stated_answer(draft)
     if value is None:
-        return Critique(feedback=[f"No stated final answer in the last line: {FORM}"], score=0.0)
+        return Critique(feedback=[f"No stated final answer in the last line: {_FORM}"], score=0.0)
     if answers_match(value, expected):
         return Critique(score=1.0, done=True)
     return Critique(
