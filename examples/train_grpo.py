@@ -324,15 +324,25 @@ def matched_generations(run: Path, prompts_per_step: int) -> tuple[int, str]:
             f"--match-tokens {str(run)!r}: cannot read its run.json and log_history.json "
             f"({error}): name the --out of a finished refine run of this script"
         ) from None
-    steps = [e for e in history if isinstance(e, dict) and "self_refine/sampled_tokens" in e]
-    if recorded.get("plain") or not steps:
+    steps = [
+        e
+        for e in (history if isinstance(history, list) else [])
+        if isinstance(e, dict)
+        and {"self_refine/sampled_tokens", "self_refine/draft_tokens"} <= set(e)
+    ]
+    completions = (
+        recorded.get("generations", 0) * recorded.get("prompts_per_step", 0)
+        if isinstance(recorded, dict)
+        else 0
+    )
+    if not isinstance(recorded, dict) or recorded.get("plain") or not steps or not completions:
         raise ConfigError(
             f"--match-tokens {str(run)!r} is no refine run with logged tokens: name the --out "
             "of a refine run (without --plain) made by this version of the script"
         )
     sampled = sum(e["self_refine/sampled_tokens"] for e in steps) / len(steps)
     drafts = sum(e["self_refine/draft_tokens"] for e in steps) / len(steps)
-    per_draft = drafts / (recorded["generations"] * recorded["prompts_per_step"])
+    per_draft = drafts / completions
     generations = max(2, round(sampled / (per_draft * prompts_per_step)))
     note = (
         f"token-matched: {generations} completions per prompt ({run} sampled {sampled:.0f} "

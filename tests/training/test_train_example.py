@@ -149,4 +149,7 @@ def test_token_matching_needs_a_plain_run_and_a_refine_run_to_match(
     plain = _refine_run(tmp_path / "plain", plain=True)
     assert _run(example, monkeypatch, "--plain", "--match-tokens", str(plain), "--out", out) == 2
     assert "is no refine run with logged tokens" in capsys.readouterr().err
+    (run / "run.json").write_text("[]")  # no settings in it
+    assert _run(example, monkeypatch, "--plain", "--match-tokens", str(run), "--out", out) == 2
+    assert "is no refine run with logged tokens" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
