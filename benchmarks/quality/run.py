@@ -159,40 +159,33 @@ async def _condition(
     firsts: list[str],
     args: argparse.Namespace,
 ) -> list[dict[str, Any]]:
-    from self_refine import arefine_batch
+    """The condition's records, in item order: one batch per verifier the items' checks
+    name (most sets name one for all; a HumanEval problem whose docstring shows no
+    executable example runs with the critic alone), every answer judged by the grader."""
     from self_refine.batch.judge import is_echo
 
     checks = [run_checks(name, item, "task") for item in items]
-    verifier = checks[0].verifier  # the same for every item of a set
-    best_of = condition == "bestofn"
-    guided = [verifier, "llm"] if verifier else ["llm"]
-    options: dict[str, Any] = {
-        "critics": ["llm"] if condition == "intrinsic" else guided,
-        "max_iterations": args.k,
-    }
-    if condition == "candidates":
-        options["candidates"] = args.candidates
-    if best_of:
-        options.update(critics=guided[:1], candidates=args.best_of, max_iterations=0)
-    if args.refine_form:
-        options["refine_form"] = args.refine_form
-    result = await arefine_batch(
-        [item["task"] for item in items],
-        model=model,
-        answers=None if best_of else firsts,
-        references=[c.reference for c in checks],
-        ids=[item["id"] for item in items],
-        verifiers=[verifier] if verifier else [],
-        refine_only_incorrect=condition == "trainer",
-        concurrency=1,
-        profile=PROFILE[name],
-        **options,
-    )
     grader = Grader(name)
+    done: list[tuple[dict[str, Any] | None, str, str | None]] = [(None, "", None)] * len(items)
+    for verifier in dict.fromkeys(c.verifier for c in checks):
+        group = [i for i, c in enumerate(checks) if c.verifier == verifier]
+        result = await _batch(
+            model,
+            name,
+            condition,
+            [items[i] for i in group],
+            [firsts[i] for i in group],
+            [checks[i].reference for i in group],
+            verifier,
+            args,
+        )
+        errors = _errors(result.errors, len(group))
+        for index, record, answer, error in zip(
+            group, result.records, result.answers, errors, strict=True
+        ):
+            done[index] = (record, answer, error)
     records = []
-    for item, record, answer, error in zip(
-        items, result.records, result.answers, _errors(result.errors, len(items)), strict=True
-    ):
+    for item, (record, answer, error) in zip(items, done, strict=True):
         record = rejudge(
             _graded(
                 dict(record or {"id": item["id"], "answer": answer, "correct_first": False}),
@@ -209,6 +202,45 @@ async def _condition(
         record["forms"] = answer_forms(item["task"], final, item["grade"], worded)
         records.append(record)
     return records
+
+
+async def _batch(
+    model: Any,
+    name: str,
+    condition: str,
+    items: list[dict[str, Any]],
+    firsts: list[str],
+    references: list[dict[str, Any]],
+    verifier: str | None,
+    args: argparse.Namespace,
+) -> Any:
+    """One batch of the condition: items whose run checks drafts with `verifier`."""
+    from self_refine import arefine_batch
+
+    best_of = condition == "bestofn"
+    guided = [verifier, "llm"] if verifier else ["llm"]
+    options: dict[str, Any] = {
+        "critics": ["llm"] if condition == "intrinsic" else guided,
+        "max_iterations": args.k,
+    }
+    if condition == "candidates":
+        options["candidates"] = args.candidates
+    if best_of:
+        options.update(critics=guided[:1], candidates=args.best_of, max_iterations=0)
+    if args.refine_form:
+        options["refine_form"] = args.refine_form
+    return await arefine_batch(
+        [item["task"] for item in items],
+        model=model,
+        answers=None if best_of else firsts,
+        references=references,
+        ids=[item["id"] for item in items],
+        verifiers=[verifier] if verifier else [],
+        refine_only_incorrect=condition == "trainer",
+        concurrency=1,
+        profile=PROFILE[name],
+        **options,
+    )
 
 
 def best_of_n(first: dict[str, Any], matched: dict[str, Any] | None) -> int:
