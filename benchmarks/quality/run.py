@@ -53,8 +53,9 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from benchmarks.quality.document import add_model_options, document, examples_of
 from benchmarks.quality.feedback import Grader, run_checks
-from benchmarks.quality.figures import condition_figures
+from benchmarks.quality.figures import condition_figures, correct_at
 from benchmarks.quality.honesty import answer_forms, rejudge
+from benchmarks.quality.intervals import mcnemar, paired_counts
 from benchmarks.quality.outputs import dated_stem, refuse_existing
 from benchmarks.quality.sets import PARTS, PROFILE, SETS_DIR
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, REFINE_FORMS
@@ -210,7 +211,7 @@ async def _batch(
     condition: str,
     items: list[dict[str, Any]],
     firsts: list[str],
-    references: list[dict[str, Any]],
+    references: list[dict[str, Any] | None],
     verifier: str | None,
     args: argparse.Namespace,
 ) -> Any:
@@ -257,6 +258,16 @@ def best_of_n(first: dict[str, Any], matched: dict[str, Any] | None) -> int:
     if matched is None or tokens(first) <= 0:
         return 4
     return max(2, min(CANDIDATES_LIMIT, math.ceil(tokens(matched) / tokens(first))))
+
+
+def _paired(
+    mine: list[dict[str, Any]], k: int, other: list[dict[str, Any]], other_k: int
+) -> dict[str, Any]:
+    """Two conditions' final answers on the same items: gained, lost, exact McNemar p."""
+    gained, lost = paired_counts(
+        [correct_at(r, k)[-1] for r in mine], [correct_at(r, other_k)[-1] for r in other]
+    )
+    return {"items": len(mine), "gained": gained, "lost": lost, "mcnemar_p": mcnemar(gained, lost)}
 
 
 def _errors(errors: dict[int, str], size: int) -> list[str | None]:
@@ -344,6 +355,10 @@ async def run(
                 figures["n"] = args.candidates
             results[name][condition] = figures
             runs[condition] = done
+        if "candidates" in runs and "bestofn" in runs:
+            results[name]["candidates"]["against_bestofn"] = _paired(
+                runs["candidates"], args.k, runs["bestofn"], 0
+            )
         examples[name] = examples_of(runs)
         records[name] = runs
     finished = document(args, model, results, examples)
