@@ -272,12 +272,13 @@ def _set_tables(
     lines += [
         "",
         "| strategy | tokens/item read at "
-        f"{multiples[-1]}x | tokens/item run | s/item | refine replies unchanged | "
+        f"{multiples[-1]}x | tokens/item run | calls/item run | s/item | refine replies "
+        "unchanged | "
         "right->wrong (vs first draft) | lost between budgets | gamed at "
         f"{multiples[-1]}x | no answer yet at "
         + "/".join(f"{m}x" for m in multiples)
         + " | stop reasons | errors |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for strategy, f in runs.items():
         last = f["budgets"][-1]
@@ -288,6 +289,7 @@ def _set_tables(
             strategy,
             _num(last["tokens_per_item"]),
             _num(f["run_tokens_per_item"]),
+            _num(f.get("run_calls_per_item"), 1),
             _num(f["seconds_per_item"], 1),
             replies,
             str(last["right_to_wrong"]),

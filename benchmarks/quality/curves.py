@@ -152,6 +152,9 @@ def strategy_figures(
         "budgets": per_budget,
         "lost_between_budgets": lost,
         "run_tokens_per_item": sum(int(r.get("run_tokens", 0)) for r in records) / n if n else 0.0,
+        "run_calls_per_item": (
+            sum(calls_at(r.get("attempts") or []) for r in records) / n if n else 0.0
+        ),
         "seconds_per_item": sum(float(r.get("seconds", 0.0)) for r in records) / n if n else 0.0,
         "asked_per_item": _asked(records),
         **_unchanged(records),
@@ -178,19 +181,22 @@ def differences(
         for index, multiple in enumerate(multiples):
             mine = [_right(r, index) for r in records]
             theirs = [_right(r, index) for r in base]
-            gained, lost = paired_counts(mine, theirs)
             found[strategy].append(
                 {
                     "multiple": multiple,
                     **bootstrap.difference(
                         list(map(float, mine)), list(map(float, theirs))
                     ).as_dict(),
-                    "gained": gained,
-                    "lost": lost,
-                    "mcnemar_p": mcnemar(gained, lost),
+                    **_tested(mine, theirs),
                 }
             )
     return found
+
+
+def _tested(mine: Sequence[bool], theirs: Sequence[bool]) -> dict[str, Any]:
+    """The paired test of two strategies' verdicts on the same items."""
+    gained, lost = paired_counts(mine, theirs)
+    return {"gained": gained, "lost": lost, "mcnemar_p": mcnemar(gained, lost)}
 
 
 def matched_spend(
@@ -226,8 +232,6 @@ def matched_spend(
             tokens = sum(_spent(r, index)[0] for r in records) / n if n else 0.0
             near = min(curve, key=lambda point: (abs(point[0] - tokens), point[2]))
             mine = [_right(r, index) for r in records]
-            theirs = [_right(r, near[2]) for r in base]
-            gained, lost = paired_counts(mine, theirs)
             value, beyond = _interpolated(curve, tokens)
             found[strategy].append(
                 {
@@ -242,9 +246,7 @@ def matched_spend(
                         "accuracy": near[1],
                     },
                     "items": n,
-                    "gained": gained,
-                    "lost": lost,
-                    "mcnemar_p": mcnemar(gained, lost),
+                    **_tested(mine, [_right(r, near[2]) for r in base]),
                 }
             )
     return found

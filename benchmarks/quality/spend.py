@@ -26,9 +26,11 @@ constants, defaults and forms are chosen).
 the run would have answered had it stopped there (`anytime.py`), judged by the set's
 exact checker on its grading data: an echo of the prompt, feedback wording taken over or
 a gamed form the checker fails counts wrong. Per set and strategy: accuracy at each
-budget with its 95% interval, its difference from sample's (paired bootstrap over items),
-the tokens spent, the share of refine replies rejected as unchanged, and answers turned
-from right to wrong (`curves.py`).
+budget with its 95% interval, its difference from sample's (paired bootstrap over items,
+items gained / lost, exact McNemar p), the same against sample at matched reply tokens,
+the spend per item (tokens read, reply tokens, model requests), the share of refine
+replies rejected as unchanged, and answers turned from right to wrong (`curves.py`).
+`python -m benchmarks.quality.rebuild` works a page out again from its records.
 
 Writes `budget-<model>-<date>-<hhmm>.json` (every figure), `.records.jsonl` (every item's
 run and readings), `.md` (a table per set) and `.png` (accuracy against budget) under

@@ -295,16 +295,21 @@ async def test_a_second_run_asks_the_model_nothing_and_gives_the_same_records(
     assert _without_timing(again) == _without_timing(records)
 
 
-async def test_every_strategy_is_read_at_every_budget_and_compared_with_sample(
-    tmp_path: Path,
-) -> None:
-    model = FakeChatModel(
+def _one_reply_model() -> FakeChatModel:
+    """A model whose every draft misses a word: nothing is ever right."""
+    return FakeChatModel(
         script={
             "generator": ["The train left."],
             "critic": [critique(["Use every word."], score=0.3)],
             "refiner": ["The train left the river."],
         }
     )
+
+
+async def test_every_strategy_is_read_at_every_budget_and_compared_with_sample(
+    tmp_path: Path,
+) -> None:
+    model = _one_reply_model()
     given = ["--n", "2", "--sets", "constrained", "--no-cache", "--resamples", "200"]
     document, records, paths = await run(arguments([*given, "--out", str(tmp_path)]), model)
     result = document["results"]["constrained"]
@@ -527,13 +532,7 @@ async def test_a_page_rebuilt_from_the_records_alone_tells_the_runs_figures(
 ) -> None:
     from benchmarks.quality.rebuild import main as rebuild
 
-    model = FakeChatModel(
-        script={
-            "generator": ["The train left."],
-            "critic": [critique(["Use every word."], score=0.3)],
-            "refiner": ["The train left the river."],
-        }
-    )
+    model = _one_reply_model()
     given = ["--n", "2", "--sets", "constrained", "--no-cache", "--resamples", "200"]
     given += ["--strategies", "sample,refine", "--out", str(tmp_path / "run"), "--name", "budget-x"]
     document, records, paths = await run(arguments(given), model)
