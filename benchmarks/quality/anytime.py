@@ -12,6 +12,16 @@ a step read in part counts as the candidates read, the library's pick among them
 is one order. A run that votes (`select="vote"`) answers with the vote among the drafts
 read (`voted_candidate`; over one refine chain, `voted_attempt`), as its finalize does
 among all of them.
+
+What a reading spent is told three ways: the tokens read (prompt and reply, the budget's
+unit), the reply tokens among them (`output_tokens_at`: what the model generated, pass@t's
+tokens sampled) and the model requests among them (`calls_at`), counted from the attempts
+as the library records them: each reply (a rejected reply asked again is a second), each
+critique the LLM critic wrote (a critique whose source names `llm`; a draft critiqued
+again unchanged reuses its critique with no call), and each critique asked again (in plain
+text after an unreadable structured reply, or after an empty one). On every budget run
+committed before this count, it equals the requests the run's reply cache counted
+(`asked`: calls and hits) at the largest budget.
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ from typing import Any
 
 from self_refine.nodes.ranking import best_attempt, best_candidate, voted_attempt, voted_candidate
 
-__all__ = ["Reading", "answer_at", "output_tokens_at", "tokens_of"]
+__all__ = ["Reading", "answer_at", "calls_at", "output_tokens_at", "tokens_of"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,36 @@ def _output_of(attempt: dict[str, Any], candidate: dict[str, Any] | None) -> int
         int((c.get("usage") or {}).get("output_tokens", 0)) for c in attempt.get("candidates", [])
     )
     return max(int((attempt.get("usage") or {}).get("output_tokens", 0)) - others, 0)
+
+
+def calls_at(attempts: Sequence[dict[str, Any]], budget: int | None = None) -> int:
+    """The model requests among the replies read within `budget` (prompt and reply) tokens
+    (None: all of them), each reply's critique and any reply or critique asked again."""
+    spent = calls = 0
+    previous: str | None = None
+    for attempt in attempts:
+        for tokens, candidate in _units(attempt):
+            if budget is not None and spent + tokens > budget:
+                return calls
+            spent += tokens
+            calls += _calls_of(attempt, candidate, previous)
+        previous = str(attempt.get("draft", ""))
+    return calls
+
+
+def _calls_of(
+    attempt: dict[str, Any], candidate: dict[str, Any] | None, previous: str | None
+) -> int:
+    """A unit's requests: its reply, its critique when the LLM critic wrote one, and every
+    reply or critique asked again (the problems say so)."""
+    drafted = candidate if candidate is not None else attempt
+    critique = drafted.get("critique") or {}
+    critiqued = "llm" in str(critique.get("source") or "").split("+")
+    if candidate is None and "candidates" not in attempt:  # a step of one reply
+        critiqued = critiqued and str(attempt.get("draft", "")) != previous
+    problems = [str(p) for p in drafted.get("problems") or []]
+    again = sum("asked again" in p or p.endswith(" twice") for p in problems)
+    return 1 + int(critiqued) + again
 
 
 def read_nodes(attempts: Sequence[dict[str, Any]], budget: int) -> set[int]:
