@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from self_refine.batch.engines import LocalEngine
+from self_refine.batch.heap import long_lived_frozen
 from self_refine.batch.items import BatchItem
 from self_refine.batch.job import BatchJob
 from self_refine.batch.runner import BatchRunner, run_items
@@ -153,6 +154,8 @@ class ItemWorker:
                 saver = await self._stack.enter_async_context(opened)
                 graph = self._recipe().compile(checkpointer=saver, name=GRAPH_NAME)
                 self._runner = self._job.runner(LocalEngine(graph))
+                # What is alive now lives as long as the actor: out of the collector's passes.
+                self._stack.enter_context(long_lived_frozen())
         return self._runner
 
     async def ready(self) -> str:

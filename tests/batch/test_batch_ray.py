@@ -236,6 +236,44 @@ def test_a_batch_begun_without_ray_continues_on_ray_running_only_the_items_left(
     assert json.loads((workdir / "s.json").read_text())["items"] == 10
 
 
+def test_the_batch_api_refuses_a_checkpointer_or_a_cluster_without_a_database() -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from self_refine import arefine_batch
+
+    with pytest.raises(ConfigError, match="keeps its threads in engine's db"):
+        asyncio.run(
+            arefine_batch(["t"], model="offline", engine=RayEngine(), checkpointer=InMemorySaver())
+        )
+    with pytest.raises(ConfigError, match="a batch on Ray needs a checkpoint database"):
+        asyncio.run(arefine_batch(["t"], model="offline", engine=RayEngine("head:6379")))
+
+
+@pytest.mark.integration
+def test_the_batch_api_on_ray_answers_as_it_does_in_this_process(ray_temp: Path) -> None:
+    from self_refine import RefineContext, arefine_batch
+
+    dataset = math_dataset(per_kind=1)
+    tasks = [item["task"] for item in dataset.items]
+    references = [item["reference"] for item in dataset.items]
+    patch = pytest.MonkeyPatch()
+    for name, value in _ray_env(ray_temp).items():
+        patch.setenv(name, value)
+    try:
+        with OpenAIServer(responder=MathResponder(dataset)) as model:
+            settings = RefineContext(base_url=model.base_url, api_key="unused")
+            given = {"model": "test-model", "references": references, "settings": settings}
+            here = asyncio.run(arefine_batch(tasks, **given))
+            on_ray = asyncio.run(arefine_batch(tasks, engine=RayEngine(actors=2), **given))
+    finally:
+        patch.undo()
+    assert on_ray.errors == {}
+    assert on_ray.answers == here.answers
+    for key in ("items", "accuracy_first", "accuracy_final", "transitions"):
+        assert on_ray.summary[key] == here.summary[key], key
+    assert on_ray.summary["accuracy_final"] > on_ray.summary["accuracy_first"]
+
+
 # --- on a cluster of two nodes, one of which dies -------------------------------------------
 
 
