@@ -175,20 +175,33 @@ class ItemWorker:
 class _Pool:
     """The actors, each item handed to the one with the fewest items in hand.
 
-    An actor that was lost is left out until it answers again (Ray restarts it,
-    on another node when its own died): its items go to the others meanwhile.
+    An actor that was lost is left out until it answers again: Ray restarts one
+    whose worker died; one whose node died is gone for good (it was pinned there),
+    and `spawn(nodes)` starts another on the alive node with the fewest of the
+    actors' `nodes`. Its items go to the others meanwhile.
     """
 
-    def __init__(self, ray: Any, actors: list[Any], note: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        ray: Any,
+        actors: list[Any],
+        nodes: list[str],
+        spawn: Callable[[list[str]], tuple[Any, str]],
+        note: Callable[[str], None],
+    ) -> None:
         self._ray = ray
         self._actors = actors
+        self._nodes = nodes
+        self._spawn = spawn
         self._held = [0] * len(actors)
         self._down: set[int] = set()
         self._probes: dict[int, asyncio.Task[None]] = {}
         self._note = note
         errors = ray.exceptions
+        self._gone = (errors.ActorDiedError, errors.ActorUnschedulableError)
         self._lost = (
             errors.RayActorError,
+            errors.ActorUnschedulableError,
             errors.WorkerCrashedError,
             errors.NodeDiedError,
             errors.ObjectLostError,
@@ -204,15 +217,24 @@ class _Pool:
             self._probes[index] = asyncio.create_task(self._probe(index))
 
     async def _probe(self, index: int) -> None:
-        """Ask the lost actor until it answers (restarted), then hand it items again."""
+        """Ask the lost actor until it answers (restarted), starting another in its place
+        when it is gone; then hand it items again."""
         pause = PAUSE
         while True:
             try:
-                await self._actors[index].ready.remote()
+                node = await self._actors[index].ready.remote()
+            except self._gone:
+                others = self._nodes[:index] + self._nodes[index + 1 :]
+                self._actors[index], self._nodes[index] = self._spawn(others)
+                self._note(
+                    f"Ray: actor {index + 1} of {len(self._actors)} is gone with its node; "
+                    "another starts on a node that is alive"
+                )
             except self._lost:
                 await asyncio.sleep(pause)
                 pause = min(2 * pause, 10.0)
             else:
+                self._nodes[index] = str(node)
                 self._down.discard(index)
                 return
 
@@ -234,6 +256,8 @@ class _Pool:
                         f"{_LOST} {RETRIES + 1} times ({type(error).__name__}: {reason})"
                     ) from None
                 self._lose(index)
+                if isinstance(error, self._gone):
+                    reason = "the actor is gone with its node"
                 self._note(
                     f"item {item.id!r}: {_LOST} ({type(error).__name__}: {reason}); running it "
                     f"again from its last checkpoint ({attempt + 2} of {RETRIES + 1} tries)"
@@ -254,6 +278,11 @@ class _Pool:
         """Stop asking lost actors."""
         for probe in self._probes.values():
             probe.cancel()
+
+
+def _alive(ray: Any) -> list[str]:
+    """The ids of the cluster's nodes that are alive, in Ray's order."""
+    return [str(node["NodeID"]) for node in ray.nodes() if node.get("Alive")]
 
 
 def _short(text: str, limit: int = 160) -> str:
@@ -305,24 +334,30 @@ async def run_on_ray(
     try:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        alive = [str(node["NodeID"]) for node in ray.nodes() if node.get("Alive")]
-        count = engine.actors or max(1, len(alive))
+        count = engine.actors or max(1, len(_alive(ray)))
         calls = math.ceil(job.concurrency / count)
         worker = ray.remote(
             num_cpus=0, max_restarts=-1, max_task_retries=0, max_concurrency=open_items(calls)
         )(ItemWorker)
 
-        def placed(index: int) -> Any:
-            """The actor's options: its own node (in turn), another when that one is gone."""
+        def spawn(nodes: list[str]) -> tuple[Any, str]:
+            """A new actor, pinned to the alive node that holds the fewest of `nodes`; and
+            that node."""
+            alive = _alive(ray)
             if not alive:
-                return worker
-            node = alive[index % len(alive)]
-            where = NodeAffinitySchedulingStrategy(node, soft=True)
-            return worker.options(scheduling_strategy=where)
+                return worker.remote(job, recipe, db, calls), ""
+            node = min(alive, key=nodes.count)
+            where = NodeAffinitySchedulingStrategy(node, soft=False)
+            actor = worker.options(scheduling_strategy=where).remote(job, recipe, db, calls)
+            return actor, node
 
         try:
-            actors = [placed(i).remote(job, recipe, db, calls) for i in range(count)]
-            nodes = await asyncio.gather(*(actor.ready.remote() for actor in actors))
+            placed: list[str] = []
+            for _ in range(count):
+                actor, node = spawn(placed)
+                actors.append(actor)
+                placed.append(node)
+            nodes = list(await asyncio.gather(*(actor.ready.remote() for actor in actors)))
         except ray.exceptions.RayError as error:
             cause = getattr(error, "cause", None) or error
             reason = " ".join(str(cause).split())[:500]
@@ -335,7 +370,7 @@ async def run_on_ray(
             f"Ray: {count} actor(s) ready on {len(set(nodes))} node(s), {calls} model call(s) "
             f"at once each, after {time.perf_counter() - started:.1f} s"
         )
-        pool = _Pool(ray, actors, on_note)
+        pool = _Pool(ray, actors, nodes, spawn, on_note)
         try:
             await run_items(
                 pool.run_item,

@@ -46,6 +46,13 @@ def _ray_env(temp: Path) -> dict[str, str]:
     return {"RAY_TMPDIR": str(temp), "PYTHONPATH": path, "LANGSMITH_TRACING": "false"}
 
 
+def _one_machine(workdir: Path, model: OpenAIServer, output: str, db: str) -> list[dict[str, Any]]:
+    """The records of the batch of in.jsonl run in this machine's process, without Ray."""
+    done = run_cli("batch", "in.jsonl", "-o", output, "--db", db, *_model(model), cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    return _records(workdir / output)
+
+
 @pytest.fixture
 def ray_temp() -> Iterator[Path]:
     """A short private folder for Ray's sockets and logs (a socket's path has at most 107
@@ -134,9 +141,15 @@ class _TaskError(Exception):
         self.cause = cause
 
 
+class _Gone(_Lost):
+    """Stands for ray.exceptions.ActorDiedError: the actor will not come back."""
+
+
 class _FakeRay:
     class exceptions:  # noqa: N801 - the attribute names of the ray module
         RayActorError = _Lost
+        ActorDiedError = _Gone
+        ActorUnschedulableError = type("ActorUnschedulableError", (Exception,), {})
         WorkerCrashedError = type("WorkerCrashedError", (Exception,), {})
         NodeDiedError = type("NodeDiedError", (Exception,), {})
         ObjectLostError = type("ObjectLostError", (Exception,), {})
@@ -144,10 +157,15 @@ class _FakeRay:
 
 
 class _Ready:
-    """An actor's `ready` method: it answers (the actor was restarted)."""
+    """An actor's `ready` method: it answers (the actor was restarted), or says it is gone."""
+
+    def __init__(self, gone: bool = False) -> None:
+        self.gone = gone
 
     def remote(self) -> Any:
         async def reply() -> str:
+            if self.gone:
+                raise _Gone("the actor's node died")
             return "node"
 
         return reply()
@@ -156,11 +174,11 @@ class _Ready:
 class _Actor:
     """An actor handle whose calls fail as scripted (an exception), else return a record."""
 
-    def __init__(self, script: list[Exception | None]) -> None:
+    def __init__(self, script: list[Exception | None], gone: bool = False) -> None:
         self.script = script
         self.calls = 0
         self.run_item = self
-        self.ready = _Ready()
+        self.ready = _Ready(gone)
 
     def remote(self, item: BatchItem) -> Any:
         self.calls += 1
@@ -174,10 +192,18 @@ class _Actor:
         return reply()
 
 
+def _pool(actors: list[_Actor], notes: list[str], spawned: list[_Actor] | None = None) -> _Pool:
+    def spawn(nodes: list[str]) -> tuple[Any, str]:
+        assert spawned, "no actor was to be started"
+        return spawned.pop(0), "another node"
+
+    return _Pool(_FakeRay, list(actors), ["node"] * len(actors), spawn, notes.append)
+
+
 def test_an_item_whose_actor_was_lost_is_handed_again_and_said_so() -> None:
     notes: list[str] = []
     actor = _Actor([_Lost("The actor died unexpectedly")])
-    pool = _Pool(_FakeRay, [actor], notes.append)
+    pool = _pool([actor], notes)
     record = asyncio.run(pool.run_item(BatchItem("q1", "task")))
     assert record == {"id": "q1", "answer": "42"}
     assert actor.calls == 2
@@ -190,12 +216,35 @@ def test_an_item_lost_every_time_fails_and_an_error_inside_the_actor_is_raised_a
     notes: list[str] = []
     lost = _Actor([_Lost("gone")] * (RETRIES + 1))
     with pytest.raises(RuntimeError, match=f"its Ray worker was lost {RETRIES + 1} times"):
-        asyncio.run(_Pool(_FakeRay, [lost], notes.append).run_item(BatchItem("q1", "task")))
+        asyncio.run(_pool([lost], notes).run_item(BatchItem("q1", "task")))
     assert lost.calls == RETRIES + 1 and len(notes) == RETRIES
     failing = _Actor([_TaskError(ConfigError("bad settings"))])
     with pytest.raises(ConfigError, match="bad settings"):
-        asyncio.run(_Pool(_FakeRay, [failing], notes.append).run_item(BatchItem("q2", "task")))
+        asyncio.run(_pool([failing], notes).run_item(BatchItem("q2", "task")))
     assert failing.calls == 1
+
+
+def test_an_actor_gone_with_its_node_is_replaced_and_its_items_go_to_the_others() -> None:
+    notes: list[str] = []
+    gone = _Actor([_Lost("socket closed")] * 2, gone=True)
+    other, replacement = _Actor([]), _Actor([])
+
+    async def batch() -> list[dict[str, Any]]:
+        pool = _pool([gone, other], notes, spawned=[replacement])
+        first = await pool.run_item(BatchItem("q1", "task"))  # gone, then the other actor
+        await asyncio.sleep(0.05)  # the lost actor's probe starts its replacement
+        later = [await pool.run_item(BatchItem(f"q{n}", "task")) for n in (2, 3)]
+        pool.close()
+        return [first, *later]
+
+    records = asyncio.run(batch())
+    assert [r["id"] for r in records] == ["q1", "q2", "q3"]
+    # The replacement takes the first actor's place (the first in line when both are free).
+    assert gone.calls == 1 and other.calls == 1 and replacement.calls == 2
+    assert notes[0].startswith("item 'q1': its Ray worker was lost")
+    assert notes[1] == (
+        "Ray: actor 1 of 2 is gone with its node; another starts on a node that is alive"
+    )
 
 
 # --- on a local Ray instance ----------------------------------------------------------------
@@ -208,12 +257,7 @@ def test_a_batch_begun_without_ray_continues_on_ray_running_only_the_items_left(
     dataset = math_dataset(per_kind=2)
     dataset.write(workdir / "in.jsonl")
     with OpenAIServer(responder=MathResponder(dataset)) as model:
-        first = run_cli(
-            "batch", "in.jsonl", "-o", "out.jsonl", "--db", "one.sqlite", *_model(model),
-            cwd=workdir,
-        )  # fmt: skip
-        assert first.returncode == 0, first.stderr
-        whole = _records(workdir / "out.jsonl")
+        whole = _one_machine(workdir, model, "out.jsonl", "one.sqlite")
         kept = (workdir / "out.jsonl").read_text().splitlines()[:6]
         (workdir / "out.jsonl").write_text("\n".join(kept) + "\n")
         before = len(model.chat_requests())
@@ -250,23 +294,21 @@ def test_the_batch_api_refuses_a_checkpointer_or_a_cluster_without_a_database() 
 
 
 @pytest.mark.integration
-def test_the_batch_api_on_ray_answers_as_it_does_in_this_process(ray_temp: Path) -> None:
+def test_the_batch_api_on_ray_answers_as_it_does_in_this_process(
+    ray_temp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from self_refine import RefineContext, arefine_batch
 
     dataset = math_dataset(per_kind=1)
     tasks = [item["task"] for item in dataset.items]
     references = [item["reference"] for item in dataset.items]
-    patch = pytest.MonkeyPatch()
     for name, value in _ray_env(ray_temp).items():
-        patch.setenv(name, value)
-    try:
-        with OpenAIServer(responder=MathResponder(dataset)) as model:
-            settings = RefineContext(base_url=model.base_url, api_key="unused")
-            given = {"model": "test-model", "references": references, "settings": settings}
-            here = asyncio.run(arefine_batch(tasks, **given))
-            on_ray = asyncio.run(arefine_batch(tasks, engine=RayEngine(actors=2), **given))
-    finally:
-        patch.undo()
+        monkeypatch.setenv(name, value)
+    with OpenAIServer(responder=MathResponder(dataset)) as model:
+        settings = RefineContext(base_url=model.base_url, api_key="unused")
+        given = {"model": "test-model", "references": references, "settings": settings}
+        here = asyncio.run(arefine_batch(tasks, **given))
+        on_ray = asyncio.run(arefine_batch(tasks, engine=RayEngine(actors=2), **given))
     assert on_ray.errors == {}
     assert on_ray.answers == here.answers
     for key in ("items", "accuracy_first", "accuracy_final", "transitions"):
@@ -278,7 +320,7 @@ def test_the_batch_api_on_ray_answers_as_it_does_in_this_process(ray_temp: Path)
 
 
 @pytest.fixture
-def two_nodes(ray_temp: Path) -> Iterator[tuple[str, Any]]:
+def two_nodes(ray_temp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Any]]:
     """A Ray cluster of two nodes on this machine (a head and a second raylet, one CPU each),
     quick to notice a dead node; its address and the second node. Always torn down: only
     the processes this cluster started are stopped."""
@@ -289,9 +331,8 @@ def two_nodes(ray_temp: Path) -> Iterator[tuple[str, Any]]:
         "health_check_timeout_ms": 1000,
         "health_check_failure_threshold": 3,
     }
-    patch = pytest.MonkeyPatch()
     for name, value in _ray_env(ray_temp).items():
-        patch.setenv(name, value)
+        monkeypatch.setenv(name, value)
     cluster = cluster_utils.Cluster(shutdown_at_exit=False)
     try:
         cluster.add_node(num_cpus=1, _system_config=config)  # files under RAY_TMPDIR
@@ -300,7 +341,6 @@ def two_nodes(ray_temp: Path) -> Iterator[tuple[str, Any]]:
         yield cluster.address, second
     finally:
         cluster.shutdown()
-        patch.undo()
 
 
 @pytest.mark.integration
@@ -311,13 +351,9 @@ def test_a_batch_on_two_nodes_finishes_every_item_once_when_a_node_dies(
     dataset: MathDataset = math_dataset(per_kind=8)  # 40 items
     dataset.write(workdir / "in.jsonl")
     with OpenAIServer(responder=MathResponder(dataset)) as model:
-        alone = run_cli(
-            "batch", "in.jsonl", "-o", "alone.jsonl", "--db", "alone.sqlite", *_model(model),
-            cwd=workdir,
-        )  # fmt: skip
-        assert alone.returncode == 0, alone.stderr
+        alone = _one_machine(workdir, model, "alone.jsonl", "alone.sqlite")
         served_alone = len(model.chat_requests())
-    answers = {r["id"]: r["answer"] for r in _records(workdir / "alone.jsonl")}
+    answers = {r["id"]: r["answer"] for r in alone}
 
     # Slow answers: the batch is still going when the second node dies.
     with OpenAIServer(responder=MathResponder(dataset), latency=0.3) as model:
@@ -347,6 +383,7 @@ def test_a_batch_on_two_nodes_finishes_every_item_once_when_a_node_dies(
     assert batch.returncode == 0, shown
     assert "Ray: 2 actor(s) ready on 2 node(s)" in shown
     assert "its Ray worker was lost" in shown and "from its last checkpoint" in shown
+    assert "is gone with its node; another starts on a node that is alive" in shown
     records = _records(workdir / "out.jsonl")
     ids = [r["id"] for r in records]
     assert sorted(ids) == sorted(answers) and len(ids) == len(set(ids)) == 40
