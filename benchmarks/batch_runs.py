@@ -6,8 +6,9 @@ WAY is `library` (`self-refine batch` as a user runs it, with its SQLite
 checkpoints and its output file, called in this process so that its CPU time
 can be read), `ray` (the same command with `--ray`: a Ray instance started on
 this machine, its actor making the calls; the JSON adds `startup`, the seconds
-until the actors were ready, read from the batch's own line; its CPU time is the
-driver's alone), `api` (`arefine_batch` over the same model string, with its
+until the actors were ready, read from the batch's own line, and `last_write`, the
+seconds until the last result line was written, before Ray stops; its CPU time is
+the driver's alone), `api` (`arefine_batch` over the same model string, with its
 default in-memory checkpointer, the records logged to FOLDER/out.jsonl) or a
 plain asyncio loop over the same `ChatOpenAI` client, with
 the same prompts and the same calls per item (generate, then critique and
@@ -163,7 +164,7 @@ def main() -> None:
     if way == "ray":
         import ray  # noqa: F401 - imported before the clock starts, as the others are
 
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu, began = time.perf_counter(), time.process_time(), time.time()
     startup = None
     if way == "library":
         _library(url, source, folder)
@@ -176,6 +177,7 @@ def main() -> None:
     result = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
     if startup is not None:
         result["startup"] = startup
+        result["last_write"] = (folder / "out.jsonl").stat().st_mtime - began
     print(json.dumps(result), flush=True)
 
 

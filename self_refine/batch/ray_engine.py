@@ -301,6 +301,10 @@ def _connect(ray: Any, engine: RayEngine) -> bool:
     options: dict[str, Any] = {"logging_level": logging.WARNING}
     if engine.local:
         options["include_dashboard"] = False
+        # Ray runs its workers 15 steps nicer than the raylet by default; here the actors
+        # are the batch's work (the driver only writes the output): they run as this
+        # process does. A cluster's own settings are its operator's.
+        options["_system_config"] = {"worker_niceness": 0}
     try:
         ray.init(address=engine.address, **options)
     except ConnectionError as error:
@@ -336,8 +340,10 @@ async def run_on_ray(
 
         count = engine.actors or max(1, len(_alive(ray)))
         calls = math.ceil(job.concurrency / count)
+        # Twice its items' share: the batch's last items start at once (`run_scheduled`).
+        open_here = 2 * open_items(calls)
         worker = ray.remote(
-            num_cpus=0, max_restarts=-1, max_task_retries=0, max_concurrency=open_items(calls)
+            num_cpus=0, max_restarts=-1, max_task_retries=0, max_concurrency=open_here
         )(ItemWorker)
 
         def spawn(nodes: list[str]) -> tuple[Any, str]:
@@ -372,11 +378,14 @@ async def run_on_ray(
         )
         pool = _Pool(ray, actors, nodes, spawn, on_note)
         try:
+            # Scheduled as a local batch's items are (twice as many open as call slots, the
+            # last ones all at once, so they share the slots rather than run alone at the
+            # end); the slots themselves are the actors' (this process calls no model).
             await run_items(
                 pool.run_item,
                 items,
-                concurrency=count * open_items(calls),
-                calls_here=False,
+                concurrency=count * calls,
+                calls_here=True,
                 on_record=on_record,
                 on_error=on_error,
             )
