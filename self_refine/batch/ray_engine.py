@@ -3,12 +3,13 @@
 The driver (the process that runs `self-refine batch --ray` or `arefine_batch(engine=...)`)
 reads the input, checks it, and keeps the output file, the summary and the progress as
 a local batch does; only the items' runs move. Each actor (`ItemWorker`, one per node by
-default, spread over the nodes) compiles the batch's graph once with its own connection
+default, each pinned to its node) compiles the batch's graph once with its own connection
 to the checkpoint database and runs the items the driver hands it with the same
 `BatchRunner` a local batch uses, at most its share of `--concurrency` model calls at
 once. An item's thread id follows from its settings and id, so an item whose actor died
-(its node went away) is handed to an actor again by the driver and continues from its
-thread's last checkpoint; the driver writes each result line once, as it comes back.
+(its worker or its node went away) is handed to another actor by the driver and
+continues from its thread's last checkpoint; an actor gone with its node is replaced on
+a node that is alive. The driver writes each result line once, as it comes back.
 
 Plain actors, not Ray Data: the output file is the batch's record of what is finished
 (resume reads it), and it must be written by one process, as each item finishes;
