@@ -259,6 +259,8 @@ class _Pool:
                 self._lose(index)
                 if isinstance(error, self._gone):
                     reason = "the actor is gone with its node"
+                elif type(error).__name__ == "ActorUnavailableError":
+                    reason = "the actor stopped answering: its worker or its node died"
                 self._note(
                     f"item {item.id!r}: {_LOST} ({type(error).__name__}: {reason}); running it "
                     f"again from its last checkpoint ({attempt + 2} of {RETRIES + 1} tries)"
