@@ -4,7 +4,11 @@
 
 WAY is `library` (`self-refine batch` as a user runs it, with its SQLite
 checkpoints and its output file, called in this process so that its CPU time
-can be read), `api` (`arefine_batch` over the same model string, with its
+can be read), `ray` (the same command with `--ray`: a Ray instance started on
+this machine, its actor making the calls; the JSON adds `startup`, the seconds
+until the actors were ready, read from the batch's own line, and `last_write`, the
+seconds until the last result line was written, before Ray stops; its CPU time is
+the driver's alone), `api` (`arefine_batch` over the same model string, with its
 default in-memory checkpointer, the records logged to FOLDER/out.jsonl) or a
 plain asyncio loop over the same `ChatOpenAI` client, with
 the same prompts and the same calls per item (generate, then critique and
@@ -18,7 +22,9 @@ threads of this process) of the batch, after the imports.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -41,7 +47,8 @@ from self_refine.prompts import feedback_messages, generate_messages, get_profil
 
 SLOTS = 32
 STEPS = 3
-WAYS = ("library", "api", "plain", "plain-items")
+WAYS = ("library", "ray", "api", "plain", "plain-items")
+_READY = re.compile(r"Ray: .* ready .* after ([0-9.]+) s")
 
 
 def task_text(n: int) -> str:
@@ -49,14 +56,43 @@ def task_text(n: int) -> str:
     return f"Write a two-kilobyte essay, number {n}, on why cities plant trees along streets."
 
 
-def _library(url: str, source: Path, folder: Path) -> None:
+def _library(url: str, source: Path, folder: Path, *more: str) -> None:
     code = cli.main(
         ["batch", str(source), "-o", str(folder / "out.jsonl"), "--db", str(folder / "db.sqlite")]
         + ["--model", "stub", "--base-url", url, "--api-key", "unused", "--verifiers", ""]
-        + ["--max-iterations", str(STEPS), "--concurrency", str(SLOTS)]
+        + ["--max-iterations", str(STEPS), "--concurrency", str(SLOTS), *more]
     )
     if code != 0:
         raise SystemExit(f"self-refine batch failed with exit code {code}")
+
+
+class _Tee(io.TextIOBase):
+    """Standard error as it was, and a copy kept to read the batch's own lines back."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.kept = io.StringIO()
+
+    def write(self, text: str) -> int:
+        self.kept.write(text)
+        return int(self.stream.write(text))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _on_ray(url: str, source: Path, folder: Path) -> float:
+    """`self-refine batch --ray`; the seconds Ray took to have its actors ready."""
+    tee = _Tee(sys.stderr)
+    sys.stderr = tee
+    try:
+        _library(url, source, folder, "--ray")
+    finally:
+        sys.stderr = tee.stream
+    found = _READY.search(tee.kept.getvalue())
+    if found is None:
+        raise SystemExit("the Ray batch did not say when its actors were ready")
+    return float(found.group(1))
 
 
 async def _api(url: str, items: int, folder: Path) -> None:
@@ -125,14 +161,23 @@ def main() -> None:
     source.write_text(
         "".join(json.dumps({"id": str(n), "task": task_text(n)}) + "\n" for n in range(items))
     )
-    wall, cpu = time.perf_counter(), time.process_time()
+    if way == "ray":
+        import ray  # noqa: F401 - imported before the clock starts, as the others are
+
+    wall, cpu, began = time.perf_counter(), time.process_time(), time.time()
+    startup = None
     if way == "library":
         _library(url, source, folder)
+    elif way == "ray":
+        startup = _on_ray(url, source, folder)
     elif way == "api":
         asyncio.run(_api(url, items, folder))
     else:
         asyncio.run(_plain(url, items, folder, workers=way == "plain-items"))
     result = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
+    if startup is not None:
+        result["startup"] = startup
+        result["last_write"] = (folder / "out.jsonl").stat().st_mtime - began
     print(json.dumps(result), flush=True)
 
 

@@ -66,6 +66,11 @@ def _run_suite(name: str, target: int, quick: bool) -> tuple[list[Row], float]:
 
 
 def _git_commit() -> str:
+    """The short commit checked out (with "(with uncommitted changes)" when the library or
+    a benchmark differs from it); in a copy with no git, the one `BENCH_COMMIT` gives,
+    else the run is refused (`provenance.given_commit`)."""
+    from benchmarks.quality.provenance import given_commit
+
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True
@@ -76,9 +81,11 @@ def _git_commit() -> str:
             capture_output=True,
             text=True,
         ).stdout.strip()
-    except OSError:
-        return "unknown"
-    return f"{head}{' (with uncommitted changes)' if dirty else ''}" if head else "unknown"
+    except OSError as why:
+        return given_commit(why)
+    if not head:
+        return given_commit()
+    return f"{head}{' (with uncommitted changes)' if dirty else ''}"
 
 
 def _machine_line(info: dict[str, Any]) -> str:

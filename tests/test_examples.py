@@ -6,6 +6,7 @@ model takes minutes a step on a CPU: the training benchmark runs it with that on
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -34,7 +35,12 @@ def _arguments(name: str, folder: Path) -> list[str]:
     from tests.training.tiny import write_tiny_gguf
 
     write_tiny_gguf(folder / "tiny.gguf")
-    return ["--model", f"local:{folder / 'tiny.gguf'}", "--steps", "1", "--out", str(folder)]
+    # a folder holding a user's file and a stale run's log: --replace keeps the one only
+    (folder / "run").mkdir()
+    (folder / "run" / "notes.txt").write_text("mine")
+    (folder / "run" / "refined.jsonl").write_text('{"stale": true}\n')
+    run = ["--out", str(folder / "run"), "--replace"]
+    return ["--model", f"local:{folder / 'tiny.gguf'}", "--steps", "1", *run]
 
 
 def test_every_example_is_checked() -> None:
@@ -55,16 +61,19 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     assert "FutureWarning" not in done.stderr, done.stderr
     positions = [done.stdout.find(line) for line in EXPECTED[name]]
     assert -1 not in positions and positions == sorted(positions), done.stdout
+    if name == "train_grpo.py":
+        run = tmp_path / "run"
+        assert (run / "notes.txt").read_text() == "mine"
+        assert "stale" not in (run / "refined.jsonl").read_text()
+        assert json.loads((run / "run.json").read_text())["written_by"] == "examples/train_grpo.py"
 
 
 def test_the_training_examples_arithmetic_rows_carry_their_own_answers() -> None:
-    import importlib.util
     import re
 
-    spec = importlib.util.spec_from_file_location("train_grpo", ROOT / "examples/train_grpo.py")
-    assert spec is not None and spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    from tests.training.example import train_grpo
+
+    example = train_grpo()
     rows = example.arithmetic_rows(200, seed=3)
     signs = set()
     for row in rows:

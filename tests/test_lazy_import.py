@@ -16,7 +16,7 @@ import pytest
 
 import self_refine
 
-HEAVY = ("langgraph", "langchain_core", "langchain_openai", "openai", "pydantic")
+HEAVY = ("langgraph", "langchain_core", "langchain_openai", "openai", "pydantic", "ray")
 
 
 def _modules_loaded_by(statement: str) -> list[str]:

@@ -27,6 +27,16 @@ One gap is left, for lack of a record: a refine step that asked again after a re
 reply is read as one draft (what its two asks cost together), where a run given less
 might not have asked again. Records made before replies kept `critique_usage` read as if
 every critique fit.
+
+What a reading spent is told three ways: the tokens read (prompt and reply, the budget's
+unit), the reply tokens among them (`output_tokens_at`: what the model generated, pass@t's
+tokens sampled) and the model requests among them (`calls_at`), counted from the replies
+read as the library records them: each reply (a rejected reply asked again is a second),
+each critique the LLM critic wrote (a critique whose source names `llm`: not one the
+budget left could not hold; a draft critiqued again unchanged reuses its critique with no
+call), and each critique asked again (in plain text after an unreadable structured reply,
+or after an empty one). On every budget run committed before this count, it equals the
+requests the run's reply cache counted (`asked`: calls and hits) at the largest budget.
 """
 
 from __future__ import annotations
@@ -46,7 +56,15 @@ from self_refine.stopping import (
     step_width,
 )
 
-__all__ = ["Reading", "answer_at", "output_tokens_at", "read_nodes", "tokens_of", "unjudged"]
+__all__ = [
+    "Reading",
+    "answer_at",
+    "calls_at",
+    "output_tokens_at",
+    "read_nodes",
+    "tokens_of",
+    "unjudged",
+]
 
 
 @dataclass(frozen=True)
@@ -112,7 +130,7 @@ def _replies(attempt: dict[str, Any]) -> list[_Reply]:
             "verified": attempt["critique"].get("verified"),
             "checked": attempt.get("checked"),
         }
-        picked.update({k: attempt[k] for k in ("node", "parent") if k in attempt})
+        picked.update({k: attempt[k] for k in ("node", "parent", "problems") if k in attempt})
         replies.append(_Reply(picked, usage, critique, True))
     return sorted(replies, key=lambda r: int(r.record.get("index", 0)))
 
@@ -140,6 +158,7 @@ class _Replay:
     steps: list[dict[str, Any]]
     tokens: int = 0
     output: int = 0
+    calls: int = 0
 
 
 def _step(
@@ -182,21 +201,23 @@ def _step(
     return step
 
 
-def _replay(attempts: Sequence[dict[str, Any]], budget: int) -> _Replay:
-    """The steps a run given `budget` tokens would have recorded, what they cost and what
-    the model wrote for them (see the module docstring)."""
+def _replay(attempts: Sequence[dict[str, Any]], budget: int | None) -> _Replay:
+    """The steps a run given `budget` tokens (None: the run as it went) would have
+    recorded, what they cost and what the model wrote for them (see the module docstring)."""
     done = _Replay([])
     for attempt in attempts:
         replies = _replies(dict(attempt))
         width = len(replies)
-        if done.steps:
+        if done.steps and budget is not None:
             spent = {"input_tokens": 0, "output_tokens": 0, "total_tokens": done.tokens}
             view = StopView(done.steps, int(done.steps[-1]["iteration"]), spent)  # type: ignore[arg-type]
             if TokenBudget(budget)(view):
                 break
             width = step_width(width, budget, done.tokens, reply_cost(done.steps))  # type: ignore[arg-type]
-        share = (budget - done.tokens) / max(width, 1)
+        share = (budget - done.tokens) / max(width, 1) if budget is not None else 0.0
         cost = critique_cost(done.steps)
+        previous = str(done.steps[-1]["draft"]) if done.steps else None
+        single = "candidates" not in attempt
         read: list[_Reply] = []
         short = False
         for reply in replies[:width]:
@@ -211,6 +232,7 @@ def _replay(attempts: Sequence[dict[str, Any]], budget: int) -> _Replay:
                 reply = _Reply(record, draft_usage, record["critique_usage"], reply.pick)
             done.tokens += tokens_of(reply.usage)
             done.output += _output(reply.usage)
+            done.calls += _calls_of(reply.record, single, previous)
             read.append(reply)
         whole = width == len(replies) and not short
         done.steps.append(dict(attempt) if whole else _step(dict(attempt), read, done.steps))
@@ -237,6 +259,25 @@ def output_tokens_at(attempts: Sequence[dict[str, Any]], budget: int) -> int:
     """The reply tokens a run given `budget` tokens would have had the model write (its
     drafts' and its critiques'): pass@t's tokens sampled."""
     return _replay(attempts, budget).output
+
+
+def calls_at(attempts: Sequence[dict[str, Any]], budget: int | None = None) -> int:
+    """The model requests a run given `budget` tokens (None: the run as it went) would have
+    made: each reply, each critique the LLM critic wrote, any reply or critique asked again."""
+    return _replay(attempts, budget).calls
+
+
+def _calls_of(record: dict[str, Any], single: bool, previous: str | None) -> int:
+    """A reply's requests: the reply, its critique when the LLM critic wrote one (in a step
+    of one reply, not when the draft is the step's before, whose critique it reuses), and
+    every reply or critique asked again (the problems say so)."""
+    critique = record.get("critique") or {}
+    critiqued = "llm" in str(critique.get("source") or "").split("+")
+    if single:
+        critiqued = critiqued and str(record.get("draft", "")) != previous
+    problems = [str(p) for p in record.get("problems") or []]
+    again = sum("asked again" in p or p.endswith(" twice") for p in problems)
+    return 1 + int(critiqued) + again
 
 
 def read_nodes(attempts: Sequence[dict[str, Any]], budget: int) -> set[int]:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from benchmarks.quality.intervals import compared, p_text
 from benchmarks.quality.outputs import PLOT_MISSING, pyplot, warn_no_plot
 
 __all__ = ["feedback_label", "markdown", "plot", "write_files"]
@@ -29,15 +30,25 @@ def _points(interval: dict[str, float]) -> str:
     return f"**{text}**" if interval["low"] > 0 or interval["high"] < 0 else text
 
 
+def _spent(at: dict[str, Any]) -> str:
+    """What a reading spent per item: tokens read / reply tokens, and model requests (a
+    page of a run written before a count was kept shows what it has)."""
+    output, calls = at.get("output_tokens_per_item"), at.get("calls_per_item")
+    text = _num(at["tokens_per_item"]) + (f" / {_num(output)}" if output else "")
+    return text + (f", {_num(calls, 1)} calls" if calls is not None else "")
+
+
 def _pass_at_t(runs: dict[str, Any], multiples: list[int]) -> list[str]:
-    """pass@t beside the budget axis: each strategy's pass rate at each budget with the
-    tokens it sampled there, per item (total, and output: the replies generated)."""
+    """pass@t beside the budget axis, spend told as it is: each strategy's pass rate at
+    each budget with the tokens it read there per item (prompt and reply, and reply only:
+    the tokens sampled) and its model requests per item."""
     if not runs:
         return []
     lines = [
         "",
-        "pass@t: pass rate against the tokens sampled per item read at each budget "
-        "(prompt and reply / reply only):",
+        "pass@t and spend: pass rate against what was read per item at each budget: tokens "
+        "(prompt and reply / reply only, the tokens sampled) and calls (model requests: each "
+        "reply, each LLM critique, each one asked again):",
         "",
         "| budget | " + " | ".join(runs) + " |",
         "|---|" + "---|" * len(runs),
@@ -46,9 +57,7 @@ def _pass_at_t(runs: dict[str, Any], multiples: list[int]) -> list[str]:
         cells = []
         for figures in runs.values():
             at = figures["budgets"][index]
-            output = at.get("output_tokens_per_item")
-            spent = _num(at["tokens_per_item"]) + (f" / {_num(output)}" if output else "")
-            cells.append(f"{_pct(at['accuracy']['value'])} at {spent}")
+            cells.append(f"{_pct(at['accuracy']['value'])} at {_spent(at)}")
         lines.append(f"| {multiple}x | " + " | ".join(cells) + " |")
     return lines
 
@@ -57,9 +66,68 @@ def _test(difference: dict[str, Any]) -> str:
     """The paired test beside a difference: items gained / lost, exact McNemar p."""
     if "mcnemar_p" not in difference:  # a page of a run written before the test was kept
         return ""
-    p = difference["mcnemar_p"]
-    shown = f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
-    return f" ({difference['gained']}/{difference['lost']}, p = {shown})"
+    return f" ({difference['gained']}/{difference['lost']}, p = {p_text(difference['mcnemar_p'])})"
+
+
+def _matched(matched: dict[str, list[dict[str, Any]]], multiples: list[int]) -> list[str]:
+    """Each strategy against sample at the same reply tokens per item, beside the equal cap."""
+    if not matched:
+        return []
+    lines = [
+        "",
+        "At matched spend: each strategy against sample at the same mean reply (output) "
+        "tokens per item, read on sample's own curve: interpolated linearly between sample's "
+        "two reads around that spend, and sample's nearest read, which the paired test "
+        "(items gained / lost, exact McNemar p) is against:",
+        "",
+        "| strategy | budget | reply tokens/item | accuracy | sample interpolated | "
+        "sample's nearest read | vs that read |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for strategy, rows in matched.items():
+        for row in rows:
+            near = row["nearest"]
+            if row["interpolated"] is not None:
+                interpolated = _pct(row["interpolated"])
+            else:
+                interpolated = f"beyond sample's reads ({row['beyond']})"
+            cells = [
+                strategy,
+                f"{row['multiple']}x",
+                _num(row["output_tokens_per_item"]),
+                _pct(row["accuracy"]),
+                interpolated,
+                f"{near['multiple']}x: {_pct(near['accuracy'])} at "
+                f"{_num(near['output_tokens_per_item'])}",
+                f"{row['gained']}/{row['lost']}, p = {p_text(row['mcnemar_p'])}",
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _readings(result: dict[str, Any]) -> list[str]:
+    """Each strategy against sample in words at each budget, at the equal cap and at matched
+    reply tokens: "beats" only where the exact McNemar p is below 0.05."""
+    against = result.get("differences") or {}
+    matched = result.get("matched_spend") or {}
+    n = result["first"]["items"]
+    lines = []
+    for strategy, rows in against.items():
+        for index, row in enumerate(rows):
+            if "mcnemar_p" not in row:
+                continue
+            said = compared(strategy, "sample", row["gained"], row["lost"], n)
+            line = f"- {row['multiple']}x, equal cap: {said}"
+            if strategy in matched:
+                at = matched[strategy][index]
+                near = at["nearest"]
+                line += (
+                    f"; at matched reply tokens ({_num(at['output_tokens_per_item'])} per item, "
+                    f"sample's {near['multiple']}x read at {_num(near['output_tokens_per_item'])}"
+                    f"): {compared(strategy, 'sample', at['gained'], at['lost'], n)}"
+                )
+            lines.append(line)
+    return ["", 'Reading ("beats" only where p < 0.05):', "", *lines] if lines else []
 
 
 def _num(value: float | None, digits: int = 0) -> str:
@@ -100,6 +168,17 @@ def _ledger_line(document: dict[str, Any]) -> list[str]:
     return []
 
 
+def _rebuilt_line(document: dict[str, Any]) -> list[str]:
+    """Where the figures were worked out again from the run's records, and by what."""
+    rebuilt = document.get("rebuilt")
+    if not rebuilt:
+        return []
+    return [
+        f"- figures rebuilt from the run's records ({rebuilt['records']}, no model called) by "
+        f"`{rebuilt['command']}` at commit {rebuilt['commit']}, {rebuilt['date']}"
+    ]
+
+
 def _head(document: dict[str, Any]) -> list[str]:
     model, cache = document["model"], document.get("cache") or {}
     part = document.get("part")
@@ -110,8 +189,10 @@ def _head(document: dict[str, Any]) -> list[str]:
         f"- **feedback**: {feedback_label(document)}",
         f"- **items**: {_PARTS.get(str(part), _NO_PART)}",
         f"- command: `{document['command']}`"
-        + (f" at commit {document['commit']}" if document.get("commit") else ""),
+        + (f" at commit {document['commit']}" if document.get("commit") else "")
+        + (f" ({document['commit_note']})" if document.get("commit_note") else ""),
         *_ledger_line(document),
+        *_rebuilt_line(document),
         f"- model: `{model.get('model')}`"
         + (f", file `{model['file']}`, sha256 `{model['sha256']}`" if model.get("file") else ""),
         f"- machine: {document['machine']['cores']} cores, Python {document['machine']['python']}",
@@ -138,7 +219,9 @@ def _head(document: dict[str, Any]) -> list[str]:
         "counts wrong",
         "- accuracy intervals: Wilson 95%; differences against sample: paired bootstrap over "
         f"items, {document['resamples']:,} resamples, seed {document['seed']} (points; **bold** "
-        "when the interval excludes 0), with the items gained / lost and the exact McNemar p",
+        "when the interval excludes 0), with the items gained / lost and the exact McNemar p; "
+        "at an equal cap (the same budget) and at matched spend (the same reply tokens per "
+        "item, on sample's own curve)",
     ]
     if cache:
         lines.append(
@@ -164,8 +247,8 @@ def _set_tables(
         f"## {name} ({first['items']} items)",
         "",
         *([f"What picked and what judged: {said}", ""] if said else []),
-        f"First draft alone: {_share(first['accuracy'])}, "
-        f"{_num(first['tokens_per_item'])} tokens per item (the 1x budget).",
+        f"First draft alone: {_share(first['accuracy'])}, {_spent(first)} per item (tokens, "
+        "prompt and reply / reply only; model requests): the 1x budget is its tokens.",
         "",
         "| budget | " + " | ".join(strategies) + " |",
         "|---|" + "---|" * len(strategies),
@@ -186,15 +269,18 @@ def _set_tables(
         for index, multiple in enumerate(multiples):
             cells = [_points(against[s][index]) + _test(against[s][index]) for s in against]
             lines.append(f"| {multiple}x | " + " | ".join(cells) + " |")
+    lines += _matched(result.get("matched_spend") or {}, multiples)
+    lines += _readings(result)
     lines += [
         "",
         "| strategy | tokens/item read at "
-        f"{multiples[-1]}x | tokens/item run | s/item | refine replies unchanged | "
+        f"{multiples[-1]}x | tokens/item run | calls/item run | s/item | refine replies "
+        "unchanged | "
         "right->wrong (vs first draft) | lost between budgets | gamed at "
         f"{multiples[-1]}x | no answer yet at "
         + "/".join(f"{m}x" for m in multiples)
         + " | stop reasons | errors |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for strategy, f in runs.items():
         last = f["budgets"][-1]
@@ -205,6 +291,7 @@ def _set_tables(
             strategy,
             _num(last["tokens_per_item"]),
             _num(f["run_tokens_per_item"]),
+            _num(f.get("run_calls_per_item"), 1),
             _num(f["seconds_per_item"], 1),
             replies,
             str(last["right_to_wrong"]),
@@ -269,11 +356,12 @@ def plot(document: dict[str, Any], path: Path) -> bool:
 def write_files(
     paths: dict[str, Path],
     document: dict[str, Any],
-    records: list[dict[str, Any]],
+    records: list[dict[str, Any]] | None,
     *,
     final: bool = False,
 ) -> None:
-    """Write every file of the run (the last time, saying loudly if the plot is missing)."""
+    """Write every file of the run (the last time, saying loudly if the plot is missing);
+    with `records` None, the records file is left as it is (a page rebuilt from it)."""
     paths["json"].parent.mkdir(parents=True, exist_ok=True)
     drew = plot(document, paths["png"])
     if not drew:
@@ -282,4 +370,5 @@ def write_files(
             warn_no_plot()
     paths["json"].write_text(json.dumps(document, indent=1))
     paths["md"].write_text(markdown(document, paths["png"].name if drew else None))
-    paths["records"].write_text("".join(json.dumps(r) + "\n" for r in records))
+    if records is not None:
+        paths["records"].write_text("".join(json.dumps(r) + "\n" for r in records))

@@ -1,5 +1,6 @@
 """95% intervals: of one accuracy (Wilson), of a difference over the same items (bootstrap);
-and the exact McNemar test of a paired comparison (items gained and lost)."""
+the exact McNemar test of a paired comparison (items gained and lost), and the words a
+page says it in (`compared`: "beats" only where p < 0.05)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,19 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Interval", "PairedBootstrap", "mcnemar", "paired_counts", "wilson"]
+__all__ = [
+    "SIGNIFICANT",
+    "Interval",
+    "PairedBootstrap",
+    "compared",
+    "mcnemar",
+    "p_text",
+    "paired_counts",
+    "wilson",
+]
+
+SIGNIFICANT = 0.05
+"""The exact McNemar p below which a page says one strategy beats (or falls below) another."""
 
 _Z = 1.959963984540054
 """The standard normal's 97.5% quantile: two-sided 95%."""
@@ -96,3 +109,26 @@ def mcnemar(gained: int, lost: int) -> float:
         return 1.0
     tail = sum(math.comb(n, k) for k in range(min(gained, lost) + 1))
     return min(1.0, 2 * tail / 2**n)
+
+
+def p_text(p: float) -> str:
+    """An exact p as pages write it: three decimals, or in scientific form below 0.001."""
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def compared(mine: str, other: str, gained: int, lost: int, n: int) -> str:
+    """A paired comparison in words, with its test: `mine` "beats" `other` only where the
+    exact McNemar p is below `SIGNIFICANT` (or "falls below" it); otherwise it "points
+    above" or "points below" it, said not to be significant, or the two tie.
+
+    `gained` counts items `mine` gets right and `other` wrong, `lost` the other way, of
+    `n` items both answered.
+    """
+    p = mcnemar(gained, lost)
+    test = f"n = {n}, {gained} gained / {lost} lost, exact McNemar p = {p_text(p)}"
+    if gained == lost:
+        return f"{mine} ties with {other} ({test})"
+    if p < SIGNIFICANT:
+        return f"{mine} {'beats' if gained > lost else 'falls below'} {other} ({test})"
+    way = "points above" if gained > lost else "points below"
+    return f"{mine} {way} {other}, not significant ({test})"

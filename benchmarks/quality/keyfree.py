@@ -54,9 +54,18 @@ _RUNS: dict[str, dict[str, Any]] = {
 
 
 def _items(spec: str) -> list[dict[str, Any]]:
+    """The set's lines `low-high`, refused when any is not a tuning item (this script
+    compares settings: the reported part is run only to report)."""
     low, high = (int(n) for n in spec.split("-"))
     lines = SET.read_text().splitlines()
-    return [json.loads(line) for line in lines[low : high + 1]]
+    items = [json.loads(line) for line in lines[low : high + 1]]
+    reported = [item["id"] for item in items if item["split"] != "tune"]
+    if reported:
+        raise SystemExit(
+            f"--items {spec} holds reported items ({', '.join(reported)}): choose lines of "
+            "the tuning part (0-29)"
+        )
+    return items
 
 
 def _right(item: dict[str, Any], answer: str) -> bool:
@@ -104,6 +113,7 @@ def _run(out: Path, items: list[dict[str, Any]], minutes: float, settings: list[
                 for record in records:
                     record.update(
                         id=item["id"],
+                        task=item["task"],
                         right=_right(item, record["answer"]),
                         seconds=round(time.monotonic() - began, 1),
                     )
@@ -112,7 +122,19 @@ def _run(out: Path, items: list[dict[str, Any]], minutes: float, settings: list[
 
 
 def _summary(out: Path, settings: list[str]) -> None:
+    """Each setting's accuracy on the items every shown setting finished, every answer
+    graded again by today's grader on its item's `grade` (a verdict the run recorded
+    counts for nothing; a record of a task the set no longer holds is refused)."""
+    items = {item["id"]: item for item in map(json.loads, SET.read_text().splitlines())}
     records = [json.loads(line) for line in out.read_text().splitlines()]
+    for record in records:
+        item = items[record["id"]]
+        if record.get("task", item["task"]) != item["task"]:
+            raise SystemExit(
+                f"{record['id']} of {out} was run on another task than the set's item of that "
+                "id: the set changed since, so its grade does not grade this answer"
+            )
+        record["right"] = _right(item, record["answer"])
     shown = [s for s in SETTINGS if s in settings or (s == "first" and "vote" in settings)]
     complete = {
         i
@@ -137,7 +159,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("run", "summary"))
     parser.add_argument("out", type=Path)
-    parser.add_argument("--items", default="0-19", help="line range of the set (tuning: 0-19)")
+    parser.add_argument(
+        "--items", default="0-19", help="line range of the set, tuning items only (0-29)"
+    )
     parser.add_argument("--minutes", type=float, default=33.0, help="start nothing after this")
     parser.add_argument(
         "--settings",

@@ -1,13 +1,20 @@
 """Which commit a benchmark run measures: the full commit checked out, and whether the
 tree differs from it. Every results file records it; the reported part's ledger
-(`benchmarks.quality.reported`) refuses a tree that differs."""
+(`benchmarks.quality.reported`) refuses a tree that differs. A run from a copy with no
+git (a `git archive` of an older commit) names its commit in `BENCH_COMMIT`, and its
+files say it was given; with neither, the run is refused: no file says "unknown"."""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 from pathlib import Path
 
-__all__ = ["ROOT", "commit_of", "recorded_commit", "tree_changes"]
+__all__ = ["GIVEN", "ROOT", "commit_of", "given_commit", "recorded_commit", "tree_changes"]
+
+GIVEN = "BENCH_COMMIT"
+"""The environment variable that names the commit a copy with no git holds."""
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout the benchmarks run from."""
@@ -33,15 +40,25 @@ def tree_changes(cwd: Path = ROOT) -> list[str]:
     return [line for line in _git("status", "--porcelain", cwd=cwd).splitlines() if line]
 
 
+def given_commit(why: object = "no git checkout") -> str:
+    """The commit `BENCH_COMMIT` names, said to be given; refused (SystemExit) when it is
+    not set or is no commit id, before any model is loaded."""
+    given = os.environ.get(GIVEN, "").strip()
+    if not re.fullmatch(r"[0-9a-f]{7,40}", given):
+        said = f" ({GIVEN}={given!r} is no commit id)" if given else ""
+        raise SystemExit(
+            f"cannot name the commit this run measures ({why}){said}: run the benchmark from a "
+            f"git checkout of the project, or set {GIVEN} to the commit the copy holds"
+        )
+    return f"{given} (given by {GIVEN}: the run's tree is no git checkout)"
+
+
 def recorded_commit() -> str:
     """The commit a run's files record: the full commit checked out, with "(with
-    uncommitted changes)" when the tree differs from it. Refused, before any model is
-    loaded, where no commit can be named (no git checkout)."""
+    uncommitted changes)" when the tree differs from it; in a copy with no git, the one
+    `BENCH_COMMIT` gives (`given_commit`), else the run is refused."""
     try:
         commit, changed = commit_of(), tree_changes()
     except (OSError, SystemExit) as why:
-        raise SystemExit(
-            f"cannot name the commit this run measures ({why}): run the benchmark from a git "
-            "checkout of the project"
-        ) from None
+        return given_commit(why)
     return commit + (" (with uncommitted changes)" if changed else "")

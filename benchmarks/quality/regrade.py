@@ -21,7 +21,7 @@ from benchmarks.quality.honesty import answer_forms
 from benchmarks.quality.intervals import mcnemar, paired_counts
 from benchmarks.quality.sets import SETS_DIR
 
-__all__ = ["main", "regrade"]
+__all__ = ["Ungraded", "main", "regrade", "verdict"]
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -47,20 +47,22 @@ def _grade(record: dict[str, Any], kept: dict[str, dict[str, Any]] | None = None
     return dict(item.get("grade") or {}) if item.get("task") == record["task"] else {}
 
 
-class _Ungraded(Exception):
+class Ungraded(Exception):
     """A record whose task no grading data of the run or the set is for."""
 
 
-def _verdict(
+def verdict(
     grader: Grader,
     record: dict[str, Any],
     answer: str | None,
     worded: bool,
     kept: dict[str, dict[str, Any]],
 ) -> bool:
+    """Today's verdict on one answer of `record` (a reading of it, `worded` when the run
+    marked it as taking over feedback wording); `kept`: the run's grades by task."""
     grade = _grade(record, kept)
     if not grade:
-        raise _Ungraded(record["id"])
+        raise Ungraded(record["id"])
     if not answer or not answer.strip():
         return False
     item = {"task": record["task"], "grade": grade}
@@ -85,7 +87,7 @@ def regrade(records: list[dict[str, Any]], sets: list[str]) -> dict[str, Any]:
         grader = graders[name]
         try:
             _grade_record(mine, record, grader, kept)
-        except _Ungraded:
+        except Ungraded:
             mine.setdefault("ungraded", []).append(f"{record['strategy']}/{record['id']}")
     return found
 
@@ -100,7 +102,7 @@ def _grade_record(
     if record["strategy"] == "first":
         answer = record.get("answer")
         was = bool(record.get("correct_first"))
-        new = _verdict(grader, record, answer, False, kept)
+        new = verdict(grader, record, answer, False, kept)
         mine["first"]["old"][record["id"]] = was
         mine["first"]["new"][record["id"]] = new
         _moved(mine, record, "first", 1, answer, was, new, kept)
@@ -109,7 +111,7 @@ def _grade_record(
     for reading in record.get("budgets") or []:
         answer = reading.get("answer")
         worded = bool(reading.get("feedback_wording"))
-        new = _verdict(grader, record, answer, worded, kept)
+        new = verdict(grader, record, answer, worded, kept)
         at = runs.setdefault(reading["multiple"], {"old": {}, "new": {}})
         was = bool(reading.get("correct"))
         at["old"][record["id"]] = was

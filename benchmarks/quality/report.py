@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from benchmarks.quality.intervals import compared
 from benchmarks.quality.outputs import PLOT_MISSING, pyplot, warn_no_plot
 
 __all__ = ["markdown", "readings", "write_results"]
@@ -100,10 +101,10 @@ def markdown(document: dict[str, Any]) -> str:
 
 
 def readings(document: dict[str, Any]) -> list[str]:
-    """One sentence per refining condition and set: better, worse or unchanged, in words.
-
-    Each is set against the same items' first drafts (every condition starts from them);
-    a condition that ends below the first draft is said to make results worse.
+    """One sentence per refining condition and set: its accuracy against the same items'
+    first drafts (every condition starts from them), with the paired test in words
+    (`intervals.compared`: "beats" only where the exact McNemar p is below 0.05); a
+    condition that ends below the first draft is said so in bold.
     """
     said = []
     for name, conditions in document["results"].items():
@@ -113,17 +114,16 @@ def readings(document: dict[str, Any]) -> list[str]:
                 continue
             before, after = accuracy[0], accuracy[-1]
             label = _label(condition, f)
-            moves = (
-                f"{f.get('wrong_to_right', 0)} wrong -> right, "
-                f"{f.get('right_to_wrong', 0)} right -> wrong"
-            )
+            gained, lost = f.get("wrong_to_right", 0), f.get("right_to_wrong", 0)
             if after < before:
-                verdict = f"**made results worse** than the first draft: {_pct(before)} -> "
-            elif after > before:
-                verdict = f"improved on the first draft: {_pct(before)} -> "
+                verdict = f"**ended below the first draft**: {_pct(before)} -> {_pct(after)}"
             else:
-                verdict = f"left accuracy where the first draft had it: {_pct(before)} -> "
-            said.append(f"{name}, {label}: {verdict}{_pct(after)} ({moves}).")
+                verdict = f"{_pct(before)} -> {_pct(after)}"
+            if f.get("items"):
+                test = compared("it", "the first draft", gained, lost, f["items"])
+            else:  # a run from before the items were counted: the moves alone
+                test = f"{gained} wrong -> right, {lost} right -> wrong"
+            said.append(f"{name}, {label}: {verdict}; {test}.")
         said += _budget_reading(name, conditions)
     return said
 
@@ -133,17 +133,23 @@ def _tokens(figures: dict[str, Any]) -> float:
 
 
 def _budget_reading(name: str, conditions: dict[str, Any]) -> list[str]:
-    """Refining with candidates against best-of-N first drafts, at their tokens per item."""
+    """Refining with candidates against best-of-N first drafts, at their tokens per item,
+    with the paired test where the run kept it."""
     refined, sampled = conditions.get("candidates"), conditions.get("bestofn")
     if not (refined and sampled and refined.get("accuracy_at") and sampled.get("accuracy_at")):
         return []
     a, b = refined["accuracy_at"][-1], sampled["accuracy_at"][-1]
     ta, tb = _tokens(refined), _tokens(sampled)
-    verdict = "matched or beat" if a >= b else "**fell short of**"
     budget = "at no more tokens" if ta <= tb else "**with more tokens than it**"
+    against = refined.get("against_bestofn")
+    mine = f"refining with {refined.get('n')} candidates per step"
+    other = f"best-of-{sampled.get('n')} first drafts"
+    if against:
+        test = compared(mine, other, against["gained"], against["lost"], against["items"])
+    else:  # a run from before the paired counts were kept
+        test = f"{mine} against {other} (no paired test recorded)"
     return [
-        f"{name}: refining with {refined.get('n')} candidates per step {verdict} best-of-"
-        f"{sampled.get('n')} first drafts {budget}: {_pct(a)} at {ta:,.0f} tokens per item "
+        f"{name}: {test}, {budget}: {_pct(a)} at {ta:,.0f} tokens per item "
         f"against {_pct(b)} at {tb:,.0f}."
     ]
 

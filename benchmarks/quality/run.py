@@ -53,8 +53,9 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from benchmarks.quality.document import add_model_options, document, examples_of
 from benchmarks.quality.feedback import Grader, run_checks
-from benchmarks.quality.figures import condition_figures
+from benchmarks.quality.figures import condition_figures, correct_at
 from benchmarks.quality.honesty import answer_forms, rejudge
+from benchmarks.quality.intervals import mcnemar, paired_counts
 from benchmarks.quality.outputs import dated_stem, refuse_existing
 from benchmarks.quality.sets import PARTS, PROFILE, SETS_DIR
 from self_refine.prompts.render import DEFAULT_REFINE_FORM, REFINE_FORMS
@@ -159,40 +160,33 @@ async def _condition(
     firsts: list[str],
     args: argparse.Namespace,
 ) -> list[dict[str, Any]]:
-    from self_refine import arefine_batch
+    """The condition's records, in item order: one batch per verifier the items' checks
+    name (most sets name one for all; a HumanEval problem whose docstring shows no
+    executable example runs with the critic alone), every answer judged by the grader."""
     from self_refine.batch.judge import is_echo
 
     checks = [run_checks(name, item, "task") for item in items]
-    verifier = checks[0].verifier  # the same for every item of a set
-    best_of = condition == "bestofn"
-    guided = [verifier, "llm"] if verifier else ["llm"]
-    options: dict[str, Any] = {
-        "critics": ["llm"] if condition == "intrinsic" else guided,
-        "max_iterations": args.k,
-    }
-    if condition == "candidates":
-        options["candidates"] = args.candidates
-    if best_of:
-        options.update(critics=guided[:1], candidates=args.best_of, max_iterations=0)
-    if args.refine_form:
-        options["refine_form"] = args.refine_form
-    result = await arefine_batch(
-        [item["task"] for item in items],
-        model=model,
-        answers=None if best_of else firsts,
-        references=[c.reference for c in checks],
-        ids=[item["id"] for item in items],
-        verifiers=[verifier] if verifier else [],
-        refine_only_incorrect=condition == "trainer",
-        concurrency=1,
-        profile=PROFILE[name],
-        **options,
-    )
     grader = Grader(name)
+    done: list[tuple[dict[str, Any] | None, str, str | None]] = [(None, "", None)] * len(items)
+    for verifier in dict.fromkeys(c.verifier for c in checks):
+        group = [i for i, c in enumerate(checks) if c.verifier == verifier]
+        result = await _batch(
+            model,
+            name,
+            condition,
+            [items[i] for i in group],
+            [firsts[i] for i in group],
+            [checks[i].reference for i in group],
+            verifier,
+            args,
+        )
+        errors = _errors(result.errors, len(group))
+        for index, record, answer, error in zip(
+            group, result.records, result.answers, errors, strict=True
+        ):
+            done[index] = (record, answer, error)
     records = []
-    for item, record, answer, error in zip(
-        items, result.records, result.answers, _errors(result.errors, len(items)), strict=True
-    ):
+    for item, (record, answer, error) in zip(items, done, strict=True):
         record = rejudge(
             _graded(
                 dict(record or {"id": item["id"], "answer": answer, "correct_first": False}),
@@ -211,6 +205,45 @@ async def _condition(
     return records
 
 
+async def _batch(
+    model: Any,
+    name: str,
+    condition: str,
+    items: list[dict[str, Any]],
+    firsts: list[str],
+    references: list[dict[str, Any] | None],
+    verifier: str | None,
+    args: argparse.Namespace,
+) -> Any:
+    """One batch of the condition: items whose run checks drafts with `verifier`."""
+    from self_refine import arefine_batch
+
+    best_of = condition == "bestofn"
+    guided = [verifier, "llm"] if verifier else ["llm"]
+    options: dict[str, Any] = {
+        "critics": ["llm"] if condition == "intrinsic" else guided,
+        "max_iterations": args.k,
+    }
+    if condition == "candidates":
+        options["candidates"] = args.candidates
+    if best_of:
+        options.update(critics=guided[:1], candidates=args.best_of, max_iterations=0)
+    if args.refine_form:
+        options["refine_form"] = args.refine_form
+    return await arefine_batch(
+        [item["task"] for item in items],
+        model=model,
+        answers=None if best_of else firsts,
+        references=references,
+        ids=[item["id"] for item in items],
+        verifiers=[verifier] if verifier else [],
+        refine_only_incorrect=condition == "trainer",
+        concurrency=1,
+        profile=PROFILE[name],
+        **options,
+    )
+
+
 def best_of_n(first: dict[str, Any], matched: dict[str, Any] | None) -> int:
     """The N whose best-of-N spends at least the mean tokens per item of `matched`.
 
@@ -225,6 +258,16 @@ def best_of_n(first: dict[str, Any], matched: dict[str, Any] | None) -> int:
     if matched is None or tokens(first) <= 0:
         return 4
     return max(2, min(CANDIDATES_LIMIT, math.ceil(tokens(matched) / tokens(first))))
+
+
+def _paired(
+    mine: list[dict[str, Any]], k: int, other: list[dict[str, Any]], other_k: int
+) -> dict[str, Any]:
+    """Two conditions' final answers on the same items: gained, lost, exact McNemar p."""
+    gained, lost = paired_counts(
+        [correct_at(r, k)[-1] for r in mine], [correct_at(r, other_k)[-1] for r in other]
+    )
+    return {"items": len(mine), "gained": gained, "lost": lost, "mcnemar_p": mcnemar(gained, lost)}
 
 
 def _errors(errors: dict[int, str], size: int) -> list[str | None]:
@@ -312,6 +355,10 @@ async def run(
                 figures["n"] = args.candidates
             results[name][condition] = figures
             runs[condition] = done
+        if "candidates" in runs and "bestofn" in runs:
+            results[name]["candidates"]["against_bestofn"] = _paired(
+                runs["candidates"], args.k, runs["bestofn"], 0
+            )
         examples[name] = examples_of(runs)
         records[name] = runs
     finished = document(args, model, results, examples)

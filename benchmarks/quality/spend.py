@@ -26,9 +26,11 @@ constants, defaults and forms are chosen).
 the run would have answered had it stopped there (`anytime.py`), judged by the set's
 exact checker on its grading data: an echo of the prompt, feedback wording taken over or
 a gamed form the checker fails counts wrong. Per set and strategy: accuracy at each
-budget with its 95% interval, its difference from sample's (paired bootstrap over items),
-the tokens spent, the share of refine replies rejected as unchanged, and answers turned
-from right to wrong (`curves.py`).
+budget with its 95% interval, its difference from sample's (paired bootstrap over items,
+items gained / lost, exact McNemar p), the same against sample at matched reply tokens,
+the spend per item (tokens read, reply tokens, model requests), the share of refine
+replies rejected as unchanged, and answers turned from right to wrong (`curves.py`).
+`python -m benchmarks.quality.rebuild` works a page out again from its records.
 
 Writes `budget-<model>-<date>-<hhmm>.json` (every figure), `.records.jsonl` (every item's
 run and readings), `.md` (a table per set) and `.png` (accuracy against budget) under
@@ -50,9 +52,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.quality.anytime import answer_at, output_tokens_at, tokens_of
+from benchmarks.quality.anytime import answer_at, calls_at, output_tokens_at, tokens_of
 from benchmarks.quality.budget_page import write_files
-from benchmarks.quality.curves import differences, first_figures, strategy_figures
+from benchmarks.quality.curves import set_figures
 from benchmarks.quality.document import add_model_options, model_meta, shown_arguments
 from benchmarks.quality.feedback import FEEDBACKS, LABELS, Grader, picked_and_judged, run_checks
 from benchmarks.quality.honesty import answer_forms, feedback_wording
@@ -86,6 +88,7 @@ def _reading(
         "budget": budget,
         "tokens": read.tokens,
         "output_tokens": output_tokens_at(attempts, budget),
+        "calls": calls_at(attempts, budget),
         "steps": read.attempts,
     }
     if read.answer is None:
@@ -345,7 +348,8 @@ async def run(
         progress.begin(index)
         grader = Grader(name)
         if phase == "first":
-            firsts, runs = [], {}
+            firsts: list[dict[str, Any]] = []
+            runs: dict[str, list[dict[str, Any]]] = {}
             for item in items:
                 before = cache.counts() if cache else None
                 if cache is not None:
@@ -360,7 +364,7 @@ async def run(
             records += [
                 {"set": name, "strategy": "first", "feedback": args.feedback, **f} for f in firsts
             ]
-            results[name] = {"first": first_figures(firsts), "strategies": {}}
+            results[name] = set_figures(firsts, runs, args.budgets, _bootstrap(args, 0))
             continue
         done_runs = []
         for item, first in zip(items, firsts, strict=True):
@@ -368,16 +372,17 @@ async def run(
             progress.item()
         runs[phase] = done_runs
         records += [{"set": name, "strategy": phase, **r} for r in done_runs]
-        first_right = [bool(f.get("correct_first")) for f in firsts]
-        results[name]["strategies"][phase] = strategy_figures(done_runs, first_right, args.budgets)
-        bootstrap = PairedBootstrap(len(items), resamples=args.resamples, seed=args.seed)
-        results[name]["differences"] = differences(runs, args.budgets, bootstrap)
+        results[name] = set_figures(firsts, runs, args.budgets, _bootstrap(args, len(items)))
         unfinished = [f"{n}/{p}" for n, p, _ in plan[index + 1 :] if p != "first"]
         document = _document(args, meta, results, cache, skipped=skipped, unfinished=unfinished)
         write_files(paths, document, records)
     document = _document(args, meta, results, cache, skipped=skipped, unfinished=[])
     write_files(paths, document, records, final=True)
     return document, records, paths
+
+
+def _bootstrap(args: argparse.Namespace, items: int) -> PairedBootstrap:
+    return PairedBootstrap(items, resamples=args.resamples, seed=args.seed)
 
 
 def _names(text: str, known: tuple[str, ...] | list[str], what: str) -> list[str]:

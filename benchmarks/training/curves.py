@@ -5,7 +5,8 @@
 Each RUN is the `--out` folder of `examples/train_grpo.py` run with `--eval-every K`
 (it holds `summary.json`, `held-out.jsonl` and `evaluation/evaluation.json`). Every
 held-out answer is judged again by today's check against its row's reference (the
-`answer` verifier where the reference has an `answer`, as `--task arithmetic`'s rows
+`stated_answer` check, the number the reply's last line states, where the reference
+has an `answer`, as `--task arithmetic`'s rows
 do, else `concepts`), so runs made before a change to the check are read by the same
 rule as runs made after it; the table gives both verdicts where they differ. Writes
 `NAME.md`, `NAME.json` and (with matplotlib) `NAME.png`.
@@ -16,13 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from benchmarks.quality.intervals import wilson
 from self_refine.critics.verifiers import resolve_verifier
+from self_refine.training.checks import STATED_ANSWER
 
-__all__ = ["main", "read_run"]
+__all__ = ["finish_step_plot", "main", "read_run", "write_results"]
 
 
 def _task_key(prompt: Any) -> str:
@@ -55,7 +58,7 @@ def read_run(folder: Path, name: str | None = None) -> dict[str, Any]:
         _task_key(row["prompt"]): row["reference"]
         for row in map(json.loads, (folder / "held-out.jsonl").read_text().splitlines())
     }
-    checks = {name: resolve_verifier(name) for name in ("answer", "concepts")}
+    checks = {"answer": resolve_verifier(STATED_ANSWER), "concepts": resolve_verifier("concepts")}
 
     def right(task: str, text: str | None) -> bool:
         reference = references[task]
@@ -109,7 +112,7 @@ def _markdown(runs: list[dict[str, Any]], command: str) -> str:
         f"- command: `{command}`",
         "- acc@t1: the policy's greedy answer is right; acc@t2: right after one refinement "
         "of the wrong answers with the checks' feedback (the policy as refiner); Wilson 95% "
-        "intervals; every answer judged by today's check, `answer` where the row has a key, "
+        "intervals; every answer judged by today's check, `stated_answer` where the row has a key, "
         "else `concepts` (the verdict at the time in parentheses where it differs)",
         "",
         "| run | rollouts | step | acc@t1 | acc@t2 | wrong -> right |",
@@ -155,14 +158,30 @@ def _plot(runs: list[dict[str, Any]], path: Path) -> bool:
             linestyle="--",
             color=line.get_color(),
         )
+    finish_step_plot(figure, axis, "held-out accuracy (solid acc@t1, dashed acc@t2)", path)
+    return True
+
+
+def finish_step_plot(figure: Any, axis: Any, ylabel: str, path: Path) -> None:
+    """Label a plot of held-out accuracy by GRPO step, save it to `path` and close it."""
+    import matplotlib.pyplot as plt
+
     axis.set_xlabel("GRPO step")
-    axis.set_ylabel("held-out accuracy (solid acc@t1, dashed acc@t2)")
+    axis.set_ylabel(ylabel)
     axis.set_ylim(0, 1)
     axis.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
-    return True
+
+
+def write_results(out: Path, markdown: str, figures: Any, plot: Callable[[Path], bool]) -> None:
+    """Write `out`.md, `out`.json and (when `plot` can draw) `out`.png; say what was written."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".md").write_text(markdown)
+    out.with_suffix(".json").write_text(json.dumps(figures, indent=1) + "\n")
+    drawn = plot(out.with_suffix(".png"))
+    print(f"wrote {out}.md, .json" + (", .png" if drawn else " (no matplotlib: no plot)"))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -184,11 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     named = f" --names {args.names}" if args.names else ""
     folders = " ".join(r.name for r in args.runs)
     command = f"python -m benchmarks.training.curves {folders}{named} --out {args.out.name}"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".md").write_text(_markdown(runs, command))
-    args.out.with_suffix(".json").write_text(json.dumps(runs, indent=1) + "\n")
-    drawn = _plot(runs, args.out.with_suffix(".png"))
-    print(f"wrote {args.out}.md, .json" + (", .png" if drawn else " (no matplotlib: no plot)"))
+    write_results(args.out, _markdown(runs, command), runs, lambda path: _plot(runs, path))
 
 
 if __name__ == "__main__":

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import functools
+import sys
+import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -27,6 +31,9 @@ from self_refine.input_checks import MAX_TASK_CHARS
 from self_refine.redact import model_secrets, redact
 from self_refine.settings.call import resolve
 from self_refine.settings.fields import RefineContext
+
+if TYPE_CHECKING:
+    from self_refine.batch.ray_engine import RayEngine
 
 __all__ = ["BatchResult", "arefine_batch", "refine_batch"]
 
@@ -108,6 +115,7 @@ async def arefine_batch(
     checkpointer: BaseCheckpointSaver[Any] | None = None,
     context: RefineContext | None = None,
     log: str | Path | None = None,
+    engine: RayEngine | None = None,
     **options: Any,
 ) -> BatchResult:
     """Refine a batch of tasks (from the given `answers`, else from generated drafts).
@@ -126,6 +134,13 @@ async def arefine_batch(
     model calls run at once: set it to what the model server serves at once.
     A failing item is kept in `errors` (keys masked); a failing storage (a
     full disk) stops the batch with `BatchStoppedError`.
+
+    `engine=RayEngine(address, db=...)` (`self_refine.batch.ray_engine`) runs
+    the items on Ray's actors, each building the graph from `model` and
+    `options` (so they must pickle: a model name rather than a client) and
+    keeping its threads in `db` (a postgresql:// URL every node reaches; on
+    this machine's own Ray, a SQLite file; none: a temporary one); an item
+    whose actor is lost runs again from its thread's last checkpoint.
     """
     items = _items(tasks, answers, references, correct, ids)
     given = dict(options)
@@ -150,12 +165,12 @@ async def arefine_batch(
     if refused:
         index, reason = refused[0]
         raise ConfigError(f"references[{index}]: {reason}")
-    if checkpointer is None:
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        checkpointer = InMemorySaver()
+    if engine is not None and checkpointer is not None:
+        raise ConfigError(
+            "a batch on Ray keeps its threads in engine's db, not in a checkpointer: "
+            "leave checkpointer out"
+        )
     job.check_models(builder.parts, items)
-    graph = builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
     records: dict[int, dict[str, Any]] = {}
     errors: dict[int, str] = {}
     position = {item.id: index for index, item in enumerate(items)}
@@ -168,7 +183,21 @@ async def arefine_batch(
     async def fail(item: BatchItem, error: Exception) -> None:
         errors[position[item.id]] = redact(f"{type(error).__name__}: {error}", secrets)
 
-    await job.run(LocalEngine(graph), items, on_record=keep, on_error=fail)
+    if engine is not None:
+        recipe = functools.partial(
+            create_self_refine_graph,
+            model,
+            **group_options(options),
+            judge=judges if callables else (),
+        )
+        await _on_ray(engine, job, recipe, items, on_record=keep, on_error=fail)
+    else:
+        if checkpointer is None:
+            from langgraph.checkpoint.memory import InMemorySaver
+
+            checkpointer = InMemorySaver()
+        graph = builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
+        await job.run(LocalEngine(graph), items, on_record=keep, on_error=fail)
     ordered = [records.get(index) for index in range(len(items))]
     if log is not None:
         await asyncio.to_thread(append_jsonl, log, [r for r in ordered if r is not None])
@@ -185,6 +214,39 @@ async def arefine_batch(
         else []
     )
     return BatchResult(refined, ordered, summary, errors, structured)
+
+
+async def _on_ray(
+    engine: RayEngine,
+    job: BatchJob,
+    recipe: Any,
+    items: list[BatchItem],
+    **handlers: Any,
+) -> None:
+    """Run the items on Ray; with no database, in a temporary SQLite file on this machine."""
+    from self_refine.batch.ray_engine import import_ray, run_on_ray
+
+    import_ray()
+    with contextlib.ExitStack() as stack:
+        if engine.db is None:
+            if not engine.local:
+                engine.database()  # the ConfigError that asks for a shared database
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="self-refine-ray-"))
+            engine = dataclasses.replace(engine, db=str(Path(folder) / "checkpoints.sqlite"))
+        engine.check()
+        try:
+            await run_on_ray(engine, job, recipe, items, on_note=_note, **handlers)
+        except TypeError as error:
+            if "pickle" not in str(error) and "serialize" not in str(error):
+                raise
+            raise ConfigError(
+                f"the graph's settings cannot be sent to Ray's actors ({error}): pass the "
+                "model as a name (e.g. model='gpt-4o-mini') and options that pickle"
+            ) from None
+
+
+def _note(message: str) -> None:
+    print(f"self-refine: {message}", file=sys.stderr, flush=True)
 
 
 def _secrets(model: Any, settings: RefineContext, models: Iterable[Any]) -> list[str]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from self_refine.batch.engines import check_server, open_engine
 from self_refine.batch.items import BatchItem, InputProblem, in_shard, parse_shard, read_items
@@ -20,6 +20,9 @@ from self_refine.batch.metrics import Summary
 from self_refine.batch.output import STDOUT, OutputFile, StreamOutput
 from self_refine.errors import BatchStoppedError, ConfigError
 from self_refine.persistence.storage import check_database
+
+if TYPE_CHECKING:
+    from self_refine.batch.ray_engine import RayEngine
 
 __all__ = ["BatchEvents", "FileBatch", "FileBatchResult"]
 
@@ -65,7 +68,8 @@ class FileBatch:
     `shard` ("I/N") keeps the I-th of N parts of the input, split by a hash of
     each id so that machines agree. `output` "-" streams the results to standard
     output (nothing resumed from it). The items run on the LangGraph server at
-    `server`, else as threads of `builder` compiled with the checkpointer of `db`.
+    `server`, on Ray's actors (`ray`, with its own database), else as threads of
+    `builder` compiled with the checkpointer of `db`.
     """
 
     job: BatchJob
@@ -74,6 +78,7 @@ class FileBatch:
     shard: str | None = None
     db: str | None = None
     server: str | None = None
+    ray: RayEngine | None = None
     problems: list[InputProblem] = field(default_factory=list)
     _shard: tuple[int, int] | None = field(default=None, init=False, repr=False)
     _opened: _Opened | None = field(default=None, init=False, repr=False)
@@ -112,6 +117,9 @@ class FileBatch:
             return
         if self.server:
             check_server(self.server)
+        elif self.ray:
+            self.ray.check()
+            check_database(self.ray.database())
         elif self.db:
             check_database(self.db)
         summary = Summary()
@@ -131,11 +139,17 @@ class FileBatch:
         self._opened = _Opened(output, summary, verdicts)
 
     async def run(
-        self, items: Sequence[BatchItem], events: BatchEvents, *, builder: Any = None
+        self,
+        items: Sequence[BatchItem],
+        events: BatchEvents,
+        *,
+        builder: Any = None,
+        recipe: Callable[[], Any] | None = None,
     ) -> FileBatchResult:
         """Run the items the output file does not hold yet, appending a line as each finishes.
 
-        `builder` is the uncompiled graph for a local batch (None with a server).
+        `builder` is the uncompiled graph for a local batch (None with a server);
+        on Ray, `recipe()` builds it in each actor.
         """
         if self._opened is None:
             await asyncio.to_thread(self.prepare, items)
@@ -168,6 +182,16 @@ class FileBatch:
 
             todo = [item for item in items if item.id not in done]
             del done
+            if self.ray is not None:
+                from self_refine.batch.ray_engine import run_on_ray
+
+                if recipe is None:
+                    raise ConfigError("a batch on Ray needs the recipe of its graph")
+                await run_on_ray(
+                    self.ray, self.job, recipe, todo,
+                    on_record=write, on_error=report, on_note=events.warn,
+                )  # fmt: skip
+                return FileBatchResult(summary.result(), failed)
             engine = open_engine(
                 builder=builder,
                 db=self.db,

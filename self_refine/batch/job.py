@@ -119,6 +119,17 @@ class BatchJob:
         check_plan(plan, saved=True)
         check_models(plan, images=images)
 
+    def runner(self, engine: Engine) -> BatchRunner:
+        """A runner of this batch's items on `engine` (a Ray actor makes its own)."""
+        return BatchRunner(
+            engine,
+            self.context,
+            self.unjudged,
+            judge=self.judge,
+            refine_only_incorrect=self.refine_only_incorrect,
+            key=self.key,
+        )
+
     async def run(
         self,
         engine: Engine,
@@ -128,14 +139,6 @@ class BatchJob:
         on_error: Callable[[BatchItem, Exception], Awaitable[None]],
     ) -> None:
         """Run the items on the engine, handing each record or failure on as it comes."""
-        runner = BatchRunner(
-            engine,
-            self.context,
-            self.unjudged,
-            judge=self.judge,
-            refine_only_incorrect=self.refine_only_incorrect,
-            key=self.key,
-        )
-        await runner.run_all(
+        await self.runner(engine).run_all(
             items, concurrency=self.concurrency, on_record=on_record, on_error=on_error
         )

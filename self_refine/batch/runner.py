@@ -36,6 +36,7 @@ __all__ = [
     "BatchRunner",
     "Engine",
     "ThreadView",
+    "run_items",
     "run_key",
     "thread_id_for",
 ]
@@ -239,44 +240,62 @@ class BatchRunner:
         on_record: Callable[[BatchItem, dict[str, Any]], Awaitable[None]],
         on_error: Callable[[BatchItem, Exception], Awaitable[None]],
     ) -> None:
-        """Run items with at most `concurrency` model calls at once, reporting each as it finishes.
+        """Run items with at most `concurrency` model calls at once (see `run_items`)."""
+        await run_items(
+            self.run_item,
+            items,
+            concurrency=concurrency,
+            calls_here=self.engine.calls_models_here,
+            on_record=on_record,
+            on_error=on_error,
+        )
 
-        More items than that are open when the engine's model calls run in
-        this process (see `self_refine.batch.schedule`); on a LangGraph server,
-        `concurrency` items run at a time. An item that fails goes to
-        `on_error` and the others go on; an error in the settings
-        (ConfigError) stops the whole batch, and so does a failure of the
-        storage (a full disk, a damaged database) or of `on_record`
-        (BatchStoppedError): every later item would fail the same way.
-        """
 
-        async def one(item: BatchItem) -> None:
-            try:
-                record = await self.run_item(item)
-            except ConfigError:
-                raise
-            except Exception as error:  # noqa: BLE001 - one item's failure is reported
-                if (failure := storage_failure(error)) is not None:
-                    raise BatchStoppedError(f"{failure}{_AFTER_STOP}") from error
-                await on_error(item, error)
-                return
-            try:
-                await on_record(item, record)
-            except BatchStoppedError:
-                raise
-            except Exception as error:
-                reason = storage_failure(error) or f"{type(error).__name__}: {error}"
-                raise BatchStoppedError(
-                    f"the result of item {item.id!r} could not be recorded ({reason}){_AFTER_STOP}"
-                ) from error
+async def run_items(
+    run_item: Callable[[BatchItem], Awaitable[dict[str, Any]]],
+    items: Sequence[BatchItem],
+    *,
+    concurrency: int,
+    calls_here: bool,
+    on_record: Callable[[BatchItem, dict[str, Any]], Awaitable[None]],
+    on_error: Callable[[BatchItem, Exception], Awaitable[None]],
+) -> None:
+    """Run items with at most `concurrency` model calls at once, reporting each as it finishes.
 
+    More items than that are open when the model calls run in this process
+    (`calls_here`, see `self_refine.batch.schedule`); otherwise (a LangGraph
+    server, Ray actors) `concurrency` items run at a time. An item that fails
+    goes to `on_error` and the others go on; an error in the settings
+    (ConfigError) stops the whole batch, and so does a failure of the
+    storage (a full disk, a damaged database) or of `on_record`
+    (BatchStoppedError): every later item would fail the same way.
+    """
+
+    async def one(item: BatchItem) -> None:
         try:
-            with long_lived_frozen():
-                await run_scheduled(
-                    items, one, concurrency=concurrency, calls_here=self.engine.calls_models_here
-                )
-        except* (ConfigError, BatchStoppedError) as errors:
-            raise errors.exceptions[0] from None
+            record = await run_item(item)
+        except ConfigError:
+            raise
+        except Exception as error:  # noqa: BLE001 - one item's failure is reported
+            if (failure := storage_failure(error)) is not None:
+                raise BatchStoppedError(f"{failure}{_AFTER_STOP}") from error
+            await on_error(item, error)
+            return
+        try:
+            await on_record(item, record)
+        except BatchStoppedError:
+            raise
+        except Exception as error:
+            reason = storage_failure(error) or f"{type(error).__name__}: {error}"
+            raise BatchStoppedError(
+                f"the result of item {item.id!r} could not be recorded ({reason}){_AFTER_STOP}"
+            ) from error
+
+    try:
+        with long_lived_frozen():
+            await run_scheduled(items, one, concurrency=concurrency, calls_here=calls_here)
+    except* (ConfigError, BatchStoppedError) as errors:
+        raise errors.exceptions[0] from None
 
 
 def _pick(attempts: list[Attempt], select: str) -> Attempt:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shlex
 import sys
@@ -72,6 +73,27 @@ def _job(
     )
 
 
+def _ray_engine(args: argparse.Namespace) -> Any:
+    """The Ray engine `--ray` asks for (None without it), checked before any model call:
+    Ray installed, a database every node reaches."""
+    if args.ray_actors is not None and args.ray is None:
+        raise ConfigError("--ray-actors says how many Ray actors run items: add --ray")
+    if args.ray is None:
+        return None
+    if args.server:
+        raise ConfigError("--ray and --server are two places to run the items: choose one of them")
+    from self_refine.batch.ray_engine import RayEngine
+
+    try:
+        engine = RayEngine(args.ray, db=args.db, actors=args.ray_actors)
+    except ConfigError as error:
+        if args.ray_actors is not None and args.ray_actors < 1:
+            raise ConfigError(f"--ray-actors must be >= 1, got {args.ray_actors}") from None
+        raise ConfigError(f"--ray: {error}") from None
+    engine.check()
+    return engine
+
+
 def _warn(message: str) -> None:
     print(f"self-refine: {message}", file=sys.stderr, flush=True)
 
@@ -91,7 +113,10 @@ class _Shown:
         return terminal_safe(redact(" ".join(text.split()), self.secrets))
 
     def warn(self, message: str) -> None:
-        _warn(self._safe(message))
+        if self.progress is not None:  # a note while the batch runs (an item handed again)
+            self.progress.note(self._safe(message))
+        else:
+            _warn(self._safe(message))
 
     def start(self, total: int, done_before: Iterable[dict[str, Any]]) -> None:
         self.progress = Progress(total, sys.stderr, done_before=done_before)
@@ -161,10 +186,17 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
             "leave out --server, or serve a graph built with response_format="
         )
     job = _job(args, context, response_format)
-    batch = FileBatch(job, args.input, args.output, args.shard, db=args.db, server=args.server)
+    ray = _ray_engine(args)
+    batch = FileBatch(
+        job, args.input, args.output, args.shard, db=args.db, server=args.server, ray=ray
+    )
     items = batch.read(shown)
     # Bad models and missing keys fail here, before the output is opened (or made).
-    builder = None
+    builder = recipe = None
+    if ray is not None:
+        from self_refine.graphs import create_self_refine_graph
+
+        recipe = functools.partial(create_self_refine_graph, None, response_format=response_format)
     if not args.server:
         builder = build_graph(response_format)
         job.check_models(builder.parts, items)
@@ -177,7 +209,7 @@ def batch_command(args: argparse.Namespace, context: RefineContext) -> int:
     try:
         with stoppable("finished items are saved: run the same command to continue") as stop:
             try:
-                result = stop.run(batch.run(items, shown, builder=builder))
+                result = stop.run(batch.run(items, shown, builder=builder, recipe=recipe))
             except BaseException as error:
                 if not stop.signum or isinstance(error, SystemExit):
                     raise

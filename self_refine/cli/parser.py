@@ -233,6 +233,20 @@ def _add_batch_commands(commands: Any) -> None:
         "--server", help="run items on a LangGraph server (e.g. http://127.0.0.1:2024)"
     )
     batch.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run items on Ray actors: a Ray started on this machine for the batch, or the "
+        "cluster at ADDRESS (auto, HOST:PORT; needs a postgresql:// --db)",
+    )
+    batch.add_argument(
+        "--ray-actors",
+        type=int,
+        metavar="N",
+        help="with --ray: actors that run items, sharing --concurrency (default: one per node)",
+    )
+    batch.add_argument(
         "--verifiers",
         metavar="NAME[,NAME]",
         help="verifiers that judge correctness for the accuracy figures (default: every "

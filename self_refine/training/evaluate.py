@@ -29,11 +29,16 @@ from typing import Any
 
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError, SelfRefineError
+from self_refine.training.folders import check_out_folder, clear_written
 from self_refine.training.policy import PolicyChatModel
+from self_refine.training.rewards import edit_metrics
 from self_refine.training.rollout import RefineRollout, refine_rollout
 from self_refine.training.tasks import task_of
 
 __all__ = ["Evaluation", "evaluate_policy", "evaluation_callback", "main", "write_evaluations"]
+
+WRITES = ("evaluation.json", "evaluation.md", "evaluation.png")
+"""What the command writes into `--out`."""
 
 Progress = Callable[[int, int, float], None]
 """Called after each batch: items done, items in all, seconds so far."""
@@ -56,6 +61,9 @@ class Evaluation:
     """The trainer's global step, for a checkpoint that records it."""
     outcomes: list[dict[str, Any]] = field(default_factory=list)
     """Per item: task, draft, refinement, correct_before, correct_after."""
+    edit_distance: float | None = None
+    """Mean normalised edit distance of the wrong drafts' refinements (`edit_metrics`);
+    None when every draft was right."""
 
 
 def evaluate_policy(
@@ -122,6 +130,9 @@ def evaluate_policy(
         refined=sum(o.refinement is not None for o in outcomes) / size,
         seconds=time.perf_counter() - started,
         step=step,
+        edit_distance=edit_metrics(
+            [(o.draft, o.refinement) for o in outcomes if not o.right_before]
+        ).get("edit_distance"),
         outcomes=[
             {
                 "task": o.task,
@@ -206,8 +217,7 @@ def evaluation_callback(
     from transformers import TrainerCallback
 
     folder = Path(out)
-    kept = folder / "evaluation.json"
-    done = [Evaluation(**e) for e in json.loads(kept.read_text())] if kept.is_file() else []
+    done = _kept_evaluations(folder)
 
     class _EvaluateEvery(TrainerCallback):
         def _evaluate(self, state: Any, model: Any, processing_class: Any) -> None:
@@ -230,6 +240,23 @@ def evaluation_callback(
     return _EvaluateEvery()
 
 
+def _kept_evaluations(folder: Path) -> list[Evaluation]:
+    """The evaluations a run resumed into `folder` wrote before, or a one-line refusal."""
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{str(folder)!r} is a file: evaluations go into a folder of that name")
+    kept = folder / "evaluation.json"
+    if not kept.is_file():
+        return []
+    fix = "move it away to evaluate from the start"
+    try:
+        entries = json.loads(kept.read_text(encoding="utf-8"))
+        return [Evaluation(**entry) for entry in entries]
+    except (UnicodeDecodeError, json.JSONDecodeError, TypeError) as error:
+        raise ConfigError(
+            f"{kept} is not an evaluation this package wrote ({error}): {fix}"
+        ) from None
+
+
 def _has_images(row: Any) -> bool:
     """True for an item with an image column or a prompt with image parts."""
     if not isinstance(row, Mapping):
@@ -250,7 +277,14 @@ def _has_images(row: Any) -> bool:
 
 
 def _refuse_trained(rows: list[Mapping[str, Any]], trained_on: Iterable[Mapping[str, Any]]) -> None:
-    seen = {task_of(row["prompt"]) for row in trained_on if "prompt" in row}
+    trained = list(trained_on)
+    odd = next((i for i, row in enumerate(trained) if not isinstance(row, Mapping)), None)
+    if odd is not None:
+        raise ConfigError(
+            f"trained_on row {odd} is a {type(trained[odd]).__name__}, not a row: give the "
+            'training rows, each a dict such as {"prompt": ..., "reference": ...}'
+        )
+    seen = {task_of(row["prompt"]) for row in trained if "prompt" in row}
     both = [index for index, row in enumerate(rows) if task_of(row["prompt"]) in seen]
     if both:
         raise ConfigError(
@@ -269,8 +303,27 @@ def _name_and_step(model: Any) -> tuple[str, int | None]:
             "directory saved by save_pretrained, a trainer's checkpoint-N, or trainable_model()'s"
         )
     state = path / "trainer_state.json"
-    step = json.loads(state.read_text()).get("global_step") if state.is_file() else None
-    return path.name, step
+    return path.name, _global_step(state) if state.is_file() else None
+
+
+def _global_step(state: Path) -> int:
+    """The `global_step` a checkpoint's trainer_state.json records, or a one-line refusal."""
+    fix = "repair it, or remove it to evaluate the model without a step"
+    try:
+        found = json.loads(state.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{state} is not UTF-8 text: {fix}") from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"{state} is not valid JSON ({error.msg}, line {error.lineno}): {fix}"
+        ) from None
+    step = found.get("global_step") if isinstance(found, dict) else None
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ConfigError(
+            f"{state} records no whole global_step (a trainer checkpoint's holds "
+            f'{{"global_step": 12, ...}}): {fix}'
+        )
+    return step
 
 
 def _loaded(model: Any, tokenizer: Any) -> tuple[Any, Any]:
@@ -296,15 +349,19 @@ def write_evaluations(evaluations: Sequence[Evaluation], out: Path) -> list[Path
         "# Held-out evaluation",
         "",
         "acc@t1: right as first answered (greedy); acc@t2: right after one refinement of the "
-        "wrong answers with the checks' feedback, through the refine graph. Shares of all items.",
+        "wrong answers with the checks' feedback, through the refine graph. Shares of all items; "
+        "edit distance: the refinements' mean character edit distance from their drafts over "
+        "the longer text's length (0: unchanged).",
         "",
-        "| model | step | items | acc@t1 | acc@t2 | wrong -> right | right -> wrong | seconds |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | step | items | acc@t1 | acc@t2 | wrong -> right | right -> wrong | "
+        "edit distance | seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for e in evaluations:
         lines.append(
             f"| {e.model} | {'-' if e.step is None else e.step} | {e.items} | {e.acc_t1:.2f} | "
-            f"{e.acc_t2:.2f} | {e.wrong_to_right:.2f} | {e.right_to_wrong:.2f} | {e.seconds:.1f} |"
+            f"{e.acc_t2:.2f} | {e.wrong_to_right:.2f} | {e.right_to_wrong:.2f} | "
+            f"{'-' if e.edit_distance is None else f'{e.edit_distance:.2f}'} | {e.seconds:.1f} |"
         )
     written[1].write_text("\n".join([*lines, ""]))
     plot = _plot(evaluations, out / "evaluation.png")
@@ -333,22 +390,40 @@ def _plot(evaluations: Sequence[Evaluation], path: Path) -> Path | None:
     return path
 
 
-def _read_rows(path: str) -> list[dict[str, Any]]:
+def _read_rows(path: str, option: str = "--items") -> list[dict[str, Any]]:
+    """The JSON rows of a JSONL file, one object a line (blank lines skipped).
+
+    Lines end at "\n" only: a U+2028 or U+2029 inside a JSON string is text, as JSON has it.
+    """
     try:
-        text = Path(path).read_text()
+        data = Path(path).read_bytes()
     except OSError as error:
-        raise ConfigError(f"cannot read the items file {path!r}: {error.strerror}") from None
+        raise ConfigError(f"cannot read the {option} file {path!r}: {error.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        where = data.count(b"\n", 0, error.start) + 1
+        raise ConfigError(
+            f"{path}:{where} is not UTF-8 text (byte 0x{data[error.start]:02x}): save the "
+            f"{option} file as UTF-8"
+        ) from None
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError as error:
             raise ConfigError(
                 f"{path}:{number} is not a JSON line ({error.msg}): each line is one item, "
                 '{"prompt": ..., "reference": ...}'
             ) from None
+        if not isinstance(row, dict):
+            raise ConfigError(
+                f"{path}:{number} is a JSON {type(row).__name__}, not an object: each line is "
+                'one item, {"prompt": ..., "reference": ...}'
+            )
+        rows.append(row)
     return rows
 
 
@@ -372,19 +447,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("models", nargs="+", help="transformers model directories or checkpoints")
     parser.add_argument("--items", required=True, help="held-out items, one JSON row a line")
     parser.add_argument("--verifiers", required=True, help="comma-separated verifier names")
+    parser.add_argument(
+        "--critics",
+        help="comma-separated critics that tell the refiner (default: the verifiers' findings); "
+        "visible_tests for a code task whose prompts show examples",
+    )
     parser.add_argument("--profile", default="general")
     parser.add_argument("--trained-on", help="the training rows (JSONL): items in them refused")
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--draft-tokens", type=int, help="default: --max-new-tokens")
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--out", default="evaluation", help="folder for the results")
+    parser.add_argument("--out", default="evaluation", help="a new or empty folder for the results")
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="write into --out even if it holds files (its evaluation.* are replaced)",
+    )
     args = parser.parse_args(argv)
+    out = Path(args.out)
     try:
+        check_out_folder(out, WRITES, replace=args.replace)
         items = _read_rows(args.items)
-        trained = _read_rows(args.trained_on) if args.trained_on else None
+        trained = _read_rows(args.trained_on, "--trained-on") if args.trained_on else None
         options: dict[str, Any] = {
             "verifiers": [v.strip() for v in args.verifiers.split(",") if v.strip()],
             "profile": args.profile,
+            "critics": [c.strip() for c in args.critics.split(",") if c.strip()]
+            if args.critics
+            else None,
             "max_new_tokens": args.max_new_tokens,
             "draft_tokens": args.draft_tokens,
             "batch_size": args.batch_size,
@@ -392,18 +482,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         for model in args.models:  # every model and option checked before the first loads
             _name_and_step(model)
-        refine_rollout(items, **{k: options[k] for k in ("verifiers", "profile")})
+        refine_rollout(items, **{k: options[k] for k in ("verifiers", "profile", "critics")})
         evaluations = []
         for model in args.models:
             evaluations.append(
                 evaluate_policy(model, items, progress=_show_progress(Path(model).name), **options)
             )
-            write_evaluations(evaluations, Path(args.out))  # each model's result kept at once
+            if len(evaluations) == 1:
+                clear_written(out, WRITES)  # with --replace: no plot left from another run
+            write_evaluations(evaluations, out)  # each model's result kept at once
     except SelfRefineError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    for path in sorted(Path(args.out).glob("evaluation.*")):
-        print(path)
+    for name in WRITES:
+        if (out / name).exists():
+            print(out / name)
     return 0
 
 

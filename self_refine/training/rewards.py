@@ -15,9 +15,17 @@ from typing import Any
 
 from self_refine.critics import NotApplicable, Verifier, resolve_verifier
 from self_refine.errors import ConfigError
+from self_refine.training.checks import training_verifiers
 from self_refine.training.tasks import completion_text, task_of
 
-__all__ = ["METRICS", "log_refine_metrics", "verifier_reward"]
+__all__ = [
+    "METRICS",
+    "edit_distance",
+    "edit_metrics",
+    "log_refine_metrics",
+    "normalised_edit_distance",
+    "verifier_reward",
+]
 
 METRICS = (
     "acc_t1",
@@ -25,12 +33,21 @@ METRICS = (
     "wrong_to_right",
     "right_to_wrong",
     "refined",
+    "edited",
+    "edit_distance",
+    "draft_tokens",
     "refine_tokens",
+    "sampled_tokens",
     "refine_seconds",
 )
 """What each step logs, under `self_refine/`: accuracy before and after refinement and the
-transitions (fractions of the step's samples), the fraction refined, the tokens the policy
-wrote for turn 2 (the step's total) and the seconds turn 2 took."""
+transitions (fractions of the step's samples); the fraction refined (the wrong drafts sent
+to turn 2); of those, the share whose refinement changed the draft (`edited`) and the mean
+normalised edit distance between draft and refinement (`edit_distance`: character
+Levenshtein distance over the longer text's length, 0 for a refinement that changed
+nothing; both left out of a step with no wrong draft); the tokens the policy sampled in
+the step for turn 1 (`draft_tokens`), for turn 2 (`refine_tokens`, every call: critiques
+and refinements) and both (`sampled_tokens`); the seconds turn 2 took."""
 
 RewardFunction = Callable[..., list[float | None]]
 
@@ -48,7 +65,7 @@ def verifier_reward(
     """
     if not verifiers:
         raise ConfigError("verifier_reward needs at least one verifier: a name or a callable")
-    critics = [resolve_verifier(v) for v in verifiers]
+    critics = [resolve_verifier(v) for v in training_verifiers(verifiers)]
 
     def reward(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
         references = kwargs.get(reference)
@@ -80,6 +97,9 @@ def verifier_reward(
                 log_metric(f"self_refine/reward_t1/{reward.__name__}", sum(known) / len(known))
             if rollout is not None:
                 log_refine_metrics(rollout, log_metric)
+            elif kwargs.get("completion_ids") is not None:  # a plain step: its drafts only
+                sampled = float(sum(len(ids) for ids in kwargs["completion_ids"]))
+                log_metric("self_refine/sampled_tokens", sampled)
         return scores
 
     def _score(task: str, answer: str, ref: Any) -> float | None:
@@ -116,14 +136,82 @@ def log_refine_metrics(
     size = len(entries)
     before = [bool(e["correct_before"]) for e in entries]
     after = [bool(e["correct_after"]) for e in entries]
+    draft_tokens = float(sum(int(e.get("draft_tokens", 0)) for e in entries))
+    refine_tokens = float(sum(int(e["refine_tokens"]) for e in entries))
     values = {
         "acc_t1": sum(before) / size,
         "acc_t2": sum(after) / size,
         "wrong_to_right": sum(not b and a for b, a in zip(before, after, strict=True)) / size,
         "right_to_wrong": sum(b and not a for b, a in zip(before, after, strict=True)) / size,
         "refined": sum(not b for b in before) / size,
-        "refine_tokens": float(sum(int(e["refine_tokens"]) for e in entries)),
+        "draft_tokens": draft_tokens,
+        "refine_tokens": refine_tokens,
+        "sampled_tokens": draft_tokens + refine_tokens,
         "refine_seconds": float(entries[0]["refine_seconds"]),
+        **edit_metrics(
+            [
+                (str(e["draft"]), e.get("refinement"))
+                for e, right in zip(entries, before, strict=True)
+                if not right
+            ]
+        ),
     }
     for name in METRICS:
-        log_metric(f"self_refine/{name}", values[name])
+        if name in values:
+            log_metric(f"self_refine/{name}", values[name])
+
+
+def edit_metrics(refinements: Sequence[tuple[str, str | None]]) -> dict[str, float]:
+    """`edited` and `edit_distance` of (draft, refinement) pairs; none for no pairs.
+
+    A refinement of None (nothing new came) or equal to its draft but for blanks at the
+    ends changed nothing: edit distance 0.
+    """
+    if not refinements:
+        return {}
+    distances = [
+        0.0 if new is None else normalised_edit_distance(old.strip(), new.strip())
+        for old, new in refinements
+    ]
+    return {
+        "edited": sum(d > 0 for d in distances) / len(distances),
+        "edit_distance": sum(distances) / len(distances),
+    }
+
+
+def normalised_edit_distance(a: str, b: str) -> float:
+    """The Levenshtein distance of `a` and `b` in characters over the longer one's length."""
+    longest = max(len(a), len(b))
+    return edit_distance(a, b) / longest if longest else 0.0
+
+
+def edit_distance(a: str, b: str) -> int:
+    """The Levenshtein distance of two texts in characters (insert, delete, substitute: 1 each).
+
+    Bit-parallel (Myers 1999, Hyyro 2003): one pass over `a` with the columns of `b` as the
+    bits of an integer, so two replies of a thousand characters take milliseconds.
+    """
+    if len(a) < len(b):
+        a, b = b, a
+    if not b:
+        return len(a)
+    masks: dict[str, int] = {}
+    for index, char in enumerate(b):
+        masks[char] = masks.get(char, 0) | (1 << index)
+    full, top = (1 << len(b)) - 1, 1 << (len(b) - 1)
+    plus, minus, distance = full, 0, len(b)
+    for char in a:
+        equal = masks.get(char, 0)
+        vertical = equal | minus
+        horizontal = (((equal & plus) + plus) ^ plus) | equal
+        up = (minus | ~(horizontal | plus)) & full
+        down = plus & horizontal
+        if up & top:
+            distance += 1
+        elif down & top:
+            distance -= 1
+        up = ((up << 1) | 1) & full
+        down = (down << 1) & full
+        plus = (down | ~(vertical | up)) & full
+        minus = up & vertical
+    return distance

@@ -52,6 +52,7 @@ from self_refine.models.resolve import check_model, resolve_model
 from self_refine.prompts import get_profile
 from self_refine.settings.call import one_refinement
 from self_refine.settings.fields import RefineContext
+from self_refine.training.checks import training_verifiers
 from self_refine.training.policy import TOKEN_ALIGNED_INPUTS, PolicyCall, PolicyChatModel
 from self_refine.training.samples import (
     FAILED,
@@ -125,8 +126,10 @@ class RefineRollout:
                     "answer": o.answer,
                     "draft": o.draft,
                     "refined": o.refinement is not None,
+                    "refinement": o.refinement,
                     "correct_before": o.right_before,
                     "correct_after": o.right_after,
+                    "draft_tokens": len(o.draft_ids),
                     "refine_tokens": o.refine_tokens,
                     "refine_seconds": seconds,
                 }
@@ -386,7 +389,7 @@ def refine_rollout(
             f"{which} must be a list of names or callables, got the string {given!r}: "
             f"write {which}=[{given!r}]"
         )
-    checks = list(
+    checks = training_verifiers(
         verifiers
         if verifiers is not None
         else [c for c in get_profile(profile).critics if c not in EXPLAINER_NAMES]
@@ -397,7 +400,7 @@ def refine_rollout(
             "'answer' or 'concepts', or (task, draft, reference) callables), the exact checks "
             "that tell a right sample from a wrong one"
         )
-    told = list(critics) if critics is not None else list(checks)
+    told = training_verifiers(critics) if critics is not None else list(checks)
     if "human" in told:
         raise ConfigError(
             "the human critic cannot critique inside a trainer: use verifiers or 'llm'"

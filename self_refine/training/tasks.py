@@ -159,6 +159,11 @@ class References:
         critics = [resolve_verifier(v) for v in verifiers]
         self._by_task: dict[_Key, Any] = {}
         for index, row in enumerate(rows):
+            if not isinstance(row, Mapping):
+                raise ConfigError(
+                    f"row {index} of the dataset is a {type(row).__name__}, not a row: each row "
+                    'is a dict such as {"prompt": ..., "reference": ...}'
+                )
             missing = next((k for k in ("prompt", column) if k not in row), None)
             if missing is not None:
                 raise ConfigError(

@@ -108,6 +108,59 @@ def test_sentences_that_use_the_words_grade_right(text: str, words: list[str]) -
     assert Grader("constrained")(_constrained(words), text) is True
 
 
+# Forms a hand audit of 100 reported answers found passed (benchmarks/results/
+# audit-constrained-2026-12-07.md), written anew here: each fails, by the rule named.
+AUDITED = [
+    (
+        "A kite flies over the hill, a rabbit hops by the road, a drum beats in the hall, and "
+        "a lantern glows.",
+        ["kite", "rabbit", "drum", "lantern"],
+        "clause per word",
+    ),
+    ("The ladder leaned on the ladder near the canyon.", ["ladder", "canyon"], "word on itself"),
+    ("A pocket sat in the pocket of the jacket.", ["pocket", "jacket"], "word on itself"),
+    (
+        "River flows over the candle while the rocket waits.",
+        ["river", "candle", "rocket"],
+        "bare subject",
+    ),
+    (
+        "Bridge the gap with the basket, and the drum plays in the forest.",
+        ["bridge", "basket", "drum", "forest"],
+        "imperative",
+    ),
+]
+# ... and sentences near those forms that stay right.
+NEAR_THEM = [
+    (
+        "In the desert, a lantern cast a warm glow on the sand, while a paddle bobbed gently in "
+        "the water, a feather fluttered in the breeze, and a blanket draped over a sleeping "
+        "camel.",
+        ["lantern", "desert", "paddle", "feather", "blanket"],
+    ),
+    (
+        "Drumming on the paddle, the candle flickers, and the river flows gently.",
+        ["drum", "paddle", "candle", "river"],
+    ),
+    ("Thunder rolled over the valley as the rabbit hid.", ["thunder", "valley", "rabbit"]),
+    ("Castle walls rose above the meadow where a kite flew.", ["castle", "meadow", "kite"]),
+    ("The band used a drum to drum up a crowd by the river.", ["drum", "river"]),
+    ("Bicycle in hand, Mia walked to the harbor.", ["bicycle", "harbor"]),
+]
+
+
+@pytest.mark.parametrize(("text", "words", "form"), AUDITED)
+def test_forms_the_audit_found_grade_wrong(text: str, words: list[str], form: str) -> None:
+    assert form in sentence_problems(text, words)
+    assert Grader("constrained")(_constrained(words), text) is False
+
+
+@pytest.mark.parametrize(("text", "words"), NEAR_THEM)
+def test_sentences_near_the_audited_forms_grade_right(text: str, words: list[str]) -> None:
+    assert sentence_problems(text, words) == []
+    assert Grader("constrained")(_constrained(words), text) is True
+
+
 # Right answers failed for mentioning the feedback (runs 0624 and tune-0527).
 WORKED = [
     (

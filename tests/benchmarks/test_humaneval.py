@@ -185,3 +185,45 @@ async def test_the_refine_loop_is_fed_what_the_failing_example_returned(
     assert run_record["budgets"][-1]["correct"] is True  # the hidden check passes it
     assert document["results"]["humaneval"]["first"]["accuracy"]["value"] == 0.0
     assert "pass@t" in paths["md"].read_text()
+
+
+async def test_the_conditions_benchmark_runs_humaneval_each_problem_with_its_own_checks(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytest.importorskip("self_refine.critics.sandbox.host")
+    from benchmarks.quality.run import run
+    from tests.benchmarks.test_quality import _args
+    from tests.fakes import FakeChatModel, critique
+
+    # problems 0 and 3 are the reported part: halve shows no example, clamp two
+    monkeypatch.setattr(humaneval, "problems", lambda: (SILENT, SHOUT, SHOUT, CLAMP))
+    wrong = "```python\ndef clamp(values):\n    return values\n```"
+    right = "```python\ndef clamp(values):\n    return [min(v, limit()) for v in values]\n```"
+    clamps: list[str] = [wrong, right]
+
+    def reply(messages: list[Any]) -> str:
+        if "def halve" in "\n".join(m.text for m in messages):
+            return "```python\ndef halve(n):\n    return n // 2\n```"
+        return clamps.pop(0) if len(clamps) > 1 else clamps[0]
+
+    model = FakeChatModel(
+        script={
+            "generator": [reply],
+            "critic": [critique(["Looks fine."], score=0.9, done=True)],
+            "refiner": [reply],
+        }
+    )
+    args = _args(
+        out=tmp_path, sets=["humaneval"], n=None, conditions=["first", "verifier", "bestofn"]
+    )
+    document, records = await run(args, chat_model=model)
+    results = document["results"]["humaneval"]
+    assert results["first"]["accuracy_at"] == [0.5]  # halve right, clamp wrong
+    assert results["verifier"]["accuracy_at"][-1] == 1.0
+    assert results["bestofn"]["accuracy_at"] == [1.0]  # clamp's later samples are right
+    halve, clamp = records["humaneval"]["verifier"]
+    assert halve["attempts"][0]["critique"]["source"] == "llm"  # no examples: the critic alone
+    # the critic called the wrong clamp done: its examples, run, found it wrong
+    assert "python_tests" in clamp["attempts"][0]["critique"]["source"]
+    assert clamp["correct_first"] is False and clamp["correct_final"] is True
+    assert CANARY not in "\n".join(m.text for r in model.requests for m in r.messages)

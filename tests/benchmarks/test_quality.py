@@ -279,8 +279,15 @@ async def test_a_model_that_only_echoes_gets_nothing_right_in_the_whole_run(
     assert answers and all(answer == "" for answer in answers)
 
 
-def _document(first: float, final: float, right_to_wrong: int) -> dict[str, Any]:
-    figures = {"accuracy_at": [first, final], "wrong_to_right": 0, "right_to_wrong": right_to_wrong}
+def _document(
+    first: float, final: float, right_to_wrong: int, wrong_to_right: int = 0
+) -> dict[str, Any]:
+    figures = {
+        "items": 10,
+        "accuracy_at": [first, final],
+        "wrong_to_right": wrong_to_right,
+        "right_to_wrong": right_to_wrong,
+    }
     return {
         "date": "2026-01-01",
         "command": "python -m benchmarks.quality.run",
@@ -294,14 +301,24 @@ def _document(first: float, final: float, right_to_wrong: int) -> dict[str, Any]
     }
 
 
-def test_the_report_says_in_words_when_a_condition_made_results_worse() -> None:
+def test_the_report_says_in_words_when_a_condition_ended_below_the_first_draft() -> None:
     worse = _document(0.6, 0.4, right_to_wrong=2)
     assert readings(worse) == [
-        "arithmetic, intrinsic self-refine (model critiques itself): **made results worse** "
-        "than the first draft: 60% -> 40% (0 wrong -> right, 2 right -> wrong)."
+        "arithmetic, intrinsic self-refine (model critiques itself): **ended below the first "
+        "draft**: 60% -> 40%; it points below the first draft, not significant (n = 10, "
+        "0 gained / 2 lost, exact McNemar p = 0.500)."
     ]
-    assert "**made results worse**" in markdown(worse)
-    assert "worse" not in " ".join(readings(_document(0.4, 0.6, right_to_wrong=0)))
+    assert "**ended below the first draft**" in markdown(worse)
+    assert "below" not in " ".join(readings(_document(0.4, 0.6, right_to_wrong=0)))
+
+
+def test_the_report_says_beats_only_where_the_exact_mcnemar_p_is_below_5_percent() -> None:
+    (two,) = readings(_document(0.2, 0.4, right_to_wrong=0, wrong_to_right=2))
+    assert "it points above the first draft, not significant" in two and "beats" not in two
+    (six,) = readings(_document(0.2, 0.8, right_to_wrong=0, wrong_to_right=6))
+    assert six.endswith(
+        "it beats the first draft (n = 10, 6 gained / 0 lost, exact McNemar p = 0.031)."
+    )
 
 
 def test_the_command_written_to_the_results_never_holds_the_key() -> None:
@@ -424,3 +441,21 @@ def test_no_reported_arithmetic_item_is_a_tuning_item_renamed() -> None:
     assert not tuning & set(reported), "a reported item comes from a tuning template"
     tasks = [i["task"] for i in items]
     assert len(set(tasks)) == len(tasks)
+
+
+def test_candidates_against_best_of_n_are_read_with_their_paired_test() -> None:
+    document = _document(0.2, 0.4, right_to_wrong=0, wrong_to_right=2)
+    tokens = {"input_tokens_per_item": 900, "output_tokens_per_item": 100}
+    document["results"]["arithmetic"]["candidates"] = {
+        "accuracy_at": [0.2, 0.5],
+        "n": 3,
+        **tokens,
+        "against_bestofn": {"items": 10, "gained": 3, "lost": 0, "mcnemar_p": 0.25},
+    }
+    document["results"]["arithmetic"]["bestofn"] = {"accuracy_at": [0.2], "n": 8, **tokens}
+    said = readings(document)[-1]
+    assert said == (
+        "arithmetic: refining with 3 candidates per step points above best-of-8 first drafts, "
+        "not significant (n = 10, 3 gained / 0 lost, exact McNemar p = 0.250), at no more "
+        "tokens: 50% at 1,000 tokens per item against 20% at 1,000."
+    )

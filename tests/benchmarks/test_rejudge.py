@@ -38,10 +38,14 @@ def test_an_answer_the_checker_now_fails_falls_and_the_figures_follow(tmp_path: 
     fell = rejudge_quality_run(tmp_path / f"{STEM}.json", ["constrained"])
 
     # -007 by the fragments rule, -001 ("Train your pencil on the river, using the
-    # compass.") by the sentence checker, which the committed figures predate
+    # compass.") and bestofn's -005 (a sentence of nothing but a clause per word: "Rabbits
+    # swim through the lush green beach, the river stretches ..., the feathered drum
+    # gently dances, and the window is ...") by the sentence checker, which the committed
+    # figures predate
     assert fell == [
         "constrained/candidates/constrained-001",
         "constrained/candidates/constrained-007",
+        "constrained/bestofn/constrained-005",
     ]
     again = json.loads((tmp_path / f"{STEM}.json").read_text())["results"]["constrained"]
     committed = json.loads((RESULTS / f"{STEM}.json").read_text())["results"]["constrained"]

@@ -96,3 +96,39 @@ async def test_a_run_outside_the_ledger_says_so_on_its_page(tmp_path: Path) -> N
     document, _, paths = await run(arguments(_options(tmp_path)), model)
     assert document["ledger"] is None and len(document["commit"].split()[0]) == 40
     assert "**not on the ledger**" in paths["md"].read_text()
+
+
+def test_a_run_from_a_copy_with_no_git_names_its_commit_or_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks.quality import provenance
+    from benchmarks.run import _git_commit
+
+    def no_git(*args: str, cwd: Path = tmp_path) -> str:
+        raise SystemExit("git rev-parse HEAD failed (not a git repository)")
+
+    monkeypatch.setattr(provenance, "_git", no_git)
+    monkeypatch.delenv(provenance.GIVEN, raising=False)
+    with pytest.raises(SystemExit, match="set BENCH_COMMIT to the commit the copy holds"):
+        provenance.recorded_commit()
+    monkeypatch.setenv(provenance.GIVEN, "unknown")
+    with pytest.raises(SystemExit, match="is no commit id"):
+        provenance.recorded_commit()
+    monkeypatch.setenv(provenance.GIVEN, "deb6f21")
+    assert provenance.recorded_commit() == (
+        "deb6f21 (given by BENCH_COMMIT: the run's tree is no git checkout)"
+    )
+    failed = subprocess.CompletedProcess(["git"], 128, stdout="", stderr="not a git repository")
+    monkeypatch.setattr(subprocess, "run", lambda *args, **kwargs: failed)
+    assert _git_commit().startswith("deb6f21 (given")  # the performance tables too
+
+
+def test_every_results_file_names_its_commit() -> None:
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    unnamed = [
+        path.relative_to(results)
+        for path in results.rglob("*")
+        if path.suffix in (".json", ".md")
+        and ('"commit": "unknown"' in (text := path.read_text()) or "commit unknown" in text)
+    ]
+    assert unnamed == []

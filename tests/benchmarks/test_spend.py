@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from benchmarks.quality import strategies
-from benchmarks.quality.anytime import answer_at, output_tokens_at
+from benchmarks.quality.anytime import answer_at, calls_at, output_tokens_at
 from benchmarks.quality.intervals import PairedBootstrap, wilson
 from benchmarks.quality.same_requests import scripted_reply
 from benchmarks.quality.spend import arguments, run
@@ -160,6 +160,43 @@ def test_pass_at_t_counts_the_reply_tokens_of_the_replies_read_within_the_budget
     assert output_tokens_at(critiqued, 70) == 6  # its critique did not fit: the draft's own
 
 
+def test_calls_count_each_reply_each_llm_critique_and_each_one_asked_again() -> None:
+    llm = {"feedback": ["Shorter."], "score": 0.5, "source": "concepts+llm"}
+    attempts = [
+        {**_attempt(0, "first", 0.5, 100), "critique": llm},  # a reply and its critique: 2
+        {  # a rejected reply asked again, then critiqued: 3
+            **_attempt(1, "second", 0.5, 100),
+            "critique": llm,
+            "problems": ["the refiner's reply was rejected: unchanged; asked again"],
+        },
+        {  # both replies rejected, the draft kept: its critique is reused, no call: 2
+            **_attempt(2, "second", 0.5, 100),
+            "critique": llm,
+            "problems": ["rejected: unchanged; asked again", "rejected: echo; the previous kept"],
+        },
+        {  # a step of two replies, one critique asked again in plain text: 2 + 3
+            **_attempt(3, "picked", 0.5, 100, candidate=0),
+            "critique": {**llm, "source": "llm"},
+            "candidates": [
+                {
+                    **_candidate(1, "other", 0.1, 50),
+                    "critique": {**llm, "source": "llm"},
+                    "problems": [
+                        "the critic's structured reply was unreadable; asked again in plain text"
+                    ],
+                }
+            ],
+        },
+    ]
+    assert calls_at(attempts) == 2 + 3 + 2 + 2 + 3
+    assert calls_at(attempts, 99) == 2  # the first step is asked whatever it costs
+    assert calls_at(attempts, 250) == 5  # 50 left: no reply of about 100 fits
+    assert calls_at(attempts, 350) == 7
+    assert calls_at(attempts, 400) == 7 + 2  # one reply fits: the pick (index 0) first
+    verified = {"feedback": [], "score": 1.0, "source": "python_tests", "verified": True}
+    assert calls_at([{**_attempt(0, "passes", 1.0, 100), "critique": verified}]) == 1
+
+
 def test_a_step_whose_replies_were_all_rejected_adds_no_answer() -> None:
     rejected = {"index": 0, "draft": "", "critique": {}, "usage": _usage(50), "verified": None}
     attempts = [
@@ -289,16 +326,21 @@ async def test_a_second_run_asks_the_model_nothing_and_gives_the_same_records(
     assert _without_timing(again) == _without_timing(records)
 
 
-async def test_every_strategy_is_read_at_every_budget_and_compared_with_sample(
-    tmp_path: Path,
-) -> None:
-    model = FakeChatModel(
+def _one_reply_model() -> FakeChatModel:
+    """A model whose every draft misses a word: nothing is ever right."""
+    return FakeChatModel(
         script={
             "generator": ["The train left."],
             "critic": [critique(["Use every word."], score=0.3)],
             "refiner": ["The train left the river."],
         }
     )
+
+
+async def test_every_strategy_is_read_at_every_budget_and_compared_with_sample(
+    tmp_path: Path,
+) -> None:
+    model = _one_reply_model()
     given = ["--n", "2", "--sets", "constrained", "--no-cache", "--resamples", "200"]
     document, records, paths = await run(arguments([*given, "--out", str(tmp_path)]), model)
     result = document["results"]["constrained"]
@@ -560,3 +602,39 @@ def test_the_reading_at_a_budget_is_what_a_run_given_that_budget_answers(strateg
         assert output_tokens_at(big, budget) == run["usage"]["output_tokens"], budget
         skipped += run["attempts"][-1]["critique"].get("source") == "budget"
     assert skipped > 5  # the budgets where the last critique did not fit were read too
+
+
+async def test_a_page_rebuilt_from_the_records_alone_tells_the_runs_figures(
+    tmp_path: Path,
+) -> None:
+    from benchmarks.quality.rebuild import main as rebuild
+
+    model = _one_reply_model()
+    given = ["--n", "2", "--sets", "constrained", "--no-cache", "--resamples", "200"]
+    given += ["--strategies", "sample,refine", "--out", str(tmp_path / "run"), "--name", "budget-x"]
+    document, records, paths = await run(arguments(given), model)
+    page = paths["md"].read_text()
+    assert " calls | " in page  # spend told in the pass@t cells
+    assert "At matched spend" in page and "Reading (" in page
+    sample = document["results"]["constrained"]["strategies"]["sample"]["budgets"]
+    assert all(b["calls_per_item"] >= 1 for b in sample)  # a draft is a request
+    assert all(
+        b["calls"] == calls_at(r["attempts"], b["budget"])
+        for r in records
+        if "budgets" in r
+        for b in r["budgets"]
+    )
+
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "budget-x.records.jsonl").write_bytes(paths["records"].read_bytes())
+    rebuild([str(alone / "budget-x.records.jsonl")])
+    rebuilt = json.loads((alone / "budget-x.json").read_text())
+    assert rebuilt["results"] == json.loads(json.dumps(document["results"]))
+    assert "rebuilt from the records alone" in (alone / "budget-x.md").read_text()
+    # beside the run's own description, the page keeps its command and commit
+    rebuild([str(paths["records"])])
+    again = json.loads(paths["json"].read_text())
+    assert again["results"] == rebuilt["results"]
+    assert again["commit"] == document["commit"] and again["command"] == document["command"]
+    assert again["rebuilt"]["records"] == "budget-x.records.jsonl"

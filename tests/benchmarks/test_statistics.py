@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.quality.budget_page import _set_tables
-from benchmarks.quality.curves import differences
-from benchmarks.quality.intervals import PairedBootstrap, mcnemar, paired_counts
+from benchmarks.quality.curves import differences, matched_spend
+from benchmarks.quality.intervals import PairedBootstrap, compared, mcnemar, paired_counts
 
 
 @pytest.mark.parametrize(
@@ -58,3 +58,41 @@ def test_every_difference_against_sample_carries_its_test_on_the_page() -> None:
         _set_tables("code", {"first": _FIRST, "strategies": {}, "differences": found}, [1, 2], None)
     )
     assert "(4/0, p = 0.125)" in page and "(4/2, p = 0.688)" in page
+
+
+def test_a_page_says_beats_only_where_the_exact_p_is_below_5_percent() -> None:
+    assert compared("search", "sample", 11, 0, 124) == (
+        "search beats sample (n = 124, 11 gained / 0 lost, exact McNemar p = 9.8e-04)"
+    )
+    assert compared("refine", "sample", 0, 6, 60).startswith("refine falls below sample")
+    assert compared("vote", "sample", 7, 2, 60) == (
+        "vote points above sample, not significant "
+        "(n = 60, 7 gained / 2 lost, exact McNemar p = 0.180)"
+    )
+    assert compared("refine", "sample", 2, 3, 60).startswith("refine points below sample, not")
+    assert compared("search", "sample", 2, 2, 60).startswith("search ties with sample")
+
+
+def _spending(outputs: list[int], *right: bool) -> dict[str, object]:
+    return {
+        "budgets": [
+            {"correct": r, "output_tokens": o, "calls": 1}
+            for r, o in zip(right, outputs, strict=True)
+        ]
+    }
+
+
+def test_a_strategy_is_set_against_sample_at_the_same_reply_tokens_per_item() -> None:
+    # sample reads 100 reply tokens an item at 1x (25% right), 200 at 2x (75% right)
+    sample = [_spending([100, 200], False, True)] * 2 + [_spending([100, 200], True, True)]
+    sample += [_spending([100, 200], False, False)]
+    # refine spends 150 at 1x (half right), 400 at 2x: beyond sample's reads
+    refine = [_spending([150, 400], True, True)] * 2 + [_spending([150, 400], False, False)] * 2
+    one, two = matched_spend({"sample": sample, "refine": refine}, [1, 2])["refine"]
+    assert one["output_tokens_per_item"] == 150 and one["accuracy"] == 0.5
+    assert one["interpolated"] == pytest.approx(0.5)  # halfway between 25% and 75%
+    assert one["nearest"]["multiple"] == 1  # 100 and 200 are as near: the smaller read
+    assert (one["gained"], one["lost"]) == (2, 1)  # against sample's 1x answers
+    assert two["interpolated"] is None and two["beyond"] == "above"
+    assert two["nearest"] == {"multiple": 2, "output_tokens_per_item": 200, "accuracy": 0.75}
+    assert (two["gained"], two["lost"], two["mcnemar_p"]) == (0, 1, 1.0)

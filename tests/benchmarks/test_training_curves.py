@@ -90,9 +90,9 @@ def test_names_name_the_runs_one_each(tmp_path: Path) -> None:
         main([str(tmp_path / "a"), "--names", "x,y", "--out", str(tmp_path / "c")])
 
 
-def test_a_row_with_a_key_is_judged_by_the_answer_check(tmp_path: Path) -> None:
+def test_a_row_with_a_key_is_judged_by_the_stated_answer_check(tmp_path: Path) -> None:
     task = "What is 12 + 30? End your reply with: The answer is <number>."
-    drafts = ["12 + 30 = 42. The answer is 42.", "The answer is 41.", "The answer is 12 + 30."]
+    drafts = ["12 + 30 = 42. The answer is 42.", "The answer is 41.", "12 + 30 = 42"]
     _run(tmp_path / "a", drafts, 1.0, summary=True, task=task, reference={"answer": 42})
     main([str(tmp_path / "a"), "--out", str(tmp_path / "c")])
     evaluation = json.loads((tmp_path / "c.json").read_text())[0]["evaluations"][0]

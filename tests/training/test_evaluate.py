@@ -84,9 +84,9 @@ def test_the_command_writes_json_markdown_and_a_plot_with_progress(
     items = tmp_path / "held-out.jsonl"
     rows = [
         {"prompt": f"Write a sentence with the word {w}.", "reference": {"concepts": [w]}}
-        for w in ("sun", "tree", "boat")
+        for w in ("sun", "tree", "boat\u2028")  # a line separator inside a JSON string is text
     ]
-    items.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    items.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     out = tmp_path / "eval"
     code = main(
         [str(model_dir), "--items", str(items), "--verifiers", "concepts", "--draft-tokens", "4"]
@@ -97,6 +97,7 @@ def test_the_command_writes_json_markdown_and_a_plot_with_progress(
     assert "checkpoint-5: 2/3 items" in printed.err and "s left" in printed.err
     (result,) = json.loads((out / "evaluation.json").read_text())
     assert (result["items"], result["step"]) == (3, 5)
+    assert result["outcomes"][2]["task"] == rows[2]["prompt"]
     row = (
         f"| checkpoint-5 | 5 | 3 | {result['acc_t1']:.2f} | {result['acc_t2']:.2f} | "
         f"{result['wrong_to_right']:.2f} | {result['right_to_wrong']:.2f} |"
@@ -108,7 +109,7 @@ def test_the_command_writes_json_markdown_and_a_plot_with_progress(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--items", "missing.jsonl"], "cannot read the items file 'missing.jsonl'"),
+        (["--items", "missing.jsonl"], "cannot read the --items file 'missing.jsonl'"),
         (["--items", "ITEMS", "--verifiers", "nonsense"], "unknown"),
     ],
 )
@@ -126,3 +127,89 @@ def test_the_command_refuses_bad_input_with_one_line(
     assert main([str(model_dir), *given, "--out", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def _items(folder: Path) -> Path:
+    items = folder / "items.jsonl"
+    items.write_text(json.dumps({"prompt": "Say hi.", "reference": {"concepts": ["hi"]}}) + "\n")
+    return items
+
+
+def test_an_out_folder_holding_files_is_refused_before_any_model_is_evaluated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "eval"
+    out.mkdir()
+    (out / "evaluation.md").write_text("my notes")
+    no_model = str(tmp_path / "no-model")  # refused later, were --out not checked first
+    argv = [no_model, "--items", str(_items(tmp_path)), "--verifiers", "concepts"]
+    assert main([*argv, "--out", str(out)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "already holds evaluation.md" in line and "--replace" in line
+    assert (out / "evaluation.md").read_text() == "my notes"
+    mine = tmp_path / "results"
+    mine.write_text("mine")
+    assert main([*argv, "--out", str(mine), "--replace"]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert mine.read_text() == "mine"
+
+
+def test_replace_writes_the_evaluation_and_leaves_other_files(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "eval"
+    out.mkdir()
+    (out / "evaluation.md").write_text("an old evaluation")
+    (out / "notes.txt").write_text("mine")
+    argv = [str(model_dir), "--items", str(_items(tmp_path)), "--verifiers", "concepts"]
+    assert main([*argv, "--max-new-tokens", "4", "--out", str(out), "--replace"]) == 0
+    assert (out / "notes.txt").read_text() == "mine"
+    assert "| checkpoint-5 | 5 | 1 |" in (out / "evaluation.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("broken", "message"),
+    [
+        ("items", "items.jsonl:2 is not UTF-8 text (byte 0xff): save the --items file as UTF-8"),
+        ("trained-on", "trained.jsonl:1 is a JSON str, not an object: each line is one item"),
+        ("state", "trainer_state.json is not valid JSON (Expecting property name"),
+        ("step", "trainer_state.json records no whole global_step"),
+    ],
+)
+def test_broken_input_files_get_one_line_each(
+    broken: str,
+    message: str,
+    model_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import shutil
+
+    model = tmp_path / "checkpoint-9"
+    shutil.copytree(model_dir, model)
+    items = _items(tmp_path)
+    trained = tmp_path / "trained.jsonl"
+    trained.write_text('"a row as a string"\n')
+    if broken == "items":
+        items.write_bytes(items.read_bytes() + b'{"prompt": "caf\xff"}\n')
+    if broken == "state":
+        (model / "trainer_state.json").write_text("{global_step: 9")
+    if broken == "step":
+        (model / "trainer_state.json").write_text('{"global_step": "nine"}')
+    argv = [str(model), "--items", str(items), "--verifiers", "concepts"]
+    argv += ["--trained-on", str(trained)] if broken == "trained-on" else []
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert message in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_trained_on_rows_that_are_not_rows_are_refused(model_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="trained_on row 0 is a str, not a row"):
+        evaluate_policy(model_dir, ITEMS, verifiers=[long_enough], trained_on=["x"])  # type: ignore[list-item]
+
+
+def test_a_callback_refuses_an_evaluation_file_it_cannot_read(tmp_path: Path) -> None:
+    (tmp_path / "evaluation.json").write_text("[{")
+    with pytest.raises(ConfigError, match="is not an evaluation this package wrote"):
+        evaluation_callback(ITEMS, tmp_path, every=1, verifiers=[long_enough])

@@ -125,6 +125,13 @@ def test_a_step_refines_only_the_wrong_samples_and_trains_on_the_exchange(tmp_pa
     assert logged["self_refine/right_to_wrong"] == 0
     assert logged["self_refine/refined"] == pytest.approx(len(wrong) / size)
     assert logged["self_refine/refine_tokens"] == sum(line["refine_tokens"] for line in lines) > 0
+    assert logged["self_refine/draft_tokens"] == sum(len(o.draft_ids) for o in outcomes)
+    assert logged["self_refine/sampled_tokens"] == (
+        logged["self_refine/draft_tokens"] + logged["self_refine/refine_tokens"]
+    )
+    changed = [o.refinement is not None and o.refinement.strip() != o.draft.strip() for o in wrong]
+    assert logged["self_refine/edited"] == pytest.approx(sum(changed) / len(wrong))
+    assert 0 < logged["self_refine/edit_distance"] <= logged["self_refine/edited"]
     assert logged["rewards/verifier_long_enough/mean"] == pytest.approx(
         logged["self_refine/acc_t2"]
     )
@@ -185,6 +192,9 @@ def test_a_refine_run_samples_the_drafts_a_plain_run_of_its_seed_samples(tmp_pat
     for refined, plain in zip(refine_log, plain_log, strict=True):
         for key in ("loss", "grad_norm", "completions/mean_length", "reward"):
             assert refined[key] == pytest.approx(plain[key]), (refined["step"], key)
+        # the same drafts: the plain step sampled the refine step's turn-1 tokens
+        assert refined["self_refine/draft_tokens"] == plain["self_refine/sampled_tokens"]
+        assert refined["self_refine/sampled_tokens"] > plain["self_refine/sampled_tokens"]
 
 
 def test_the_refinement_form_trains_the_refinement_after_the_trainer_prompt(
@@ -217,21 +227,27 @@ def test_a_plain_run_logs_the_turn_1_reward_under_the_refine_runs_name(tmp_path:
     assert logged["self_refine/reward_t1/verifier_long_enough"] == pytest.approx(
         logged["rewards/verifier_long_enough/mean"]
     )
-    assert not {f"self_refine/{name}" for name in METRICS} & set(logged)
+    # of the refine metrics, a plain step has only its drafts' tokens
+    assert {f"self_refine/{name}" for name in METRICS} & set(logged) == {
+        "self_refine/sampled_tokens"
+    }
+    assert logged["self_refine/sampled_tokens"] == pytest.approx(
+        logged["completions/mean_length"] * 8
+    )
 
 
 def test_a_reward_function_of_ones_own_logs_the_refine_metrics_through_log_metric() -> None:
     from self_refine.training import log_refine_metrics
 
     logged: dict[str, float] = {}
-    entries = [
-        {"correct_before": True, "correct_after": True, "refine_tokens": 0},
-        {"correct_before": False, "correct_after": True, "refine_tokens": 12},
-        {"correct_before": False, "correct_after": False, "refine_tokens": 9},
-        {"correct_before": False, "correct_after": False, "refine_tokens": 5},
+    entries: list[dict[str, Any]] = [
+        {"draft": "7", "refinement": None, "correct_before": True, "correct_after": True},
+        {"draft": "abcd", "refinement": "abXd", "correct_before": False, "correct_after": True},
+        {"draft": "hello", "refinement": None, "correct_before": False, "correct_after": False},
+        {"draft": "same ", "refinement": "same", "correct_before": False, "correct_after": False},
     ]
-    for entry in entries:
-        entry["refine_seconds"] = 2.5
+    for entry, refine_tokens in zip(entries, (0, 12, 9, 5), strict=True):
+        entry.update(refine_tokens=refine_tokens, draft_tokens=10, refine_seconds=2.5)
     log_refine_metrics(entries, logged.__setitem__)
     assert logged == {
         "self_refine/acc_t1": 0.25,
@@ -239,9 +255,18 @@ def test_a_reward_function_of_ones_own_logs_the_refine_metrics_through_log_metri
         "self_refine/wrong_to_right": 0.25,
         "self_refine/right_to_wrong": 0.0,
         "self_refine/refined": 0.75,
+        # of the three refined: one changed a character of four; two changed nothing
+        "self_refine/edited": pytest.approx(1 / 3),
+        "self_refine/edit_distance": pytest.approx(0.25 / 3),
+        "self_refine/draft_tokens": 40.0,
         "self_refine/refine_tokens": 26.0,
+        "self_refine/sampled_tokens": 66.0,
         "self_refine/refine_seconds": 2.5,
     }
+    right_only = entries[:1]
+    logged.clear()
+    log_refine_metrics(right_only, logged.__setitem__)  # nothing refined: no edit figures
+    assert "self_refine/edited" not in logged and logged["self_refine/refined"] == 0
 
 
 def test_a_crash_in_a_refine_call_fails_the_step(tmp_path: Path) -> None:
