@@ -87,8 +87,7 @@ class Candidate(TypedDict):
 
     `index` is its place among the step's replies (0 at the model's own temperature);
     `draft` is "" when the reply was rejected (`rejected` says why, and it was never
-    critiqued: `critique` is empty); `usage` covers its draft call and its critique,
-    `critique_usage` the critique's part (absent in records made before it was kept).
+    critiqued: `critique` is empty); `usage` covers its draft call and its critique.
     `verified` is the verifiers' verdict (None when none judged it) and `checked` their
     lowest score, which rank candidates before the critic's score does. In a run that
     samples or searches each one is a `DraftNode`.
@@ -100,7 +99,6 @@ class Candidate(TypedDict):
     usage: Usage
     verified: bool | None
     checked: float | None
-    critique_usage: NotRequired[Usage]
     problems: NotRequired[list[str]]
     rejected: NotRequired[RejectedReply]
     planned_because: NotRequired[str]
@@ -121,7 +119,6 @@ class _Step(TypedDict):
     draft: str
     critique: dict[str, Any]
     usage: Usage
-    critique_usage: NotRequired[Usage]
     problems: NotRequired[list[str]]
     rejected: NotRequired[list[RejectedReply]]
     candidate: NotRequired[int]
@@ -136,9 +133,7 @@ class ChainAttempt(_Step):
 
     `iteration` 0 is the first draft (generated or given); iteration k is the
     draft made by the k-th refine step, from draft k - 1. `usage` covers the call that
-    wrote the draft and the call that critiqued it, `critique_usage` the critique's part
-    (absent in records made before it was kept; a step of candidates': all their
-    critiques'). `problems`, present only when
+    wrote the draft and the call that critiqued it. `problems`, present only when
     something went wrong, says what (an empty or refused reply, a critique that
     was not valid JSON, a score outside [0, 1]) and how it was handled.
     `rejected`, present only when it happened, lists the replies that were not
