@@ -40,6 +40,7 @@ NOT_RUN: dict[str, str] = {
     "--critic human": "asks a person at the terminal (tests/cli/test_cli_human.py)",
     "self-refine resume THREAD_ID": "a placeholder for a thread that stopped unfinished",
     "report part1.jsonl part2.jsonl": "reads the shards of the PostgreSQL batch above it",
+    "--ray": "starts or joins a Ray cluster (tests/batch/test_batch_ray.py runs a batch on one)",
 }
 """Commands shown in the docs but not run by the walkthrough, by a part of their text."""
 
