@@ -10,8 +10,8 @@ thread's writer lock (`persistence/locks.py`), so that a second writer is refuse
 before anything is read or written, it reads the thread once, checks the call
 (`settings.call.check`: the call's settings worked out once, and every refusal),
 and streams the run with those settings as its context, so every node reads them as
-`runtime.context`, and with the recursion limit they need (`recursion_limit`; a
-limit the caller gave is kept). A call the caller has checked already (the command
+`runtime.context`, with the recursion limit they need (`recursion_limit`; a limit
+the caller gave is kept) and room for the run's tasks (`tasks_at_once`). A call the caller has checked already (the command
 line, before it opens its storage) is not checked again (`Checked.checked_for`).
 
 `CheckedStateGraph.compile` builds the subclass from the graph LangGraph compiled,
@@ -22,6 +22,7 @@ takes no class to build).
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
@@ -32,6 +33,7 @@ from langgraph.runtime import get_runtime
 from langgraph.types import StateSnapshot
 
 from self_refine.content import images_held
+from self_refine.errors import ConfigError
 from self_refine.langgraph_private import checked_copy
 from self_refine.persistence.locks import atry_lock, try_lock
 from self_refine.settings.call import Checked, Parts, check, is_new_input, run_finished
@@ -58,22 +60,58 @@ def recursion_limit(max_iterations: int) -> int:
     return 3 * max_iterations + 8
 
 
-def _limited(config: RunnableConfig | None, own: Any, settings: RefineContext) -> RunnableConfig:
-    """`config` with the recursion limit a run of `settings` needs (`recursion_limit`).
+def tasks_at_once(candidates: int) -> int:
+    """LangGraph tasks a run of `candidates` may have open at once: each branch of a step
+    of candidates and its reply's own task (`nodes.candidates._draft`), which it waits for,
+    and one more.
+
+    A synchronous run's tasks share one pool of `max_concurrency` threads (LangGraph's
+    default: Python's, `os.cpu_count() + 4`); an asynchronous run with `max_concurrency`
+    holds a slot per open task. With fewer, every thread or slot can hold a branch that
+    waits for its reply's task, which then never runs: the run never ends (8 candidates
+    on a two-core machine did).
+    """
+    return 2 * candidates + 1
+
+
+def _limited(
+    config: RunnableConfig | None, own: Any, settings: RefineContext, *, threads: bool
+) -> RunnableConfig:
+    """`config` with the recursion limit a run of `settings` needs (`recursion_limit`) and
+    room for its tasks (`tasks_at_once`): a synchronous run (`threads`) gets a pool of at
+    least that many threads; an asynchronous one is left unbounded unless its caller
+    bounded it.
 
     A limit the caller gave (in `config`, or `own`: the graph's `with_config`) is kept;
     inside a parent's run, the limit handed down counts the parent's steps, so the run
-    gets at least what it needs.
+    gets at least what it needs. A `max_concurrency` below what the run's candidates need
+    is refused, or raised inside a parent's run (where the parent chose it for its own
+    tasks).
     """
+    nested = _is_nested(config)
     needed = recursion_limit(settings.max_iterations)
     given = (config or {}).get("recursion_limit", (own or {}).get("recursion_limit"))
     if given is None:
         limit = needed
-    elif _is_nested(config):
+    elif nested:
         limit = max(given, needed)
     else:
         limit = given
-    return {**(config or {}), "recursion_limit": limit}
+    limited: RunnableConfig = {**(config or {}), "recursion_limit": limit}
+    room = tasks_at_once(settings.candidates)
+    bound = (config or {}).get("max_concurrency", (own or {}).get("max_concurrency"))
+    if bound is not None and bound < room and not nested:
+        raise ConfigError(
+            f"max_concurrency={bound} is too few for a run of {settings.candidates} "
+            f"candidate(s): each candidate's branch waits for its reply's own task, so the "
+            f"run needs at least {room} (2 x candidates + 1); raise it, lower candidates, "
+            "or leave max_concurrency out"
+        )
+    if bound is not None:
+        limited["max_concurrency"] = max(bound, room)
+    elif threads:
+        limited["max_concurrency"] = max(room, min(32, (os.cpu_count() or 1) + 4))
+    return limited
 
 
 def _is_nested(config: RunnableConfig | None) -> bool:
@@ -192,7 +230,7 @@ class CheckedCompiledGraph(
             thread = self._thread(config)
             settings = self._checked(input, kwargs.get("context"), config, thread)
             kwargs["context"] = settings
-            config = _limited(config, self.config, settings)
+            config = _limited(config, self.config, settings, threads=True)
             with images_held(self._task(input, thread, config)):
                 yield from super().stream(input, config, **kwargs)
         finally:
@@ -213,7 +251,7 @@ class CheckedCompiledGraph(
                 self._checked_ready, input, kwargs.get("context"), config, thread
             )
             kwargs["context"] = settings
-            config = _limited(config, self.config, settings)
+            config = _limited(config, self.config, settings, threads=False)
             task = self._task(input, thread, None)
             if task is None and thread is None and not is_new_input(input):
                 task = await self._aserved_task(config)
