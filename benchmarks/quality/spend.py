@@ -7,6 +7,7 @@ tokens, prompt and reply (`--budgets`). Each strategy then runs once per item th
 
 - sample: best-of-N fresh first drafts, the run's verifier (else its critic) picking one;
 - refine: one reply per step, the verifier's findings explained by the model's critic;
+- refine+checks: as refine, fed the verifier's findings as they are, no critic explaining;
 - refine+candidates: as refine, `--candidates` replies per step (the first draft's too);
 - search: the library's search over attempts; skipped, with a note, when the library has
   no `strategy` setting.
@@ -66,7 +67,7 @@ from benchmarks.quality.run import RESULTS, first_drafts, load_items
 from benchmarks.quality.sets import PARTS, PROFILE, SET_NAMES, SETS
 from benchmarks.quality.strategies import STRATEGIES, Unavailable, strategy_settings
 
-REFINING = ("refine", "refine+candidates", "search")
+REFINING = ("refine", "refine+checks", "refine+candidates", "search")
 """The strategies whose runs ask refine requests (`--refine-form` sets their form)."""
 
 BUDGETS = (1, 2, 4, 8)
@@ -425,7 +426,9 @@ def parser() -> argparse.ArgumentParser:
         "LLM critic only, or the answer key and hidden tests (an upper bound, never what a "
         "user gets)",
     )
-    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="default: all five")
+    parser.add_argument(
+        "--strategies", default=",".join(STRATEGIES), help=f"default: all ({','.join(STRATEGIES)})"
+    )
     parser.add_argument(
         "--budgets",
         default=",".join(map(str, BUDGETS)),

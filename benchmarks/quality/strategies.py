@@ -5,6 +5,10 @@ the run's token budget as `max_tokens_total`:
 
 - sample: fresh first drafts, no refinement, the run's verifier picking one;
 - refine: one reply per step, the verifier's findings explained by the model's critic;
+- refine+checks: one reply per step, fed the verifier's findings as they are (a failing
+  example's assert and what the function returned), no critic explaining them: self-repair
+  with execution feedback, every token of the budget on drafts (where the feedback setting
+  gives no verifier, the LLM critic alone, as refine);
 - refine+candidates: as refine, `candidates` replies per step (the first draft's too);
 - search: the library's search over the tree of attempts, on the verifier's findings
   alone (no explaining critic: its tokens would come out of the budget).
@@ -40,7 +44,7 @@ __all__ = [
     "strategy_settings",
 ]
 
-STRATEGIES = ("sample", "refine", "refine+candidates", "search", "vote")
+STRATEGIES = ("sample", "refine", "refine+checks", "refine+candidates", "search", "vote")
 """Every strategy the benchmark compares, in the order its tables show them."""
 
 _SAMPLE_MARGIN = 1.25
@@ -94,6 +98,8 @@ def strategy_settings(
             return {**common, "strategy": "sample", "critics": checked}
         if strategy == "refine":
             return {**refining, "strategy": "refine"}
+        if strategy == "refine+checks":
+            return {**common, "critics": checked, "strategy": "refine"}
         if strategy == "refine+candidates":
             return {**refining, "strategy": "refine", "candidates": candidates}
         # The search runs on the verifier's exact findings alone: an explaining critic's
@@ -111,6 +117,8 @@ def strategy_settings(
         return {**common, "critics": checked, "candidates": drafts, "max_iterations": 0}
     if strategy == "refine":
         return refining
+    if strategy == "refine+checks":
+        return {**common, "critics": checked}
     return {**refining, "candidates": candidates}
 
 

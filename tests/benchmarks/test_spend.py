@@ -228,6 +228,17 @@ def test_sample_fills_the_budget_with_fresh_drafts_until_the_strategy_setting_ex
     )
 
 
+def test_refine_with_checks_is_refine_fed_the_verifier_alone_or_the_critic_without_one() -> None:
+    ask = {"profile": "python_function", "budget": 800, "first_tokens": 100, "candidates": 3}
+    explained = strategies.strategy_settings("refine", verifier="python_tests", **ask)
+    assert explained["critics"] == ("python_tests", "llm")
+    plain = strategies.strategy_settings("refine+checks", verifier="python_tests", **ask)
+    assert plain["critics"] == ("python_tests",) and plain["strategy"] == "refine"
+    assert plain["max_tokens_total"] == 800 and plain["max_iterations"] == MAX_ITERATIONS_LIMIT
+    alone = strategies.strategy_settings("refine+checks", verifier=None, **ask)
+    assert alone["critics"] == ("llm",)
+
+
 class _ScriptedLlama:
     """Stands in for llama.cpp: a reply that is a function of the request, calls counted."""
 
