@@ -87,7 +87,8 @@ class Candidate(TypedDict):
 
     `index` is its place among the step's replies (0 at the model's own temperature);
     `draft` is "" when the reply was rejected (`rejected` says why, and it was never
-    critiqued: `critique` is empty); `usage` covers its draft call and its critique.
+    critiqued: `critique` is empty); `usage` covers its draft call and its critique,
+    `critique_usage` the critique's part (absent in records made before it was kept).
     `verified` is the verifiers' verdict (None when none judged it) and `checked` their
     lowest score, which rank candidates before the critic's score does. In a run that
     samples or searches each one is a `DraftNode`.
@@ -99,6 +100,7 @@ class Candidate(TypedDict):
     usage: Usage
     verified: bool | None
     checked: float | None
+    critique_usage: NotRequired[Usage]
     problems: NotRequired[list[str]]
     rejected: NotRequired[RejectedReply]
     planned_because: NotRequired[str]
@@ -119,6 +121,7 @@ class _Step(TypedDict):
     draft: str
     critique: dict[str, Any]
     usage: Usage
+    critique_usage: NotRequired[Usage]
     problems: NotRequired[list[str]]
     rejected: NotRequired[list[RejectedReply]]
     candidate: NotRequired[int]
@@ -133,7 +136,9 @@ class ChainAttempt(_Step):
 
     `iteration` 0 is the first draft (generated or given); iteration k is the
     draft made by the k-th refine step, from draft k - 1. `usage` covers the call that
-    wrote the draft and the call that critiqued it. `problems`, present only when
+    wrote the draft and the call that critiqued it, `critique_usage` the critique's part
+    (absent in records made before it was kept; a step of candidates': all their
+    critiques'). `problems`, present only when
     something went wrong, says what (an empty or refused reply, a critique that
     was not valid JSON, a score outside [0, 1]) and how it was handled.
     `rejected`, present only when it happened, lists the replies that were not

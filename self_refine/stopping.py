@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from self_refine.drafts import Attempt, Usage, in_tree
 from self_refine.errors import ConfigError
@@ -19,10 +20,14 @@ __all__ = [
     "Unchanged",
     "Verified",
     "DEFAULT_POLICIES",
+    "UNASKED",
+    "critique_cost",
+    "critique_short",
     "policies_for",
     "first_stop",
     "reply_cost",
     "step_width",
+    "unasked",
 ]
 
 
@@ -168,10 +173,73 @@ def step_width(wanted: int, budget: int | None, spent: int, cost: float | None) 
     return max(0, min(wanted, int((budget - spent) // max(cost, 1.0))))
 
 
+UNASKED = "budget"
+"""The source of the critique a draft gets in place of the critic's when the token budget
+left cannot hold a critique (`critique_short`): the critic was not asked."""
+
+
+def unasked(critique: Mapping[str, Any]) -> bool:
+    """Whether a recorded critique stands for a critic that was not asked (`UNASKED` among
+    its sources), the token budget left being too short for it."""
+    return UNASKED in str(critique.get("source") or "").split("+")
+
+
+def _critiques(attempts: Sequence[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+    for attempt in attempts:
+        yield attempt
+        yield from attempt.get("candidates") or []
+
+
+def _critique_tokens(attempt: Mapping[str, Any]) -> list[int]:
+    """What each reply of a step paid for its critique: the kept one (the step's
+    `critique_usage` less the others'), then the others."""
+    others = [_tokens(c.get("critique_usage")) for c in attempt.get("candidates") or []]
+    return [_tokens(attempt.get("critique_usage")) - sum(others), *others]
+
+
+def _tokens(usage: Mapping[str, Any] | None) -> int:
+    return int((usage or {}).get("total_tokens", 0))
+
+
+def critique_cost(attempts: Sequence[Mapping[str, Any]]) -> float | None:
+    """What the next critique is expected to cost, in tokens (prompt and reply): the mean of
+    the run's critiques so far that cost tokens (each reply's `critique_usage`: the
+    critic's calls; a critique the verifiers settled alone costs none and says nothing of
+    what the critic costs); None before any."""
+    costs = [tokens for a in attempts for tokens in _critique_tokens(a) if tokens > 0]
+    return sum(costs) / len(costs) if costs else None
+
+
+def critique_short(
+    budget: int | None, left: float, draft_tokens: int, cost: float | None
+) -> str | None:
+    """Why a draft's critic is not to be asked, when `left` tokens of a `budget` (what is
+    left after the draft was written) cannot hold a critique; None when one fits, or
+    with no budget.
+
+    A critique is expected to cost `cost` (`critique_cost`, the run's critiques so far);
+    before any, what the draft cost (`draft_tokens`, its request and reply): a critique
+    reads the task and the draft, as the draft's request read the task and its reply
+    wrote the draft. A draft that cost nothing (one the input gave) with no critique
+    before it is critiqued: nothing says what a critique would cost.
+    """
+    if budget is None:
+        return None
+    expected = cost if cost is not None else float(draft_tokens)
+    if left >= expected:
+        return None
+    return (
+        f"The critic was not asked: the token budget left, {max(int(left), 0)} tokens, "
+        f"cannot hold a critique of about {round(expected)} tokens."
+    )
+
+
 @dataclass(frozen=True)
 class TokenBudget:
-    """Stop when the run has used `max_tokens_total` tokens or more, or when what is left
-    would not pay for one reply of the next step (`step_width`)."""
+    """Stop when the run has used `max_tokens_total` tokens or more, when what is left
+    would not pay for one reply of the next step (`step_width`), or when a reply of the
+    latest step went unjudged because what was left could not hold its critique
+    (`critique_short`)."""
 
     max_tokens_total: int
 
@@ -182,6 +250,9 @@ class TokenBudget:
     def __call__(self, view: StopView) -> str | None:
         spent = view.usage["total_tokens"]
         if spent >= self.max_tokens_total:
+            return "token_budget"
+        latest = view.attempts[-1:]
+        if any(unasked(reply["critique"]) for reply in _critiques(latest)):
             return "token_budget"
         cost = reply_cost(view.attempts)
         return "token_budget" if step_width(1, self.max_tokens_total, spent, cost) == 0 else None

@@ -199,8 +199,10 @@ def _head(document: dict[str, Any]) -> list[str]:
         "- budgets: " + ", ".join(f"{m}x" for m in document["budgets"]) + " the tokens (prompt "
         "and reply) of each item's own first draft, the greedy generate step every strategy "
         "shares; one run per item and strategy at the largest budget, the answer at a smaller "
-        "one read from it: the library's pick among the steps (and candidates) finished within it "
-        "(for sample and search, the best of every draft read)",
+        "one read from it: what a run given that budget answers, the library's budget rules "
+        "replayed on its steps (a step starts only when a reply fits; a draft whose critique "
+        "the budget left cannot hold is answered unjudged), the library's pick among the "
+        "steps (and candidates) read (for sample and search, the best of every draft read)",
         (
             f"- at most {document['max_tokens']} tokens per reply; "
             if document["max_tokens"]

@@ -18,7 +18,10 @@ class CritiqueRequest:
 
     `task` is the task as given: its text, or content blocks with images (which
     only models see; verifiers get its text). `notes` are findings of automatic checks
-    (verifiers) that a critic should explain and extend.
+    (verifiers) that a critic should explain and extend. `unasked`, when set, says why
+    the explaining critic is not to be asked (the token budget left cannot hold its
+    critique: `stopping.critique_short`): the verifiers judge alone, and the critique
+    says so in their stead.
     """
 
     task: TaskContent
@@ -27,6 +30,7 @@ class CritiqueRequest:
     attempts: Sequence[Attempt] = ()
     reference: Any = None
     notes: Sequence[str] = ()
+    unasked: str | None = None
 
 
 class CritiqueResult(NamedTuple):

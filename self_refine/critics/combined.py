@@ -10,8 +10,9 @@ from self_refine.critics.base import Critic, CritiqueRequest, CritiqueResult
 from self_refine.critics.verifiers import NotApplicable, VerifierCritic
 from self_refine.errors import ConfigError
 from self_refine.state import Critique, add_usage
+from self_refine.stopping import UNASKED
 
-__all__ = ["CombinedCritic", "check_judgeable", "merge_critiques"]
+__all__ = ["CombinedCritic", "check_judgeable", "merge_critiques", "unasked_critique"]
 
 
 def check_judgeable(
@@ -46,6 +47,31 @@ def merge_critiques(critiques: Sequence[Critique], *, verified: bool | None) -> 
     )
 
 
+def unasked_critique(judged: Sequence[Critique], why: str) -> Critique:
+    """The critique of a draft whose explaining critic was not asked (`why`: the token
+    budget left cannot hold its critique): the verifiers' findings, if any judged it, and
+    `why`, from source `UNASKED`.
+
+    It has no score: nothing judged the draft as the critic would, so among a run's
+    attempts it ranks below every scored one (`nodes/ranking.py`); it is not done, and
+    `verified` is False when a verifier failed it, else None (the verifiers that passed
+    it did not settle the task, or none applied: else the critic would not have been
+    needed). Among a tree's drafts it still ranks by the verifiers' verdict and their
+    lowest score (`checked`), which it keeps.
+    """
+    failed = any(not c.done for c in judged)
+    return Critique(
+        feedback=[
+            *(f"[{c.source}] {item}" for c in judged for item in c.feedback),
+            f"[{UNASKED}] {why}" if judged else why,
+        ],
+        score=None,
+        done=False,
+        source="+".join(dict.fromkeys([*(c.source for c in judged), UNASKED])),
+        verified=False if failed else None,
+    )
+
+
 class CombinedCritic:
     """Runs the verifiers, then the explaining critic when they cannot settle the draft.
 
@@ -60,6 +86,10 @@ class CombinedCritic:
       the critique merges both with `verified=False`;
     - no verifier applies (the reference lacks their data): the explaining
       critic alone; with none, a ConfigError saying what the reference needs.
+
+    A request that says the explaining critic is not to be asked (`unasked`: the token
+    budget left cannot hold its critique) gets, where it would have been asked, the
+    verifiers' findings and that reason (`unasked_critique`), at no cost.
     """
 
     def __init__(
@@ -98,9 +128,13 @@ class CombinedCritic:
         notes = [f"{c.source}: {item}" for c in judged if not c.done for item in c.feedback]
         return dataclasses.replace(request, notes=[*request.notes, *notes])
 
-    def _finish(self, judged: list[Critique], explained: CritiqueResult | None) -> CritiqueResult:
+    def _finish(
+        self, judged: list[Critique], explained: CritiqueResult | str | None
+    ) -> CritiqueResult:
         scores = [c.score for c in judged if c.score is not None]
         checked = min(scores) if scores else None
+        if isinstance(explained, str):  # the explaining critic was not asked: why
+            return CritiqueResult(unasked_critique(judged, explained), add_usage(), (), checked)
         if explained is None:
             passed = all(c.done for c in judged)
             merged = merge_critiques(judged, verified=passed)
@@ -124,10 +158,10 @@ class CombinedCritic:
                 results.append((verifier, None))
         judged = self._judged(results)
         settled = self.words_settle or _settled(results)
-        explained = None
+        explained: CritiqueResult | str | None = None
         if self._needs_explainer(judged, settled):
             assert self.explainer is not None
-            explained = self.explainer.critique(self._request(request, judged))
+            explained = request.unasked or self.explainer.critique(self._request(request, judged))
         return self._finish(judged, explained)
 
     async def acritique(self, request: CritiqueRequest) -> CritiqueResult:
@@ -140,10 +174,12 @@ class CombinedCritic:
                 results.append((verifier, None))
         judged = self._judged(results)
         settled = self.words_settle or _settled(results)
-        explained = None
+        explained: CritiqueResult | str | None = None
         if self._needs_explainer(judged, settled):
             assert self.explainer is not None
-            explained = await self.explainer.acritique(self._request(request, judged))
+            explained = request.unasked or await self.explainer.acritique(
+                self._request(request, judged)
+            )
         return self._finish(judged, explained)
 
 

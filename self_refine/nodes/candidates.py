@@ -7,9 +7,12 @@ them side by side. A branch asks for its reply as its `Send` says (the draw of t
 model, `models.calls.candidate_model`, and the refine form; a first draft when it is
 sent no attempts), holds it to the draft rules (`models/hygiene.py`; a rejected reply
 is not asked again, the other branches stand in for that) and has the run's critic
-judge it. The `pick` node then takes the best (`best_candidate`), records it as the
-step's attempt with the others beside it, and names the stop reason, as the critique
-node does for a single reply (`nodes/steps.py`).
+judge it: under a token budget, only when its share of what was left before the step
+(the budget left over the step's width), less its draft, holds a critique
+(`requests.unasked_why`); else the verifiers judge it alone, its critique says why,
+and the run stops after the step ("token_budget"). The `pick` node then takes the best
+(`best_candidate`), records it as the step's attempt with the others beside it, and
+names the stop reason, as the critique node does for a single reply (`nodes/steps.py`).
 """
 
 from __future__ import annotations
@@ -42,7 +45,12 @@ from self_refine.models.calls import (
 from self_refine.nodes.draft import DraftRequest
 from self_refine.nodes.first_verified import StepStops, first_verified, first_verified_async
 from self_refine.nodes.ranking import best_candidate, vote_so_far, why_kept
-from self_refine.nodes.requests import critique_request, generate_request, refine_request
+from self_refine.nodes.requests import (
+    critique_request,
+    generate_request,
+    refine_request,
+    unasked_why,
+)
 from self_refine.nodes.routing import CandidateInput
 from self_refine.nodes.runnable import Node
 from self_refine.nodes.steps import step_record
@@ -98,6 +106,8 @@ def _candidate(
         record["problems"] = problems
     if reply.rejected is not None:
         record["rejected"] = reply.rejected
+    if judged is not None:
+        record["critique_usage"] = add_usage(judged.usage)
     if state.get("planned_because"):
         record["planned_because"] = state["planned_because"]
     return {"branches": [placed(record, place_of(state))]}
@@ -139,7 +149,8 @@ def make_candidate(parts: Parts) -> Node:
         reply = DraftReply(**_draft(ask).result())
         judged = None
         if reply.text:
-            request = critique_request(state, reply.text, ask.iteration)
+            why = _unasked(plan, state, reply)
+            request = critique_request(state, reply.text, ask.iteration, unasked=why)
             with model_errors("critic", plan.critic.model):
                 judged = plan.critic.invoke(request, _trace(plan, ask.iteration, state))
         return _candidate(state, reply, judged)
@@ -152,7 +163,8 @@ def make_candidate(parts: Parts) -> Node:
         reply = DraftReply(**await _adraft(ask))
         judged = None
         if reply.text:
-            request = critique_request(state, reply.text, ask.iteration)
+            why = _unasked(plan, state, reply)
+            request = critique_request(state, reply.text, ask.iteration, unasked=why)
             with model_errors("critic", plan.critic.model):
                 judged = await plan.critic.ainvoke(request, _trace(plan, ask.iteration, state))
         return _candidate(state, reply, judged)
@@ -161,6 +173,19 @@ def make_candidate(parts: Parts) -> Node:
     return Node(
         first_verified(candidate, stops), first_verified_async(acandidate, stops), name="candidate"
     )
+
+
+def _unasked(plan: RunPlan, state: Mapping[str, Any], reply: DraftReply) -> str | None:
+    """Why the branch's critic is not to be asked: its share of the budget left before the
+    step (what was left over the step's width), less its draft, cannot hold a critique
+    (None: it can, or the run has no budget). A share, not what the other branches have
+    spent, so that the decision does not hang on which branch finishes first."""
+    budget = plan.settings.max_tokens_total
+    if budget is None:
+        return None
+    share = (budget - int(state.get("spent") or 0)) / max(int(state.get("width") or 1), 1)
+    drafted = int(reply.usage["total_tokens"])
+    return unasked_why(plan, share - drafted, drafted, state.get("critique_cost"))
 
 
 def _trace(plan: RunPlan, iteration: int, state: Mapping[str, Any]) -> Any:
@@ -188,6 +213,7 @@ def _attempt(state: RefineState, candidates: list[Candidate]) -> Attempt:
         "draft": draft,
         "critique": critique,
         "usage": add_usage(*(c["usage"] for c in candidates)),
+        "critique_usage": add_usage(*(c.get("critique_usage") for c in candidates)),
         "candidates": [c for c in candidates if c is not chosen],
     }
     if chosen is None:

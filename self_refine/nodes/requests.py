@@ -13,8 +13,9 @@ from self_refine.nodes.draft import DraftRequest, rejected_reply
 from self_refine.prompts import generate_messages, refine_messages
 from self_refine.prompts.forms import RefineForm
 from self_refine.settings.plan import RunPlan
+from self_refine.stopping import critique_short
 
-__all__ = ["critique_request", "generate_request", "refine_request"]
+__all__ = ["critique_request", "generate_request", "refine_request", "unasked_why"]
 
 
 def generate_request(plan: RunPlan, state: Mapping[str, Any]) -> DraftRequest:
@@ -66,13 +67,29 @@ def _items(state: Mapping[str, Any]) -> list[str]:
 
 
 def critique_request(
-    state: Mapping[str, Any], draft: str | None = None, iteration: int | None = None
+    state: Mapping[str, Any],
+    draft: str | None = None,
+    iteration: int | None = None,
+    *,
+    unasked: str | None = None,
 ) -> CritiqueRequest:
-    """What the critic is asked to judge: the state's draft, or `draft` of step `iteration`."""
+    """What the critic is asked to judge: the state's draft, or `draft` of step `iteration`
+    (`unasked`: why its explaining critic is not to be asked, see `unasked_why`)."""
     return CritiqueRequest(
         task=state["task"],
         draft=state.get("draft", "") if draft is None else draft,
         iteration=state.get("iteration", 0) if iteration is None else iteration,
         attempts=state.get("attempts") or [],
         reference=state.get("reference"),
+        unasked=unasked,
     )
+
+
+def unasked_why(plan: RunPlan, left: float, draft_tokens: int, cost: float | None) -> str | None:
+    """Why a draft's critic is not to be asked: the run's token budget, `left` tokens of it
+    after the draft (which cost `draft_tokens`), cannot hold a critique expected to cost
+    `cost` (`stopping.critique_short`). None when it fits, with no budget, and when asking
+    costs no tokens (verifiers, a person)."""
+    if not plan.critic_spends:
+        return None
+    return critique_short(plan.settings.max_tokens_total, left, draft_tokens, cost)

@@ -21,7 +21,8 @@ from self_refine.content import TaskContent, by_reference
 from self_refine.drafts import Attempt, chain_of
 from self_refine.prompts.forms import RefineForm
 from self_refine.settings.call import plans_steps
-from self_refine.state import RUN_CONTEXT, PlannedReply, RefineState
+from self_refine.state import RUN_CONTEXT, PlannedReply, RefineState, add_usage
+from self_refine.stopping import critique_cost
 
 __all__ = [
     "CandidateInput",
@@ -42,7 +43,10 @@ class CandidateInput(TypedDict, total=False):
     `models.calls.candidate_model`) and `form` the refine form of its request (absent:
     the run's). In a run that samples or searches, `node` and `parent` say which draft
     it writes and which it refines, and `planned_because` why the search planned it;
-    `attempts` is then the chain of drafts it refines (none for a fresh draft).
+    `attempts` is then the chain of drafts it refines (none for a fresh draft). `spent`
+    is what the run had spent before the step and `critique_cost` what a critique is
+    expected to cost (`stopping.critique_cost` of all the run's attempts; None before
+    any): under a token budget they say whether the branch's critic may be asked.
     """
 
     task: Required[TaskContent]
@@ -58,6 +62,16 @@ class CandidateInput(TypedDict, total=False):
     node: int
     parent: int | None
     planned_because: str
+    spent: int
+    critique_cost: float | None
+
+
+def _spending(state: RefineState) -> dict[str, Any]:
+    """What a branch reads to know whether its critique fits the budget left (see
+    `CandidateInput`)."""
+    attempts = state.get("attempts") or []
+    spent = add_usage(state.get("usage"))["total_tokens"]
+    return {"spent": spent, "critique_cost": critique_cost(attempts)}
 
 
 def _planned(state: RefineState) -> bool:
@@ -72,6 +86,7 @@ def candidate_sends(state: RefineState) -> list[Send]:
     cannot answer by copying the draft (sampled again, an edit request mostly brings
     the same copy back)."""
     width = state.get("fan_out") or 1
+    spending = _spending(state)
     sends = []
     for index in range(width):
         branch: CandidateInput = {
@@ -84,6 +99,8 @@ def candidate_sends(state: RefineState) -> list[Send]:
             "candidate": index,
             "width": width,
             "draw": index,
+            "spent": spending["spent"],
+            "critique_cost": spending["critique_cost"],
         }
         if index:
             branch["form"] = "fresh"
@@ -91,7 +108,9 @@ def candidate_sends(state: RefineState) -> list[Send]:
     return sends
 
 
-def _planned_send(state: RefineState, index: int, width: int, reply: PlannedReply) -> Send:
+def _planned_send(
+    state: RefineState, index: int, width: int, reply: PlannedReply, spending: dict[str, Any]
+) -> Send:
     """A planned reply's branch: the chain of drafts it refines (its ancestors and itself,
     asked in the run's search form) or none (a fresh draft), drawn as its node's own draw."""
     chain = chain_of(reply["parent"], state.get("attempts") or [])
@@ -108,6 +127,8 @@ def _planned_send(state: RefineState, index: int, width: int, reply: PlannedRepl
         "draw": reply["node"],
         "node": reply["node"],
         "parent": reply["parent"],
+        "spent": spending["spent"],
+        "critique_cost": spending["critique_cost"],
     }
     if "planned_because" in reply:
         sent["planned_because"] = reply["planned_because"]
@@ -154,4 +175,7 @@ def route_after_planner(state: RefineState) -> Literal["critique", "finalize"] |
     if not state.get("attempts") and (state.get("draft") or "").strip():
         return "critique"
     replies = state.get("next_replies") or []
-    return [_planned_send(state, index, len(replies), r) for index, r in enumerate(replies)]
+    spending = _spending(state)
+    return [
+        _planned_send(state, index, len(replies), r, spending) for index, r in enumerate(replies)
+    ]

@@ -19,6 +19,7 @@ from langchain_core.runnables import RunnableConfig
 
 from self_refine.content import TaskContent, task_text
 from self_refine.critics.base import CritiqueRequest, CritiqueResult, RunCritic
+from self_refine.critics.human import HumanCritic
 from self_refine.critics.typed import ResponseFormat
 from self_refine.errors import ConfigError
 from self_refine.models.calls import trace_config
@@ -124,6 +125,13 @@ class RunPlan:
     """False when the run critiques nothing (`critics="none"`: `NoCritic`)."""
     select: Select = "best"
     """Which draft answers: the select the settings name, else `call.default_select`."""
+
+    @property
+    def critic_spends(self) -> bool:
+        """Whether asking the run's critic may cost tokens: it has an explaining critic other
+        than a person (verifiers and a person's critique cost none)."""
+        explainer = self.critic.critic.explainer
+        return explainer is not None and not isinstance(explainer, HumanCritic)
 
     @property
     def search_form(self) -> RefineForm:

@@ -45,19 +45,45 @@ def _candidate(index: int, draft: str, score: float, tokens: int) -> dict[str, A
     }
 
 
-def test_the_answer_at_each_budget_is_the_best_of_the_steps_finished_within_it() -> None:
+def test_the_reading_stops_where_the_library_would_and_skips_the_critiques_it_would() -> None:
+    # Each step: its draft, then its critique (`critique_usage`), 40, 50 and 50 tokens.
+    attempts = [
+        {**_attempt(0, "first, wrong", 0.25, 100), "critique_usage": _usage(40)},
+        {**_attempt(1, "second, right", 1.0, 150), "critique_usage": _usage(50)},
+        {**_attempt(2, "third, a worse score", 0.5, 200), "critique_usage": _usage(50)},
+    ]
+    read = {budget: answer_at(attempts, budget) for budget in (80, 120, 200, 240, 10_000)}
+    # 80: the first draft (60) is written whatever is left, and the 20 left cannot hold a
+    # critique of about what the draft cost: it answers unjudged, at 60 tokens.
+    assert read[80].answer["draft"] == "first, wrong"  # type: ignore[index]
+    assert read[80].answer["critique"]["score"] is None  # type: ignore[index]
+    assert read[80].tokens == 60
+    # 120: critiqued (60 left holds about 60); the 20 left then holds no step of about 100.
+    assert read[120].answer["critique"]["score"] == 0.25  # type: ignore[index]
+    assert (read[120].tokens, read[120].attempts) == (100, 1)
+    # 200: the second draft (100) fits the step, not its critique (about 40, 0 left): the
+    # scored first draft answers, not the unjudged one after it.
+    assert read[200].answer["draft"] == "first, wrong"  # type: ignore[index]
+    assert (read[200].tokens, read[200].attempts) == (200, 2)
+    assert read[240].answer["draft"] == "second, right"  # type: ignore[index]
+    assert read[240].tokens == 250
+    assert read[10_000].answer["draft"] == "second, right"  # a later, lower score never wins
+    assert read[10_000].attempts == 3
+
+
+def test_records_without_critique_costs_stop_as_the_budget_policy_does() -> None:
     attempts = [
         _attempt(0, "first, wrong", 0.25, 100),
         _attempt(1, "second, right", 1.0, 150),
         _attempt(2, "third, a worse score", 0.5, 200),
     ]
-    drafts = {budget: answer_at(attempts, budget) for budget in (99, 100, 249, 250, 450, 10_000)}
-    assert drafts[99].answer is None and drafts[99].tokens == 0  # not even the first draft
-    assert drafts[100].answer["draft"] == "first, wrong"  # type: ignore[index]
-    assert drafts[249].answer["draft"] == "first, wrong"  # type: ignore[index]
-    assert drafts[250].answer["draft"] == "second, right"  # type: ignore[index]
-    assert drafts[450].answer["draft"] == "second, right"  # a later, lower score never wins
-    assert drafts[450].tokens == 450 and drafts[10_000].attempts == 3
+    read = {budget: answer_at(attempts, budget) for budget in (99, 199, 200, 399, 400)}
+    assert read[99].answer["draft"] == "first, wrong"  # a run writes its first draft anyway
+    assert read[99].tokens == 100
+    assert read[199].tokens == 100  # 99 left does not pay for a reply of about 100
+    assert read[200].answer["draft"] == "second, right"  # type: ignore[index]
+    assert read[200].tokens == 250  # a step that started overshoots, as the run does
+    assert read[399].attempts == 2 and read[400].attempts == 3
 
 
 def test_a_refine_chain_that_votes_answers_its_vote_among_the_steps_read() -> None:
@@ -73,10 +99,12 @@ def test_a_refine_chain_that_votes_answers_its_vote_among_the_steps_read() -> No
     assert best["draft"] == "Reworked. The answer is 8."  # type: ignore[index]
 
 
-def test_a_step_of_candidates_is_read_one_candidate_at_a_time_in_index_order() -> None:
-    # The step's usage is the whole step's: 3 candidates of 100, 120 and 80 tokens.
+def test_a_step_of_candidates_is_as_wide_as_the_budget_left_holds_in_index_order() -> None:
+    # After a first draft of 100, a step of 3 candidates of 100, 120 and 80 tokens (its
+    # usage the whole step's); each later reply is expected to cost what the first did.
+    first = _attempt(0, "first, wrong", 0.1, 100)
     step = _attempt(
-        0,
+        1,
         "candidate 2, right",
         1.0,
         300,
@@ -86,15 +114,15 @@ def test_a_step_of_candidates_is_read_one_candidate_at_a_time_in_index_order() -
             _candidate(1, "candidate 1, closer", 0.6, 120),
         ],
     )
-    later = _attempt(1, "refined, wrong", 0.4, 500)
-    read = {budget: answer_at([step, later], budget) for budget in (99, 100, 219, 220, 300, 800)}
-    assert read[99].answer is None
-    assert read[100].answer["draft"] == "candidate 0, wrong"  # type: ignore[index]
-    assert read[219].answer["draft"] == "candidate 0, wrong"  # type: ignore[index]
-    assert read[220].answer["draft"] == "candidate 1, closer"  # the pick among those read
-    assert read[300].answer["draft"] == "candidate 2, right"  # type: ignore[index]
+    later = _attempt(2, "refined, wrong", 0.4, 500)
+    attempts = [first, step, later]
+    read = {budget: answer_at(attempts, budget) for budget in (199, 200, 300, 400, 800)}
+    assert read[199].answer["draft"] == "first, wrong"  # type: ignore[index]
+    assert read[200].answer["draft"] == "candidate 0, wrong"  # one reply fits: candidate 0
+    assert read[300].answer["draft"] == "candidate 1, closer"  # two: the pick among them
+    assert read[400].answer["draft"] == "candidate 2, right"  # type: ignore[index]
     assert read[800].answer["draft"] == "candidate 2, right"  # type: ignore[index]
-    assert [read[b].tokens for b in (100, 220, 300, 800)] == [100, 220, 300, 800]
+    assert [read[b].tokens for b in (200, 300, 400, 800)] == [200, 320, 400, 900]
 
 
 def test_a_searching_run_answers_with_the_best_of_every_draft_read() -> None:
@@ -124,11 +152,12 @@ def test_pass_at_t_counts_the_reply_tokens_of_the_replies_read_within_the_budget
             "candidates": [_candidate(1, "other", 0.1, 150)],  # 10 reply tokens of 150
         },
     ]
-    assert output_tokens_at(attempts, 99) == 0
-    assert output_tokens_at(attempts, 100) == 10
-    assert output_tokens_at(attempts, 249) == 10  # the pick (150 tokens, 50 of them reply)
-    assert output_tokens_at(attempts, 250) == 60
-    assert output_tokens_at(attempts, 400) == 70
+    assert output_tokens_at(attempts, 99) == 10  # the first draft is written anyway
+    assert output_tokens_at(attempts, 199) == 10  # 99 left: no reply of about 100 fits
+    assert output_tokens_at(attempts, 200) == 60  # one: the pick (150 tokens, 50 of them reply)
+    assert output_tokens_at(attempts, 300) == 70
+    critiqued = [{**attempts[0], "critique_usage": {"output_tokens": 4, "total_tokens": 40}}]
+    assert output_tokens_at(critiqued, 70) == 6  # its critique did not fit: the draft's own
 
 
 def test_calls_count_each_reply_each_llm_critique_and_each_one_asked_again() -> None:
@@ -160,8 +189,10 @@ def test_calls_count_each_reply_each_llm_critique_and_each_one_asked_again() -> 
         },
     ]
     assert calls_at(attempts) == 2 + 3 + 2 + 2 + 3
-    assert calls_at(attempts, 99) == 0 and calls_at(attempts, 250) == 5
-    assert calls_at(attempts, 350) == 7 + 2  # the pick (index 0) before the other (index 1)
+    assert calls_at(attempts, 99) == 2  # the first step is asked whatever it costs
+    assert calls_at(attempts, 250) == 5  # 50 left: no reply of about 100 fits
+    assert calls_at(attempts, 350) == 7
+    assert calls_at(attempts, 400) == 7 + 2  # one reply fits: the pick (index 0) first
     verified = {"feedback": [], "score": 1.0, "source": "python_tests", "verified": True}
     assert calls_at([{**_attempt(0, "passes", 1.0, 100), "critique": verified}]) == 1
 
@@ -536,6 +567,52 @@ async def test_the_refine_form_is_given_to_the_strategies_that_refine_and_record
     document, records, _ = await run(arguments([*given, "--name", "default"]), model)
     assert document["refine_form"] is None
     assert all("refine_form" not in r["settings"] for r in records if "settings" in r)
+
+
+_SCORES = {"Draft 0.": 0.4, "Draft 1.": 0.7, "Draft 2.": 0.5, "Draft 3.": 0.9, "Draft 4.": 0.6}
+
+
+def _budget_run(strategy: str, budget: int) -> dict[str, Any]:
+    """A run of the library at `budget` whose replies do not depend on the budget: drafts
+    "Draft 0.", "Draft 1.", ... in order (200 tokens a first draft or a sample, 325 a
+    refinement), each critique (248 tokens) scoring its draft by `_SCORES`."""
+    from self_refine import RefineContext, Roles, create_self_refine_graph
+
+    made = iter(range(100))
+
+    def draft(messages: Any) -> str:
+        return f"Draft {next(made)}."
+
+    def judge(messages: Any) -> dict[str, Any]:
+        text = messages[-1].text
+        seen = [d for d in _SCORES if d in text]
+        return critique(["Make it better."], score=_SCORES[seen[-1]] if seen else 0.1)
+
+    writer = FakeChatModel(script={"generator": [draft]}, input_tokens=180, output_tokens=20)
+    critic = FakeChatModel(script={"critic": [judge]}, input_tokens=200, output_tokens=48)
+    refiner = FakeChatModel(script={"refiner": [draft]}, input_tokens=300, output_tokens=25)
+    graph = create_self_refine_graph(writer, roles=Roles(critic=critic, refiner=refiner))
+    settings = RefineContext(
+        max_tokens_total=budget, critics=("llm",), strategy=strategy, max_iterations=4
+    )
+    return graph.compile().invoke({"task": "Write a line."}, context=settings)
+
+
+@pytest.mark.parametrize("strategy", ["refine", "sample"])
+def test_the_reading_at_a_budget_is_what_a_run_given_that_budget_answers(strategy: str) -> None:
+    """A run given 5,000 tokens, read at each smaller budget, answers, spends and writes
+    what a run given that budget does, its critiques skipped where the library skips them."""
+    big = _budget_run(strategy, 5_000)["attempts"]
+    skipped = 0
+    for budget in range(100, 2_700, 47):
+        run = _budget_run(strategy, budget)
+        read = answer_at(big, budget)
+        assert read.answer is not None and read.answer["draft"] == run["answer"], budget
+        assert read.tokens == run["usage"]["total_tokens"], budget
+        assert read.attempts == len(run["attempts"]), budget
+        assert output_tokens_at(big, budget) == run["usage"]["output_tokens"], budget
+        skipped += run["attempts"][-1]["critique"].get("source") == "budget"
+    assert skipped > 5  # the budgets where the last critique did not fit were read too
 
 
 async def test_a_page_rebuilt_from_the_records_alone_tells_the_runs_figures(
