@@ -11,8 +11,9 @@ before anything is read or written, it reads the thread once, checks the call
 (`settings.call.check`: the call's settings worked out once, and every refusal),
 and streams the run with those settings as its context, so every node reads them as
 `runtime.context`, with the recursion limit they need (`recursion_limit`; a limit
-the caller gave is kept) and room for the run's tasks (`tasks_at_once`). A call the caller has checked already (the command
-line, before it opens its storage) is not checked again (`Checked.checked_for`).
+the caller gave is kept) and room for the run's tasks (`tasks_at_once`). A call the
+caller has checked already (the command line, before it opens its storage) is not
+checked again (`Checked.checked_for`).
 
 `CheckedStateGraph.compile` builds the subclass from the graph LangGraph compiled,
 as `Pregel.copy` copies one (`langgraph_private.checked_copy`: LangGraph's compile
