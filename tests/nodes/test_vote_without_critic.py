@@ -49,7 +49,7 @@ def _drafts(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_samples_are_drawn_with_no_critic_call_and_the_most_stated_answer_answers() -> None:
-    model = _model()
+    model = _model_by_candidate()  # each branch its own drafts, whichever asks first
     result = refine(TASK, model=model, **_vote(max_iterations=3, candidates=2))
     assert [sent.role for sent in model.requests] == ["generator"] * 8  # 4 steps of 2
     assert result["stop_reason"] == "max_iterations"
