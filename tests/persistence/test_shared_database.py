@@ -40,7 +40,9 @@ def _open_at(db: str, start: float, use_async: bool) -> str:
 
 
 def test_commands_opening_a_new_database_together_all_get_it(tmp_path: Path) -> None:
-    context = multiprocessing.get_context("fork")
+    # Spawned, not forked: a fork copies this process's threads' held locks (a decode
+    # loop's, a Ray client's) into children that then never start.
+    context = multiprocessing.get_context("spawn")
     outcomes: list[str] = []
     with context.Pool(PROCESSES) as pool:
         for round_ in range(ROUNDS):
