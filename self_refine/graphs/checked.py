@@ -85,9 +85,9 @@ def _limited(
 
     A limit the caller gave (in `config`, or `own`: the graph's `with_config`) is kept;
     inside a parent's run, the limit handed down counts the parent's steps, so the run
-    gets at least what it needs. A `max_concurrency` below what the run's candidates need
-    is refused, or raised inside a parent's run (where the parent chose it for its own
-    tasks).
+    gets at least what it needs. A `max_concurrency` below what a run of several
+    candidates needs is refused, or raised inside a parent's run (where the parent chose
+    it for its own tasks).
     """
     nested = _is_nested(config)
     needed = recursion_limit(settings.max_iterations)
@@ -101,15 +101,19 @@ def _limited(
     limited: RunnableConfig = {**(config or {}), "recursion_limit": limit}
     room = tasks_at_once(settings.candidates)
     bound = (config or {}).get("max_concurrency", (own or {}).get("max_concurrency"))
-    if bound is not None and bound < room and not nested:
-        raise ConfigError(
-            f"max_concurrency={bound} is too few for a run of {settings.candidates} "
-            f"candidate(s): each candidate's branch waits for its reply's own task, so the "
-            f"run needs at least {room} (2 x candidates + 1); raise it, lower candidates, "
-            "or leave max_concurrency out"
-        )
     if bound is not None:
-        limited["max_concurrency"] = max(bound, room)
+        # One reply a step runs in the caller's thread (LangGraph runs a step's only task
+        # inline), its own task on the pool: a caller's bound of one has always worked.
+        if bound < room and settings.candidates > 1:
+            if not nested:
+                raise ConfigError(
+                    f"max_concurrency={bound} is too few for a run of {settings.candidates} "
+                    "candidates: each candidate's branch waits for its reply's own task, so "
+                    f"the run needs at least {room} (2 x candidates + 1); raise it, lower "
+                    "candidates, or leave max_concurrency out"
+                )
+            bound = room
+        limited["max_concurrency"] = bound
     elif threads:
         limited["max_concurrency"] = max(room, min(32, (os.cpu_count() or 1) + 4))
     return limited

@@ -70,7 +70,7 @@ def test_a_caller_bound_too_low_for_the_candidates_is_refused_before_any_call(
     model = _all_at_once()
     graph = create_self_refine_graph(model).compile()
     settings = RefineContext(candidates=4, strategy="sample", max_iterations=1)
-    with pytest.raises(ConfigError, match=r"max_concurrency=3 is too few for a run of 4 cand"):
+    with pytest.raises(ConfigError, match="max_concurrency=3 is too few for a run of 4 candidates"):
         if asynchronous:
             asyncio.run(graph.ainvoke({"task": "t"}, {"max_concurrency": 3}, context=settings))
         else:
@@ -82,3 +82,16 @@ def test_a_caller_bound_too_low_for_the_candidates_is_refused_before_any_call(
     graph = create_self_refine_graph(model).compile()
     done = graph.invoke({"task": "t"}, {"max_concurrency": 9}, context=settings)
     assert done["answer"] == "A draft."
+
+
+def test_a_bound_of_one_still_runs_a_run_of_one_reply_a_step() -> None:
+    model = FakeChatModel(
+        script={"*": ["A draft.", "A better draft."], "critic": [critique(["more"], score=0.5)]}
+    )
+    graph = create_self_refine_graph(model).compile()
+    settings = RefineContext(strategy="refine", max_iterations=1)
+    result, raised = _run(
+        lambda: graph.invoke({"task": "t"}, {"max_concurrency": 1}, context=settings)
+    )
+    assert raised == []
+    assert result["iterations"] == 1 and result["answer"]
