@@ -15,6 +15,7 @@ from typing import Any
 from self_refine.content import TaskContent, task_problem
 from self_refine.errors import ConfigError
 from self_refine.input_checks import MAX_TASK_CHARS, lone_surrogate, reference_problem
+from self_refine.input_files import read_input
 
 __all__ = [
     "BatchItem",
@@ -128,7 +129,7 @@ def read_items(path: str | Path) -> tuple[list[BatchItem], list[InputProblem]]:
     item's id, a line that is not UTF-8 and a line nested too deeply are problems.
     """
     try:
-        raw = Path(path).read_bytes()
+        raw = read_input(path)
     except OSError as error:
         raise ConfigError(
             f"cannot read {str(path)!r} ({error.strerror}): check the input path"

@@ -29,6 +29,7 @@ from typing import Any
 
 from self_refine.critics import Verifier
 from self_refine.errors import ConfigError, SelfRefineError
+from self_refine.input_files import read_input
 from self_refine.training.folders import check_out_folder, clear_written
 from self_refine.training.policy import PolicyChatModel
 from self_refine.training.rewards import edit_metrics
@@ -396,7 +397,7 @@ def _read_rows(path: str, option: str = "--items") -> list[dict[str, Any]]:
     Lines end at "\n" only: a U+2028 or U+2029 inside a JSON string is text, as JSON has it.
     """
     try:
-        data = Path(path).read_bytes()
+        data = read_input(path)
     except OSError as error:
         raise ConfigError(f"cannot read the {option} file {path!r}: {error.strerror}") from None
     try:

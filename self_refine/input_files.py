@@ -1,0 +1,86 @@
+"""A whole input file read so that Ctrl-C or SIGTERM always ends a wait for it.
+
+Python runs a signal's handler between two instructions of the main thread. A signal that
+comes after the last such check and before a blocking `read()` has started (the
+microseconds between opening a pipe and reading it) only marks the handler as due, and the
+read then waits for as long as the pipe's writer does: for `self-refine batch <(make-items)`
+with a writer that has written nothing yet, for ever, with the program deaf to Ctrl-C.
+
+`read_input` opens without waiting (`O_NONBLOCK`: a FIFO's open would wait for its writer)
+and, for anything but a regular file, waits in `select` on the input and on the signal
+module's wakeup pipe, which the interpreter writes to from the C handler itself: a signal
+that comes at any moment ends the wait, and its handler runs before the next instruction.
+Off the main thread, or while an event loop owns the wakeup pipe, it reads plainly.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import stat
+from pathlib import Path
+
+__all__ = ["read_input"]
+
+_CHUNK = 1 << 16
+
+
+def read_input(path: str | Path) -> bytes:
+    """The bytes of `path` (a file, a FIFO, `/dev/stdin`); raises OSError as `open` does."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):
+            return _read_waiting(fd)
+        return _read_plainly(fd)  # a file (a directory: IsADirectoryError, as open gives)
+    finally:
+        os.close(fd)
+
+
+def _read_plainly(fd: int) -> bytes:
+    os.set_blocking(fd, True)
+    chunks: list[bytes] = []
+    while chunk := os.read(fd, _CHUNK):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _read_waiting(fd: int) -> bytes:
+    wake, woken = os.pipe()
+    try:
+        os.set_blocking(wake, False)
+        os.set_blocking(woken, False)
+        try:
+            before = signal.set_wakeup_fd(woken, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: its signals are not ours to wait on
+            return _read_plainly(fd)
+        if before != -1:  # an event loop listens there: leave it its pipe
+            signal.set_wakeup_fd(before)
+            return _read_plainly(fd)
+        try:
+            return _read_until_end(fd, wake)
+        finally:
+            signal.set_wakeup_fd(-1)
+    finally:
+        os.close(wake)
+        os.close(woken)
+
+
+def _read_until_end(fd: int, wake: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        ready, _, _ = select.select([fd, wake], [], [])
+        if wake in ready:  # a signal came: its handler runs now, and may raise
+            try:
+                os.read(wake, _CHUNK)
+            except BlockingIOError:
+                pass
+        if fd in ready:
+            try:
+                chunk = os.read(fd, _CHUNK)
+            except BlockingIOError:  # readable was said, then someone else read it
+                continue
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
