@@ -7,7 +7,7 @@ read then waits for as long as the pipe's writer does: for `self-refine batch <(
 with a writer that has written nothing yet, for ever, with the program deaf to Ctrl-C.
 
 `read_input` opens without waiting (`O_NONBLOCK`: a FIFO's open would wait for its writer)
-and, for anything but a regular file, waits in `select` on the input and on the signal
+and, for a pipe, a terminal or a socket, waits (`selectors`) on the input and on the signal
 module's wakeup pipe, which the interpreter writes to from the C handler itself: a signal
 that comes at any moment ends the wait, and its handler runs before the next instruction.
 Off the main thread, or while an event loop owns the wakeup pipe, it reads plainly.
@@ -16,7 +16,7 @@ Off the main thread, or while an event loop owns the wakeup pipe, it reads plain
 from __future__ import annotations
 
 import os
-import select
+import selectors
 import signal
 import stat
 from pathlib import Path
@@ -24,6 +24,10 @@ from pathlib import Path
 __all__ = ["read_input"]
 
 _CHUNK = 1 << 16
+
+_Selector = getattr(selectors, "PollSelector", selectors.SelectSelector)
+"""poll(2) where there is one: any fd number (select's stop at 1024) and any device
+(epoll refuses /dev/null)."""
 
 
 def read_input(path: str | Path) -> bytes:
@@ -69,18 +73,21 @@ def _read_waiting(fd: int) -> bytes:
 
 def _read_until_end(fd: int, wake: int) -> bytes:
     chunks: list[bytes] = []
-    while True:
-        ready, _, _ = select.select([fd, wake], [], [])
-        if wake in ready:  # a signal came: its handler runs now, and may raise
-            try:
-                os.read(wake, _CHUNK)
-            except BlockingIOError:
-                pass
-        if fd in ready:
-            try:
-                chunk = os.read(fd, _CHUNK)
-            except BlockingIOError:  # readable was said, then someone else read it
-                continue
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
+    with _Selector() as waiting:
+        waiting.register(fd, selectors.EVENT_READ)
+        waiting.register(wake, selectors.EVENT_READ)
+        while True:
+            ready = {key.fd for key, _ in waiting.select()}
+            if wake in ready:  # a signal came: its handler runs now, and may raise
+                try:
+                    os.read(wake, _CHUNK)
+                except BlockingIOError:
+                    pass
+            if fd in ready:
+                try:
+                    chunk = os.read(fd, _CHUNK)
+                except BlockingIOError:  # readable was said, then someone else read it
+                    continue
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)

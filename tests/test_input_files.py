@@ -141,3 +141,7 @@ def test_an_event_loops_wakeup_pipe_is_left_to_it(fifo: tuple[Path, int]) -> Non
         assert loop.run_until_complete(read_in_the_loop()) == (b"x\n", 0)
     finally:
         loop.close()
+
+
+def test_a_device_that_cannot_be_waited_on_by_epoll_still_reads() -> None:
+    assert read_input("/dev/null") == b""
