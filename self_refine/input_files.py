@@ -30,27 +30,31 @@ _Selector = getattr(selectors, "PollSelector", selectors.SelectSelector)
 (epoll refuses /dev/null)."""
 
 
-def read_input(path: str | Path) -> bytes:
-    """The bytes of `path` (a file, a FIFO, `/dev/stdin`); raises OSError as `open` does."""
+def read_input(path: str | Path, limit: int | None = None) -> bytes:
+    """The bytes of `path` (a file, a FIFO, `/dev/stdin`), the first `limit` of them when
+    given (the rest is left unread); raises OSError as `open` does."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):
-            return _read_waiting(fd)
-        return _read_plainly(fd)  # a file (a directory: IsADirectoryError, as open gives)
+            return _read_waiting(fd, limit)
+        return _read_plainly(fd, limit)  # a file (a directory: IsADirectoryError, as open)
     finally:
         os.close(fd)
 
 
-def _read_plainly(fd: int) -> bytes:
+def _read_plainly(fd: int, limit: int | None) -> bytes:
     os.set_blocking(fd, True)
     chunks: list[bytes] = []
-    while chunk := os.read(fd, _CHUNK):
+    left = _CHUNK if limit is None else limit
+    while left > 0 and (chunk := os.read(fd, min(left, _CHUNK))):
         chunks.append(chunk)
+        if limit is not None:
+            left -= len(chunk)
     return b"".join(chunks)
 
 
-def _read_waiting(fd: int) -> bytes:
+def _read_waiting(fd: int, limit: int | None) -> bytes:
     wake, woken = os.pipe()
     try:
         os.set_blocking(wake, False)
@@ -58,12 +62,12 @@ def _read_waiting(fd: int) -> bytes:
         try:
             before = signal.set_wakeup_fd(woken, warn_on_full_buffer=False)
         except ValueError:  # not the main thread: its signals are not ours to wait on
-            return _read_plainly(fd)
+            return _read_plainly(fd, limit)
         if before != -1:  # an event loop listens there: leave it its pipe
             signal.set_wakeup_fd(before)
-            return _read_plainly(fd)
+            return _read_plainly(fd, limit)
         try:
-            return _read_until_end(fd, wake)
+            return _read_until_end(fd, wake, limit)
         finally:
             signal.set_wakeup_fd(-1)
     finally:
@@ -71,12 +75,13 @@ def _read_waiting(fd: int) -> bytes:
         os.close(woken)
 
 
-def _read_until_end(fd: int, wake: int) -> bytes:
+def _read_until_end(fd: int, wake: int, limit: int | None) -> bytes:
     chunks: list[bytes] = []
+    left = _CHUNK if limit is None else limit
     with _Selector() as waiting:
         waiting.register(fd, selectors.EVENT_READ)
         waiting.register(wake, selectors.EVENT_READ)
-        while True:
+        while left > 0:
             ready = {key.fd for key, _ in waiting.select()}
             if wake in ready:  # a signal came: its handler runs now, and may raise
                 try:
@@ -85,9 +90,12 @@ def _read_until_end(fd: int, wake: int) -> bytes:
                     pass
             if fd in ready:
                 try:
-                    chunk = os.read(fd, _CHUNK)
+                    chunk = os.read(fd, min(left, _CHUNK))
                 except BlockingIOError:  # readable was said, then someone else read it
                     continue
                 if not chunk:
-                    return b"".join(chunks)
+                    break
                 chunks.append(chunk)
+                if limit is not None:
+                    left -= len(chunk)
+    return b"".join(chunks)

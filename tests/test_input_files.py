@@ -145,3 +145,24 @@ def test_an_event_loops_wakeup_pipe_is_left_to_it(fifo: tuple[Path, int]) -> Non
 
 def test_a_device_that_cannot_be_waited_on_by_epoll_still_reads() -> None:
     assert read_input("/dev/null") == b""
+
+
+def test_a_limit_reads_that_much_and_leaves_the_rest(
+    tmp_path: Path, fifo: tuple[Path, int]
+) -> None:
+    path = tmp_path / "big.json"
+    path.write_bytes(b"x" * 200_000)
+    assert read_input(path, 70_001) == b"x" * 70_001
+    assert read_input(path, 0) == b""
+    fifo_path, writer = fifo
+
+    def write() -> None:  # more than a pipe holds: the writer waits for the reader
+        data = b"y" * 120_000
+        while data:
+            data = data[os.write(writer, data) :]
+
+    writing = threading.Thread(target=write, daemon=True)
+    writing.start()
+    assert read_input(fifo_path, 100_001) == b"y" * 100_001
+    writing.join(10)  # the rest fits in the pipe: nobody had to read it
+    assert not writing.is_alive()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from self_refine.errors import ConfigError
+from self_refine.input_files import read_input
 
 __all__ = [
     "MAX_REFERENCE_BYTES",
@@ -43,8 +44,7 @@ def read_capped(path: str, label: str, limit: int, *, kind: str, too_big: str) -
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
         raise ConfigError(f"{label} is not a regular file: give the path of {kind}")
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
+        data = read_input(path, limit + 1)  # a pipe's wait ends on Ctrl-C
     except OSError as error:
         raise ConfigError(f"{label}: {error.strerror or error}: make it readable to you") from None
     if len(data) > limit:
