@@ -19,6 +19,7 @@ import os
 import selectors
 import signal
 import stat
+import sys
 from pathlib import Path
 
 __all__ = ["read_input"]
@@ -33,28 +34,28 @@ _Selector = getattr(selectors, "PollSelector", selectors.SelectSelector)
 def read_input(path: str | Path, limit: int | None = None) -> bytes:
     """The bytes of `path` (a file, a FIFO, `/dev/stdin`), the first `limit` of them when
     given (the rest is left unread); raises OSError as `open` does."""
+    left = sys.maxsize if limit is None else limit
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):
-            return _read_waiting(fd, limit)
-        return _read_plainly(fd, limit)  # a file (a directory: IsADirectoryError, as open)
+            return _read_waiting(fd, left)
+        return _read_plainly(fd, left)  # a file (a directory: IsADirectoryError, as open)
     finally:
         os.close(fd)
 
 
-def _read_plainly(fd: int, limit: int | None) -> bytes:
+def _read_plainly(fd: int, left: int) -> bytes:
+    """At most `left` bytes of `fd`, read in the usual blocking way."""
     os.set_blocking(fd, True)
     chunks: list[bytes] = []
-    left = _CHUNK if limit is None else limit
     while left > 0 and (chunk := os.read(fd, min(left, _CHUNK))):
         chunks.append(chunk)
-        if limit is not None:
-            left -= len(chunk)
+        left -= len(chunk)
     return b"".join(chunks)
 
 
-def _read_waiting(fd: int, limit: int | None) -> bytes:
+def _read_waiting(fd: int, left: int) -> bytes:
     wake, woken = os.pipe()
     try:
         os.set_blocking(wake, False)
@@ -62,12 +63,12 @@ def _read_waiting(fd: int, limit: int | None) -> bytes:
         try:
             before = signal.set_wakeup_fd(woken, warn_on_full_buffer=False)
         except ValueError:  # not the main thread: its signals are not ours to wait on
-            return _read_plainly(fd, limit)
+            return _read_plainly(fd, left)
         if before != -1:  # an event loop listens there: leave it its pipe
             signal.set_wakeup_fd(before)
-            return _read_plainly(fd, limit)
+            return _read_plainly(fd, left)
         try:
-            return _read_until_end(fd, wake, limit)
+            return _read_until_end(fd, wake, left)
         finally:
             signal.set_wakeup_fd(-1)
     finally:
@@ -75,9 +76,9 @@ def _read_waiting(fd: int, limit: int | None) -> bytes:
         os.close(woken)
 
 
-def _read_until_end(fd: int, wake: int, limit: int | None) -> bytes:
+def _read_until_end(fd: int, wake: int, left: int) -> bytes:
+    """At most `left` bytes of `fd`, waiting on it and on the signal wakeup pipe `wake`."""
     chunks: list[bytes] = []
-    left = _CHUNK if limit is None else limit
     with _Selector() as waiting:
         waiting.register(fd, selectors.EVENT_READ)
         waiting.register(wake, selectors.EVENT_READ)
@@ -96,6 +97,5 @@ def _read_until_end(fd: int, wake: int, limit: int | None) -> bytes:
                 if not chunk:
                     break
                 chunks.append(chunk)
-                if limit is not None:
-                    left -= len(chunk)
+                left -= len(chunk)
     return b"".join(chunks)
