@@ -49,6 +49,8 @@ __all__ = [
     "main",
     "page",
     "population",
+    "readings",
+    "reported_items",
     "reported_runs",
 ]
 
@@ -83,12 +85,13 @@ def reported_runs(results: Path = RESULTS) -> list[Path]:
     return sorted(p for p in results.glob("budget-local-*.records.jsonl") if "-tune-" not in p.name)
 
 
-def _reported_items() -> set[str]:
+def reported_items() -> set[str]:
+    """The ids of the constrained set's reported items (split `report`)."""
     lines = (SETS_DIR / f"{SET}.jsonl").read_text().splitlines()
     return {i["id"] for i in map(json.loads, filter(str.strip, lines)) if i["split"] == "report"}
 
 
-def _readings(record: dict[str, Any]) -> list[tuple[str, str | None, bool]]:
+def readings(record: dict[str, Any]) -> list[tuple[str, str | None, bool]]:
     """Each final answer of a record: where it was read, the answer, whether it was worded."""
     if record["strategy"] == "first":
         return [("first", record.get("answer"), False)]
@@ -113,9 +116,9 @@ def population(paths: list[Path]) -> tuple[list[Answer], int]:
     """The distinct answers of the runs on the reported items, sorted by item and text, and
     how many readings (with an answer) they come from."""
     grader = Grader(SET)
-    reported = _reported_items()
+    reported = reported_items()
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    readings = 0
+    read = 0
     for path in paths:
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         kept = {
@@ -128,10 +131,10 @@ def population(paths: list[Path]) -> tuple[list[Answer], int]:
             if record.get("set") != SET or record["id"] not in reported:
                 continue
             grade = record.get("grade") or record.get("reference") or kept[record["task"]]
-            for where, answer, worded in _readings(record):
+            for where, answer, worded in readings(record):
                 if not answer or not answer.strip():
                     continue
-                readings += 1
+                read += 1
                 right = verdict(grader, record, answer, worded, kept)
                 mine = found.setdefault(
                     (record["id"], answer),
@@ -159,7 +162,7 @@ def population(paths: list[Path]) -> tuple[list[Answer], int]:
                 where=tuple(mine["where"]),
             )
         )
-    return answers, readings
+    return answers, read
 
 
 def draw(answers: list[Answer], n: int, seed: int) -> list[Answer]:
