@@ -36,6 +36,7 @@ from typing import Any
 
 from benchmarks.quality.feedback import Grader
 from benchmarks.quality.honesty import answer_forms
+from benchmarks.quality.outputs import show_page
 from benchmarks.quality.regrade import RESULTS, verdict
 from benchmarks.quality.sets import SETS_DIR
 from self_refine.critics.verifiers.concepts import missing_concepts
@@ -373,10 +374,7 @@ def main() -> None:
             said=said,
         ),
     ]
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.write_text(text)
-    print(text)
+    show_page(lines, args.out)
 
 
 if __name__ == "__main__":

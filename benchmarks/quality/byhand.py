@@ -34,6 +34,7 @@ from benchmarks.quality.audit import (
     reported_runs,
 )
 from benchmarks.quality.intervals import mcnemar, p_text, paired_counts
+from benchmarks.quality.outputs import show_page
 
 __all__ = ["agreement", "by_hand", "main", "page"]
 
@@ -194,10 +195,7 @@ def main() -> None:
         found = by_hand(records, hand, grader)
         if found["first"]["hand"]:
             lines += page(path.name.removesuffix(".records.jsonl"), found)
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.write_text(text)
-    print(text)
+    show_page(lines, args.out)
 
 
 if __name__ == "__main__":

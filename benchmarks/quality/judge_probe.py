@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.quality.audit import VERDICTS, population, reported_runs
+from benchmarks.quality.outputs import show_page
 from benchmarks.quality.regrade import RESULTS
 
 __all__ = ["QUESTION", "auc", "errors", "main", "threshold"]
@@ -121,10 +122,7 @@ def main() -> None:
         f"any choice could have made ({best:.3f}, read off the reported answers, so not a "
         f"result) would still leave {errors(report, best)} disagreements.",
     ]
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.write_text(text)
-    print(text)
+    show_page(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PLOT_MISSING", "dated_stem", "pyplot", "refuse_existing", "warn_no_plot"]
+__all__ = [
+    "PLOT_MISSING",
+    "dated_stem",
+    "pyplot",
+    "refuse_existing",
+    "show_page",
+    "warn_no_plot",
+]
 
 PLOT_MISSING = (
     "matplotlib is not installed, so the .png was NOT written: "
@@ -49,3 +56,11 @@ def pyplot() -> Any:
     except ImportError:
         return None
     return plt
+
+
+def show_page(lines: list[str], out: Path | None) -> None:
+    """A page of markdown lines: written to `out` where given, and printed."""
+    text = "\n".join(lines) + "\n"
+    if out:
+        out.write_text(text)
+    print(text)

@@ -19,6 +19,7 @@ from typing import Any
 from benchmarks.quality.feedback import Grader
 from benchmarks.quality.honesty import answer_forms
 from benchmarks.quality.intervals import mcnemar, paired_counts
+from benchmarks.quality.outputs import show_page
 from benchmarks.quality.sets import SETS_DIR
 
 __all__ = ["Ungraded", "main", "regrade", "verdict"]
@@ -227,10 +228,7 @@ def main() -> None:
     for path in paths:
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         lines += page(path.name.removesuffix(".records.jsonl"), regrade(records, sets))
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.write_text(text)
-    print(text)
+    show_page(lines, args.out)
 
 
 if __name__ == "__main__":
