@@ -7,10 +7,12 @@ Only the answers the grader passes are asked (a judge after the grader can only 
 more): those of the first audit (`audit-constrained-2026-12-07.verdicts.json`) tune the
 threshold on the model's probability of "No" (not nonsense); the blind audit's
 (`audit-constrained-blind-2026-12-07.verdicts.json`) report the disagreements a grader
-plus this judge would have at that threshold, once. The question was chosen on the first
-audit's answers (of two tried there: one asking whether the scene makes sense scored at
-chance, AUC 0.49, this one 0.85). Greedy, one token, its top 10 log-probabilities; the
-model's own chat template. Reads the committed runs and audits; writes only `--out`.
+plus this judge would have at that threshold. The question was chosen on the first
+audit's answers: of two tried, one asking whether the scene makes sense scored at chance
+(AUC 0.49), this one 0.85. (Both were scored on both audits in one scratch run before the
+choice, so the blind audit's figures of both were seen, 0.54 and 0.71: they point the
+same way.) Greedy, one token, its top 10 log-probabilities; the model's own chat
+template. Reads the committed runs and audits; writes only `--out`.
 """
 
 from __future__ import annotations
