@@ -56,7 +56,7 @@ _VOTED = (
 )
 _JUDGES = {
     "humaneval": "the problem's own hidden check",
-    "constrained": "the concepts check on the same words",
+    "constrained": "the concepts check on the same words and the benchmark's sentence checker",
     "arithmetic": "the answer key",
     "code": "the examples and the hidden edge-case tests",
 }
@@ -69,6 +69,13 @@ class RunChecks:
 
     verifier: str | None
     reference: dict[str, Any] | None
+
+
+_CAVEATS = {
+    "constrained": " That checks form, not meaning, so its figures are upper bounds on what a "
+    "reader passes (`python -m benchmarks.quality.byhand` reads the runs from a reader's "
+    "verdicts).",
+}
 
 
 def run_checks(name: str, item: dict[str, Any], feedback: str) -> RunChecks:
@@ -93,7 +100,7 @@ def picked_and_judged(name: str, feedback: str) -> str:
         picks = _VOTED if name == "arithmetic" else "the LLM critic's score"
     else:
         picks = _PICKS.get(name, f"the {RUN_CHECK[name]} check on what the task gives")
-    return f"{picks} picked the answer; {_JUDGES[name]} judged it."
+    return f"{picks} picked the answer; {_JUDGES[name]} judged it.{_CAVEATS.get(name, '')}"
 
 
 class Grader:

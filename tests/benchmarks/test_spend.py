@@ -418,6 +418,8 @@ async def test_the_feedback_setting_and_the_part_are_recorded_and_labelled(
         named = {"tune": "the tuning part", "report": "the reported part"}[part]
         assert LABELS[feedback] in page and named in page
         assert "picked the answer" in page
+        # the constrained grader reads form only: every page says its figures are upper bounds
+        assert "That checks form, not meaning" in page and "benchmarks.quality.byhand" in page
     assert paths["md"].name.startswith("budget-critic-")  # the last run's files
     key_page = next(tmp_path.glob("budget-key-tune-*.md")).read_text()
     assert "(upper bound)" in key_page.splitlines()[0] and "UPPER BOUND" in key_page
