@@ -317,7 +317,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     paths = reported_runs()
-    answers, readings = population(paths)
+    answers, count = population(paths)
     judged = {k: v for f in args.exclude for k, v in json.loads(f.read_text())["verdicts"].items()}
     remaining = excluding(answers, judged)
     drawn = draw(remaining, args.draw, args.seed)
@@ -368,7 +368,7 @@ def main() -> None:
             drawn,
             verdicts,
             total=len(answers),
-            readings=readings,
+            readings=count,
             how=how,
             before=before,
             said=said,

@@ -61,6 +61,12 @@ _JUDGES = {
     "code": "the examples and the hidden edge-case tests",
 }
 
+_CAVEATS = {
+    "constrained": " That checks form, not meaning, so its figures are upper bounds on what a "
+    "reader passes (`python -m benchmarks.quality.byhand` reads the runs from a reader's "
+    "verdicts).",
+}
+
 
 @dataclass(frozen=True)
 class RunChecks:
@@ -69,13 +75,6 @@ class RunChecks:
 
     verifier: str | None
     reference: dict[str, Any] | None
-
-
-_CAVEATS = {
-    "constrained": " That checks form, not meaning, so its figures are upper bounds on what a "
-    "reader passes (`python -m benchmarks.quality.byhand` reads the runs from a reader's "
-    "verdicts).",
-}
 
 
 def run_checks(name: str, item: dict[str, Any], feedback: str) -> RunChecks:
