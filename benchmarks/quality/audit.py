@@ -50,7 +50,6 @@ __all__ = [
     "main",
     "page",
     "population",
-    "readings",
     "reported_items",
     "reported_runs",
 ]
@@ -92,7 +91,7 @@ def reported_items() -> set[str]:
     return {i["id"] for i in map(json.loads, filter(str.strip, lines)) if i["split"] == "report"}
 
 
-def readings(record: dict[str, Any]) -> list[tuple[str, str | None, bool]]:
+def _readings(record: dict[str, Any]) -> list[tuple[str, str | None, bool]]:
     """Each final answer of a record: where it was read, the answer, whether it was worded."""
     if record["strategy"] == "first":
         return [("first", record.get("answer"), False)]
@@ -119,7 +118,7 @@ def population(paths: list[Path]) -> tuple[list[Answer], int]:
     grader = Grader(SET)
     reported = reported_items()
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    read = 0
+    readings = 0
     for path in paths:
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         kept = {
@@ -132,10 +131,10 @@ def population(paths: list[Path]) -> tuple[list[Answer], int]:
             if record.get("set") != SET or record["id"] not in reported:
                 continue
             grade = record.get("grade") or record.get("reference") or kept[record["task"]]
-            for where, answer, worded in readings(record):
+            for where, answer, worded in _readings(record):
                 if not answer or not answer.strip():
                     continue
-                read += 1
+                readings += 1
                 right = verdict(grader, record, answer, worded, kept)
                 mine = found.setdefault(
                     (record["id"], answer),
@@ -163,7 +162,7 @@ def population(paths: list[Path]) -> tuple[list[Answer], int]:
                 where=tuple(mine["where"]),
             )
         )
-    return answers, read
+    return answers, readings
 
 
 def draw(answers: list[Answer], n: int, seed: int) -> list[Answer]:
@@ -317,7 +316,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     paths = reported_runs()
-    answers, count = population(paths)
+    answers, readings = population(paths)
     judged = {k: v for f in args.exclude for k, v in json.loads(f.read_text())["verdicts"].items()}
     remaining = excluding(answers, judged)
     drawn = draw(remaining, args.draw, args.seed)
@@ -368,7 +367,7 @@ def main() -> None:
             drawn,
             verdicts,
             total=len(answers),
-            readings=count,
+            readings=readings,
             how=how,
             before=before,
             said=said,

@@ -29,7 +29,6 @@ from benchmarks.quality.audit import (
     SET,
     audit_key,
     population,
-    readings,
     reported_items,
     reported_runs,
 )
@@ -63,14 +62,16 @@ def by_hand(
     for record in records:
         if record.get("set") != SET or record["id"] not in reported:
             continue
-        for where, answer, _ in readings(record):
+        if record["strategy"] == "first":
+            readings = [(found["first"], record.get("answer"))]
+        else:
+            runs = found["strategies"].setdefault(record["strategy"], {})
+            readings = [
+                (runs.setdefault(b["multiple"], {"hand": {}, "grader": {}}), b.get("answer"))
+                for b in record.get("budgets") or []
+            ]
+        for at, answer in readings:
             key = audit_key(record["id"], answer) if answer and answer.strip() else None
-            if record["strategy"] == "first":
-                at = found["first"]
-            else:
-                multiple = int(where.rsplit(" ", 1)[1].removesuffix("x"))
-                at = found["strategies"].setdefault(record["strategy"], {})
-                at = at.setdefault(multiple, {"hand": {}, "grader": {}})
             at["hand"][record["id"]] = key is not None and hand[key]
             at["grader"][record["id"]] = key is not None and grader[key]
     return found
